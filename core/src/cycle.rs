@@ -1,0 +1,546 @@
+//! The per-thread cycle logic: deadlines, latency, missed periods, end
+//! conditions, driven through a [`Clock`].
+//!
+//! Thread `t` sleeps until absolute deadlines `D(k) = start + k * I` with
+//! `I = interval + t * distance` (cyclictest's `-i` and `-d`). On waking at
+//! time `W`, the latency is `W - D`. If `W` is a whole period or more late,
+//! the deadlines already passed are **missed periods**: they are counted
+//! (cyclictest skips them silently), and the next deadline is the first
+//! `D + m * I` that is not before `W`:
+//!
+//! * interval 1 ms, wake at `D + 2.4 ms`: latency 2.4 ms, 2 missed, next `D + 3 ms`;
+//! * wake at exactly `D + 2.0 ms`: 1 missed, next `D + 2 ms` (due at once).
+//!
+//! So `cycles + missed` always equals the number of deadlines that passed.
+
+use crate::error::Error;
+
+/// Why a [`Clock`] sleep did not reach its deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum SleepError {
+    /// A signal interrupted the sleep (EINTR): retry with the same deadline.
+    Interrupted,
+    /// Any other failure, with the OS error number.
+    Os(i32),
+}
+
+/// A clock that can tell the time and sleep until an absolute time.
+///
+/// On Linux this is `clock_gettime` plus
+/// `clock_nanosleep(clock, TIMER_ABSTIME, ...)`; tests use a simulated clock.
+pub trait Clock {
+    /// The current time in ns.
+    fn now(&mut self) -> i64;
+    /// Sleep until the absolute time `deadline` (ns).
+    fn sleep_until(&mut self, deadline: i64) -> Result<(), SleepError>;
+}
+
+/// When a thread stops measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StopReason {
+    /// The loop count (`-l`) was reached.
+    Loops,
+    /// The duration (`-D`) ran out.
+    Duration,
+    /// A latency exceeded the break threshold (`-b`).
+    Break,
+}
+
+/// Settings of one thread's cycle. All times in ns; 0 disables a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct CycleConfig {
+    /// This thread's period (already including its distance).
+    pub interval_ns: u64,
+    /// Wake-ups at the start that are not recorded.
+    pub warmup_cycles: u64,
+    /// Time at the start whose wake-ups are not recorded.
+    pub warmup_ns: u64,
+    /// Recorded wake-ups after which the thread stops (`-l`).
+    pub loops: u64,
+    /// Time after the start at which the thread stops (`-D`).
+    pub duration_ns: u64,
+    /// Stop when a latency is above this (`-b`).
+    pub break_ns: u64,
+    /// Flag samples above this as spikes (`--spike`, `--explain`).
+    pub spike_ns: u64,
+    /// Flag samples at or above this as histogram overflows (`-h US`).
+    pub overflow_ns: u64,
+}
+
+impl CycleConfig {
+    /// A 1 ms cycle with no limits.
+    pub const DEFAULT: CycleConfig = CycleConfig {
+        interval_ns: 1_000_000,
+        warmup_cycles: 0,
+        warmup_ns: 0,
+        loops: 0,
+        duration_ns: 0,
+        break_ns: 0,
+        spike_ns: 0,
+        overflow_ns: 0,
+    };
+
+    /// The interval of thread `index`: `base + index * distance`, as
+    /// cyclictest's `-d`. Fails if it overflows or is zero.
+    pub const fn interval_for(base_ns: u64, distance_ns: u64, index: u64) -> Result<u64, Error> {
+        let extra = match distance_ns.checked_mul(index) {
+            Some(e) => e,
+            None => return Err(Error::BadConfig("interval + distance overflows")),
+        };
+        match base_ns.checked_add(extra) {
+            Some(0) | None => Err(Error::BadConfig("interval must be positive")),
+            Some(i) => Ok(i),
+        }
+    }
+}
+
+impl Default for CycleConfig {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// Flags of a recorded sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Flags {
+    /// Above the spike threshold.
+    pub spike: bool,
+    /// At or above the histogram-text range (a cyclictest "overflow").
+    pub overflow: bool,
+    /// Above the break threshold.
+    pub brk: bool,
+}
+
+impl Flags {
+    /// Whether any flag is set (the sample must be reported individually).
+    pub const fn any(&self) -> bool {
+        self.spike || self.overflow || self.brk
+    }
+}
+
+/// One measured wake-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Sample {
+    /// Index of this recorded wake-up (0-based, after warm-up).
+    pub cycle: u64,
+    /// The deadline slept for (ns).
+    pub deadline: i64,
+    /// When the thread woke (ns).
+    pub wake: i64,
+    /// `wake - deadline` in ns (negative = early).
+    pub latency: i64,
+    /// Whole periods skipped.
+    pub missed: u64,
+    /// Thresholds crossed.
+    pub flags: Flags,
+}
+
+/// What one cycle produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Step {
+    /// A warm-up wake-up: not recorded.
+    Warmup,
+    /// A sample to record; `stop` is set if it was the last one.
+    Sample {
+        /// The sample.
+        sample: Sample,
+        /// Set when the thread must stop after recording it.
+        stop: Option<StopReason>,
+    },
+}
+
+/// One thread's cycle state machine.
+#[derive(Debug, Clone)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Cycle {
+    cfg: CycleConfig,
+    start: i64,
+    next: i64,
+    wakeups: u64,
+    recorded: u64,
+}
+
+impl Cycle {
+    /// A cycle that starts at `start` (ns); the first deadline is
+    /// `start + interval`.
+    pub const fn new(cfg: CycleConfig, start: i64) -> Result<Cycle, Error> {
+        if cfg.interval_ns == 0 || cfg.interval_ns > i64::MAX as u64 / 4 {
+            return Err(Error::BadConfig(
+                "interval must be between 1 ns and 2^61 ns",
+            ));
+        }
+        Ok(Cycle {
+            cfg,
+            start,
+            next: start.saturating_add(cfg.interval_ns as i64),
+            wakeups: 0,
+            recorded: 0,
+        })
+    }
+
+    /// A cycle whose first deadline is aligned to a multiple of `align_ns`
+    /// plus `offset_ns` (like cyclictest's `--secaligned`), at least one
+    /// interval after `now`.
+    pub const fn aligned(
+        cfg: CycleConfig,
+        now: i64,
+        align_ns: u64,
+        offset_ns: u64,
+    ) -> Result<Cycle, Error> {
+        if align_ns == 0 || align_ns > i64::MAX as u64 / 4 || offset_ns >= align_ns {
+            return Err(Error::BadConfig(
+                "alignment must be positive and above the offset",
+            ));
+        }
+        let a = align_ns as i64;
+        let earliest = now.saturating_add(cfg.interval_ns as i64);
+        let base = earliest
+            .div_euclid(a)
+            .saturating_mul(a)
+            .saturating_add(offset_ns as i64);
+        let first = if base < earliest {
+            base.saturating_add(a)
+        } else {
+            base
+        };
+        Cycle::new(cfg, first.saturating_sub(cfg.interval_ns as i64))
+    }
+
+    /// The settings.
+    pub const fn config(&self) -> &CycleConfig {
+        &self.cfg
+    }
+
+    /// The deadline the thread must sleep until next.
+    pub const fn deadline(&self) -> i64 {
+        self.next
+    }
+
+    /// Recorded wake-ups so far.
+    pub const fn recorded(&self) -> u64 {
+        self.recorded
+    }
+
+    /// Account a wake-up at `now` for the current deadline and advance it.
+    pub fn on_wake(&mut self, now: i64) -> Step {
+        let deadline = self.next;
+        let latency = now.saturating_sub(deadline);
+        let interval = self.cfg.interval_ns as i64;
+        let missed = if latency > interval {
+            ((latency - 1) / interval) as u64
+        } else {
+            0
+        };
+        self.next = deadline.saturating_add(interval.saturating_mul(missed as i64 + 1));
+        self.wakeups = self.wakeups.saturating_add(1);
+
+        let in_warmup = self.wakeups <= self.cfg.warmup_cycles
+            || (self.cfg.warmup_ns > 0
+                && deadline.saturating_sub(self.start) <= self.cfg.warmup_ns as i64);
+        if in_warmup {
+            return Step::Warmup;
+        }
+
+        let c = &self.cfg;
+        let lat_u = if latency > 0 { latency as u64 } else { 0 };
+        let flags = Flags {
+            spike: c.spike_ns > 0 && lat_u > c.spike_ns,
+            overflow: c.overflow_ns > 0 && lat_u >= c.overflow_ns,
+            brk: c.break_ns > 0 && lat_u > c.break_ns,
+        };
+        let sample = Sample {
+            cycle: self.recorded,
+            deadline,
+            wake: now,
+            latency,
+            missed,
+            flags,
+        };
+        self.recorded = self.recorded.saturating_add(1);
+
+        let stop = if flags.brk {
+            Some(StopReason::Break)
+        } else if c.loops > 0 && self.recorded >= c.loops {
+            Some(StopReason::Loops)
+        } else if c.duration_ns > 0 && self.next.saturating_sub(self.start) > c.duration_ns as i64 {
+            Some(StopReason::Duration)
+        } else {
+            None
+        };
+        Step::Sample { sample, stop }
+    }
+
+    /// Sleep until the deadline (retrying EINTR with the same deadline),
+    /// read the clock, and account the wake-up.
+    #[inline]
+    pub fn run_once<C: Clock>(&mut self, clock: &mut C) -> Result<Step, Error> {
+        loop {
+            match clock.sleep_until(self.next) {
+                Ok(()) => break,
+                Err(SleepError::Interrupted) => continue,
+                Err(SleepError::Os(e)) => return Err(Error::Sleep(e)),
+            }
+        }
+        let now = clock.now();
+        Ok(self.on_wake(now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec::Vec;
+
+    const MS: i64 = 1_000_000;
+
+    /// A simulated clock: each sleep wakes at the deadline plus the next
+    /// scripted lateness; `eintr` sleeps fail with EINTR first.
+    struct SimClock {
+        now: i64,
+        lateness: Vec<i64>,
+        eintr: u32,
+        sleeps: Vec<i64>,
+    }
+
+    impl SimClock {
+        fn new(start: i64, lateness: &[i64]) -> Self {
+            SimClock {
+                now: start,
+                lateness: lateness.iter().rev().copied().collect(),
+                eintr: 0,
+                sleeps: Vec::new(),
+            }
+        }
+    }
+
+    impl Clock for SimClock {
+        fn now(&mut self) -> i64 {
+            self.now
+        }
+        fn sleep_until(&mut self, deadline: i64) -> Result<(), SleepError> {
+            self.sleeps.push(deadline);
+            if self.eintr > 0 {
+                self.eintr -= 1;
+                self.now += 10;
+                return Err(SleepError::Interrupted);
+            }
+            let late = self.lateness.pop().unwrap_or(0);
+            self.now = self.now.max(deadline) + late;
+            Ok(())
+        }
+    }
+
+    fn cfg(interval: i64) -> CycleConfig {
+        CycleConfig {
+            interval_ns: interval as u64,
+            ..CycleConfig::DEFAULT
+        }
+    }
+
+    fn sample(step: Step) -> Sample {
+        match step {
+            Step::Sample { sample, .. } => sample,
+            Step::Warmup => panic!("unexpected warm-up"),
+        }
+    }
+
+    #[test]
+    fn late_by_2_4_ms_gives_two_missed_and_realigns() {
+        let mut c = Cycle::new(cfg(MS), 0).unwrap();
+        let d = c.deadline();
+        assert_eq!(d, MS);
+        let s = sample(c.on_wake(d + 2_400_000));
+        assert_eq!(s.latency, 2_400_000);
+        assert_eq!(s.missed, 2);
+        assert_eq!(c.deadline(), d + 3 * MS);
+    }
+
+    #[test]
+    fn late_by_exactly_2_ms_gives_one_missed() {
+        let mut c = Cycle::new(cfg(MS), 0).unwrap();
+        let d = c.deadline();
+        let s = sample(c.on_wake(d + 2 * MS));
+        assert_eq!(s.missed, 1);
+        assert_eq!(c.deadline(), d + 2 * MS);
+        // exactly one period late: no period missed, next deadline is now
+        let mut c = Cycle::new(cfg(MS), 0).unwrap();
+        let s = sample(c.on_wake(c.deadline() + MS));
+        assert_eq!(s.missed, 0);
+    }
+
+    #[test]
+    fn cycles_plus_missed_equals_deadlines_passed() {
+        let late = [0, 5_000, 3_500_000, 0, 900_000, 12_000_000, 1];
+        let mut clock = SimClock::new(0, &late);
+        let mut c = Cycle::new(
+            CycleConfig {
+                duration_ns: 40 * MS as u64,
+                ..cfg(MS)
+            },
+            0,
+        )
+        .unwrap();
+        let (mut cycles, mut missed) = (0, 0);
+        loop {
+            match c.run_once(&mut clock).unwrap() {
+                Step::Sample { sample, stop } => {
+                    cycles += 1;
+                    missed += sample.missed;
+                    if stop.is_some() {
+                        assert_eq!(stop, Some(StopReason::Duration));
+                        break;
+                    }
+                }
+                Step::Warmup => unreachable!(),
+            }
+        }
+        assert_eq!(cycles + missed, 40);
+    }
+
+    #[test]
+    fn eintr_retries_the_same_deadline() {
+        let mut clock = SimClock::new(0, &[7_000]);
+        clock.eintr = 3;
+        let mut c = Cycle::new(cfg(MS), 0).unwrap();
+        let s = sample(c.run_once(&mut clock).unwrap());
+        assert_eq!(clock.sleeps, std::vec![MS, MS, MS, MS]);
+        assert_eq!(s.latency, 7_000);
+    }
+
+    #[test]
+    fn os_error_is_reported() {
+        struct Broken;
+        impl Clock for Broken {
+            fn now(&mut self) -> i64 {
+                0
+            }
+            fn sleep_until(&mut self, _: i64) -> Result<(), SleepError> {
+                Err(SleepError::Os(22))
+            }
+        }
+        let mut c = Cycle::new(cfg(MS), 0).unwrap();
+        assert_eq!(c.run_once(&mut Broken), Err(Error::Sleep(22)));
+    }
+
+    #[test]
+    fn negative_latency_is_early_not_huge() {
+        let mut c = Cycle::new(cfg(MS), 0).unwrap();
+        let s = sample(c.on_wake(c.deadline() - 40_000));
+        assert_eq!(s.latency, -40_000);
+        assert_eq!(s.missed, 0);
+        assert!(!s.flags.any());
+        assert_eq!(c.deadline(), 2 * MS);
+    }
+
+    #[test]
+    fn warmup_by_cycles_and_time_is_not_recorded() {
+        let mut c = Cycle::new(
+            CycleConfig {
+                warmup_cycles: 2,
+                ..cfg(MS)
+            },
+            0,
+        )
+        .unwrap();
+        assert_eq!(c.on_wake(c.deadline()), Step::Warmup);
+        assert_eq!(c.on_wake(c.deadline()), Step::Warmup);
+        assert_eq!(sample(c.on_wake(c.deadline())).cycle, 0);
+        let mut c = Cycle::new(
+            CycleConfig {
+                warmup_ns: 3 * MS as u64,
+                ..cfg(MS)
+            },
+            0,
+        )
+        .unwrap();
+        for _ in 0..3 {
+            assert_eq!(c.on_wake(c.deadline()), Step::Warmup);
+        }
+        assert_eq!(sample(c.on_wake(c.deadline())).deadline, 4 * MS);
+    }
+
+    #[test]
+    fn loops_and_break_stop() {
+        let mut c = Cycle::new(
+            CycleConfig {
+                loops: 2,
+                ..cfg(MS)
+            },
+            0,
+        )
+        .unwrap();
+        assert!(matches!(
+            c.on_wake(c.deadline()),
+            Step::Sample { stop: None, .. }
+        ));
+        assert!(matches!(
+            c.on_wake(c.deadline()),
+            Step::Sample {
+                stop: Some(StopReason::Loops),
+                ..
+            }
+        ));
+        let mut c = Cycle::new(
+            CycleConfig {
+                break_ns: 100_000,
+                spike_ns: 50_000,
+                overflow_ns: 80_000,
+                ..cfg(MS)
+            },
+            0,
+        )
+        .unwrap();
+        let step = c.on_wake(c.deadline() + 60_000);
+        assert!(
+            matches!(step, Step::Sample { stop: None, sample } if sample.flags.spike && !sample.flags.overflow)
+        );
+        let step = c.on_wake(c.deadline() + 100_000);
+        assert!(
+            matches!(step, Step::Sample { stop: None, sample } if sample.flags.overflow && !sample.flags.brk)
+        );
+        let step = c.on_wake(c.deadline() + 100_001);
+        assert!(
+            matches!(step, Step::Sample { stop: Some(StopReason::Break), sample } if sample.flags.brk)
+        );
+    }
+
+    #[test]
+    fn distance_and_alignment_give_documented_deadlines() {
+        assert_eq!(
+            CycleConfig::interval_for(1_000_000, 500_000, 0),
+            Ok(1_000_000)
+        );
+        assert_eq!(
+            CycleConfig::interval_for(1_000_000, 500_000, 3),
+            Ok(2_500_000)
+        );
+        assert!(CycleConfig::interval_for(u64::MAX, 1, 1).is_err());
+        assert!(CycleConfig::interval_for(0, 0, 5).is_err());
+        // thread 2 at -i 1000 -d 500: deadlines every 2 ms from its start
+        let mut c = Cycle::new(cfg(2 * MS), 10).unwrap();
+        assert_eq!(c.deadline(), 10 + 2 * MS);
+        c.on_wake(c.deadline() + 3);
+        assert_eq!(c.deadline(), 10 + 4 * MS);
+        // aligned to whole seconds plus 250 µs, at least one interval ahead
+        let c = Cycle::aligned(cfg(MS), 1_999_500_000, 1_000_000_000, 250_000).unwrap();
+        assert_eq!(c.deadline(), 3_000_250_000);
+        let c = Cycle::aligned(cfg(MS), 1_500_000_000, 1_000_000_000, 0).unwrap();
+        assert_eq!(c.deadline(), 2_000_000_000);
+        assert!(Cycle::new(cfg(0), 0).is_err());
+    }
+
+    #[test]
+    fn huge_lateness_saturates_instead_of_overflowing() {
+        let mut c = Cycle::new(cfg(1), i64::MAX - 10).unwrap();
+        let s = sample(c.on_wake(i64::MAX));
+        assert!(s.missed > 0);
+        assert_eq!(c.deadline(), i64::MAX);
+    }
+}

@@ -1,0 +1,40 @@
+//! The core's one error type.
+
+use core::fmt;
+
+/// Everything that can go wrong in the core. Each variant has a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Error {
+    /// Two histograms with different bucket layouts cannot be combined.
+    LayoutMismatch,
+    /// A bucket index beyond the layout (a corrupt or foreign delta).
+    BucketOutOfRange,
+    /// The writer was active on every snapshot attempt.
+    SnapshotBusy,
+    /// An encode buffer was too small for the frame (a sizing bug).
+    BufferTooSmall,
+    /// postcard could not serialise the frame.
+    Encode,
+    /// The clock could not sleep until the deadline (errno from the OS).
+    Sleep(i32),
+    /// A configuration value is out of range (named).
+    BadConfig(&'static str),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::LayoutMismatch => f.write_str("histograms have different bucket layouts"),
+            Error::BucketOutOfRange => f.write_str("bucket index out of range for the layout"),
+            Error::SnapshotBusy => f.write_str("could not take a consistent snapshot: writer busy"),
+            Error::BufferTooSmall => f.write_str("encode buffer too small for the frame"),
+            Error::Encode => f.write_str("frame could not be serialised"),
+            Error::Sleep(e) => write!(f, "clock_nanosleep failed (errno {e})"),
+            Error::BadConfig(what) => write!(f, "invalid configuration: {what}"),
+        }
+    }
+}
+
+impl core::error::Error for Error {}

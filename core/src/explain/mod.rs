@@ -1,0 +1,312 @@
+//! Spike attribution: which interrupts, softirqs and tasks made a sample late.
+//!
+//! When a sample crosses the `--explain` threshold, the host side of the
+//! target reads the kernel's trace text for the measured CPU and hands it to
+//! this module. Everything here is pure and allocation-free:
+//!
+//! * [`parse_line`] turns one line of tracefs text
+//!   (`<comm>-<pid> [cpu] flags timestamp: event: fields`) into an [`Event`];
+//! * [`Classifier`] (or the one-shot [`classify`] / [`classify_text`]) walks
+//!   the events of one CPU, clips every interval to the window from the
+//!   deadline to the wake-up, and produces an [`Attribution`]: exclusive
+//!   [`Cause`] lines that add up exactly to the spike.
+//!
+//! # How time is split
+//!
+//! The window `[deadline, wake]` is cut at every event. Each piece goes to
+//! exactly one cause:
+//!
+//! 1. the innermost running context, if any: a hard IRQ handler
+//!    ([`CauseKind::Irq`], by number and name), a softirq
+//!    ([`CauseKind::Softirq`], by vector name such as `NET_RX`) or an x86
+//!    interrupt vector ([`CauseKind::Vector`]: `local_timer`, `reschedule`,
+//!    `call_function`, ...). An IRQ nested in a softirq counts once, for the
+//!    IRQ;
+//! 2. otherwise, if the idle task was current: [`CauseKind::IdleExit`];
+//! 3. otherwise, before the measuring thread was woken (the
+//!    `hrtimer_expire_entry` + `sched_wakeup` of its timer):
+//!    [`CauseKind::TimerDelay`], the timer's own IRQ delay;
+//! 4. otherwise, after the wake-up, another task that was current:
+//!    [`CauseKind::Task`] (comm, pid, kernel priority); on PREEMPT_RT the
+//!    threads `irq/N-name` count as [`CauseKind::Irq`] N;
+//! 5. whatever is left (the measuring thread itself on its way back to user
+//!    space, or a stretch the trace does not cover) is
+//!    [`CauseKind::Untraced`], "irqs or preemption off (untraced)".
+//!
+//! At most [`MAX_CAUSES`] lines are kept; the smallest are merged into one
+//! [`CauseKind::Other`] line, so the sum stays exact.
+
+mod classify;
+mod parse;
+
+pub use classify::{classify, classify_text, Classifier, Window};
+pub use parse::{parse_line, parse_timestamp, softirq_name, Event, EventKind, TaskRef};
+
+use postcard::experimental::max_size::MaxSize;
+use postcard_schema::Schema;
+use serde::{Deserialize, Serialize};
+
+/// Most cause lines one [`Attribution`] carries (the last may be "other").
+pub const MAX_CAUSES: usize = 16;
+
+/// Longest cause name kept, in bytes (IRQ action names, task comms).
+pub const NAME_LEN: usize = 24;
+
+/// A bounded cause name.
+pub type Name = heapless::String<NAME_LEN>;
+
+/// Kernel priority value meaning "not known" in [`Cause::prio`].
+pub const PRIO_UNKNOWN: i32 = i32::MIN;
+
+/// Label the report prints for [`CauseKind::Untraced`].
+pub const UNTRACED_LABEL: &str = "irqs or preemption off (untraced)";
+
+/// What kind of thing a [`Cause`] line names.
+#[derive(Serialize, Deserialize, MaxSize, Schema, Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum CauseKind {
+    /// A hard IRQ handler; `id` is the IRQ number, `name` its action name.
+    Irq,
+    /// A softirq; `id` is the vector number, `name` e.g. `NET_RX`.
+    Softirq,
+    /// An x86 system vector; `id` is the vector, `name` e.g. `local_timer`.
+    Vector,
+    /// The deadline passed but the timer had not expired yet.
+    TimerDelay,
+    /// The CPU was idle (or coming out of idle).
+    IdleExit,
+    /// Another task ran; `id` is its pid, `name` its comm, `prio` its kernel
+    /// priority.
+    Task,
+    /// Time no event explains: irqs or preemption off, or not traced.
+    Untraced,
+    /// Everything merged because the line table was full.
+    Other,
+}
+
+/// Scheduling policy as far as the trace can tell from a kernel priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Policy {
+    /// `SCHED_DEADLINE` (kernel priority below 0).
+    Deadline,
+    /// `SCHED_FIFO` or `SCHED_RR` with this real-time priority (1..=99).
+    RealTime(u8),
+    /// `SCHED_OTHER`, `SCHED_BATCH` or `SCHED_IDLE` with this nice value.
+    Normal(i8),
+    /// The priority was not in the trace.
+    Unknown,
+}
+
+/// One exclusive share of a spike.
+#[derive(Serialize, Deserialize, MaxSize, Schema, Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Cause {
+    /// What this line is about.
+    pub kind: CauseKind,
+    /// IRQ number, softirq vector, x86 vector or pid, depending on `kind`.
+    pub id: u32,
+    /// Kernel priority for [`CauseKind::Task`] (as `sched_switch` prints
+    /// it), otherwise [`PRIO_UNKNOWN`].
+    pub prio: i32,
+    /// IRQ action, softirq vector, x86 vector or task name.
+    pub name: Name,
+    /// Episodes (IRQ invocations, task runs) that overlapped the window.
+    pub count: u32,
+    /// Nanoseconds of the window attributed to this line.
+    pub ns: u64,
+}
+
+impl Cause {
+    /// The scheduling policy [`Cause::prio`] implies.
+    pub fn policy(&self) -> Policy {
+        match self.prio {
+            PRIO_UNKNOWN => Policy::Unknown,
+            p if p < 0 => Policy::Deadline,
+            p if p < 100 => Policy::RealTime(u8::try_from(99 - p).unwrap_or(0)),
+            p if p < 140 => Policy::Normal(i8::try_from(p - 120).unwrap_or(0)),
+            _ => Policy::Unknown,
+        }
+    }
+
+    /// True if this line and `kind`/`id`/`name` describe the same cause.
+    /// Tasks match by pid alone (their comm changes on exec).
+    fn same(&self, kind: CauseKind, id: u32, name: &str) -> bool {
+        self.kind == kind
+            && match kind {
+                CauseKind::Task => self.id == id,
+                CauseKind::TimerDelay
+                | CauseKind::IdleExit
+                | CauseKind::Untraced
+                | CauseKind::Other => true,
+                _ => self.id == id && self.name.as_str() == name,
+            }
+    }
+}
+
+/// The explanation of one spike: exclusive cause lines that add up to
+/// `latency_ns` (unless `coarse`).
+#[derive(Serialize, Deserialize, MaxSize, Schema, Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Attribution {
+    /// Measured CPU.
+    pub cpu: u32,
+    /// Cycle number of the late sample.
+    pub cycle: u64,
+    /// Deadline of the sample, CLOCK_MONOTONIC nanoseconds.
+    pub deadline_ns: u64,
+    /// Wake-up minus deadline, nanoseconds.
+    pub latency_ns: u64,
+    /// True for the `/proc/interrupts` + `/proc/softirqs` fallback: lines
+    /// carry counts over a report interval, not nanoseconds of the spike.
+    pub coarse: bool,
+    /// True if the trace did not cover the whole window (events lost, or
+    /// the buffer began after the deadline); the uncovered part is in the
+    /// [`CauseKind::Untraced`] line.
+    pub partial: bool,
+    /// Cause lines, largest first.
+    pub causes: heapless::Vec<Cause, MAX_CAUSES>,
+}
+
+impl Attribution {
+    /// An attribution with no cause lines yet.
+    pub const fn new(cpu: u32, cycle: u64, deadline_ns: u64, latency_ns: u64) -> Self {
+        Self {
+            cpu,
+            cycle,
+            deadline_ns,
+            latency_ns,
+            coarse: false,
+            partial: false,
+            causes: heapless::Vec::new(),
+        }
+    }
+
+    /// Adds `ns` and `count` to the line for `kind`/`id`/`name`, creating it
+    /// if needed. When the table is full, the last line becomes
+    /// [`CauseKind::Other`] and absorbs the rest, so no time is lost.
+    pub fn add(&mut self, kind: CauseKind, id: u32, prio: i32, name: &str, count: u32, ns: u64) {
+        if let Some(c) = self.causes.iter_mut().find(|c| c.same(kind, id, name)) {
+            c.count = c.count.saturating_add(count);
+            c.ns = c.ns.saturating_add(ns);
+            if kind == CauseKind::Task {
+                c.name = bounded(name);
+                c.prio = prio;
+            }
+            return;
+        }
+        let line = Cause {
+            kind,
+            id,
+            prio,
+            name: bounded(name),
+            count,
+            ns,
+        };
+        if self.causes.is_full() {
+            if let Some(last) = self.causes.last_mut() {
+                if last.kind != CauseKind::Other {
+                    last.kind = CauseKind::Other;
+                    last.id = 0;
+                    last.prio = PRIO_UNKNOWN;
+                    last.name = bounded("other");
+                }
+                last.count = last.count.saturating_add(count);
+                last.ns = last.ns.saturating_add(ns);
+            }
+        } else {
+            // Cannot fail: checked `is_full` above.
+            let _ = self.causes.push(line);
+        }
+    }
+
+    /// Sum of the `ns` of all lines (equals `latency_ns` for a traced
+    /// attribution).
+    pub fn total_ns(&self) -> u64 {
+        self.causes
+            .iter()
+            .fold(0u64, |acc, c| acc.saturating_add(c.ns))
+    }
+
+    /// The line with the most time, if any.
+    pub fn top(&self) -> Option<&Cause> {
+        self.causes.iter().max_by_key(|c| c.ns)
+    }
+
+    /// Finds the line for a softirq, IRQ, vector or label by name.
+    pub fn find(&self, kind: CauseKind, name: &str) -> Option<&Cause> {
+        self.causes
+            .iter()
+            .find(|c| c.kind == kind && c.name.as_str() == name)
+    }
+}
+
+/// Copies `s` into a [`Name`], cut at a character boundary if too long.
+pub fn bounded(s: &str) -> Name {
+    let mut n = Name::new();
+    for ch in s.chars() {
+        if n.push(ch).is_err() {
+            break;
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use postcard::experimental::max_size::MaxSize;
+
+    #[test]
+    fn max_size_fits_one_kib() {
+        assert!(Attribution::POSTCARD_MAX_SIZE < 1024);
+    }
+
+    #[test]
+    fn roundtrip() {
+        let mut a = Attribution::new(1, 2, 3, 4);
+        a.add(CauseKind::Softirq, 3, PRIO_UNKNOWN, "NET_RX", 1, 4);
+        let mut buf = [0u8; Attribution::POSTCARD_MAX_SIZE];
+        let used = postcard::to_slice(&a, &mut buf).unwrap();
+        let back: Attribution = postcard::from_bytes(used).unwrap();
+        assert_eq!(a, back);
+    }
+
+    #[test]
+    fn full_table_merges_into_other() {
+        let mut a = Attribution::new(0, 0, 0, 0);
+        for i in 0..40u32 {
+            a.add(CauseKind::Irq, i, PRIO_UNKNOWN, "x", 1, 10);
+        }
+        assert_eq!(a.causes.len(), MAX_CAUSES);
+        assert_eq!(a.total_ns(), 400);
+        assert_eq!(a.causes.last().unwrap().kind, CauseKind::Other);
+    }
+
+    #[test]
+    fn policy_from_prio() {
+        let mut c = Cause {
+            kind: CauseKind::Task,
+            id: 1,
+            prio: 19,
+            name: bounded("t"),
+            count: 1,
+            ns: 1,
+        };
+        assert_eq!(c.policy(), Policy::RealTime(80));
+        c.prio = 120;
+        assert_eq!(c.policy(), Policy::Normal(0));
+        c.prio = -1;
+        assert_eq!(c.policy(), Policy::Deadline);
+        c.prio = PRIO_UNKNOWN;
+        assert_eq!(c.policy(), Policy::Unknown);
+    }
+
+    #[test]
+    fn bounded_cuts_on_char_boundary() {
+        let n = bounded("ééééééééééééééééééééééééé");
+        assert!(n.len() <= NAME_LEN);
+        assert!(n.chars().all(|c| c == 'é'));
+    }
+}

@@ -1,0 +1,30 @@
+//! # latscope-core
+//!
+//! The `no_std`, allocation-free heart of latscope, a real-time latency
+//! measurement tool:
+//!
+//! * [`layout`]: the histogram's bucket edges (1 µs linear, then ≤ 1 %
+//!   log-linear buckets up to past 60 s; nothing overflows);
+//! * [`record`]: the measuring thread's lock-free record (one RT writer,
+//!   seqlock readers);
+//! * [`hist`] and [`stats`]: plain histograms, merging, quantiles and spread;
+//! * [`cycle`]: deadlines, latency and missed periods, driven by a [`cycle::Clock`];
+//! * [`spike`]: a bounded log of the largest and the first spikes;
+//! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder.
+//!
+//! All memory is sized at compile time and every type that a measuring
+//! thread holds is const-constructible.
+#![no_std]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod cycle;
+pub mod error;
+pub mod hist;
+pub mod layout;
+pub mod record;
+pub mod spike;
+pub mod stats;
+pub mod wire;
+
+pub use error::Error;

@@ -1,0 +1,445 @@
+//! The measuring thread's shared record: one RT writer, lock-free readers.
+//!
+//! [`ThreadRecord`] holds a thread's bucket counters and statistics as
+//! atomics behind a sequence lock. The single writer (the measuring thread,
+//! through the [`Writer`] it claims once) never waits; a non-RT reader takes a
+//! consistent [`Snapshot`] and simply retries if the writer was active.
+//!
+//! # Memory ordering
+//!
+//! Every field is a 32-bit atomic (thumbv7em has no 64-bit atomics, so
+//! 64-bit figures are split into halves). The protocol is the classic
+//! fence-based seqlock (H. Boehm, "Can seqlocks get along with programming
+//! language memory models?", 2012):
+//!
+//! * writer: `seq = s + 1` (Relaxed), `fence(Release)`, all data stores
+//!   (Relaxed), `seq = s + 2` (Release);
+//! * reader: `s1 = seq` (Acquire), retry if odd; all data loads (Relaxed),
+//!   `fence(Acquire)`, `s2 = seq` (Relaxed); the copy is consistent iff
+//!   `s1 == s2`.
+//!
+//! If a reader's load sees any store of a write section, the writer's
+//! release fence and the reader's acquire fence synchronise, so the reader's
+//! second load of `seq` sees at least the odd value and the copy is discarded.
+//! The writer's stores are plain stores (no read-modify-write): it keeps
+//! its own copy of the statistics and publishes them.
+//!
+//! Bucket counters are u32 and wrap; readers widen them wrap-aware into u64
+//! ([`crate::hist::Histogram::absorb_raw`]), which is exact as long as a
+//! reader looks at least once per 2^32 samples of one bucket (five days at
+//! 10 kHz). Totals are 64-bit.
+
+#[cfg(loom)]
+use loom::sync::atomic::{fence, AtomicBool, AtomicU32};
+
+#[cfg(not(loom))]
+use core::sync::atomic::{fence, AtomicBool, AtomicU32};
+
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+
+use crate::error::Error;
+use crate::hist::Totals;
+use crate::layout::Layout;
+
+/// A 64-bit value published as two 32-bit atomics (under the seqlock).
+struct Split64 {
+    lo: AtomicU32,
+    hi: AtomicU32,
+}
+
+impl Split64 {
+    #[cfg(not(loom))]
+    const fn new(v: u64) -> Self {
+        Split64 {
+            lo: AtomicU32::new(v as u32),
+            hi: AtomicU32::new((v >> 32) as u32),
+        }
+    }
+
+    #[cfg(loom)]
+    fn new(v: u64) -> Self {
+        Split64 {
+            lo: AtomicU32::new(v as u32),
+            hi: AtomicU32::new((v >> 32) as u32),
+        }
+    }
+
+    #[inline]
+    fn store(&self, v: u64) {
+        self.lo.store(v as u32, Relaxed);
+        self.hi.store((v >> 32) as u32, Relaxed);
+    }
+
+    #[inline]
+    fn load(&self) -> u64 {
+        (self.lo.load(Relaxed) as u64) | ((self.hi.load(Relaxed) as u64) << 32)
+    }
+}
+
+/// Statistics of one measuring thread, beside its histogram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Counters {
+    /// Count, sum, min and max of the recorded (non-early) samples.
+    pub totals: Totals,
+    /// Wake-ups measured (recorded plus early ones).
+    pub cycles: u64,
+    /// Whole periods skipped because a wake-up was that late.
+    pub missed: u64,
+    /// Wake-ups before their deadline (possible with a stepped clock).
+    pub early: u64,
+    /// The latest latency in ns (negative when early).
+    pub last: i64,
+}
+
+impl Counters {
+    /// Nothing measured yet.
+    pub const ZERO: Counters = Counters {
+        totals: Totals::EMPTY,
+        cycles: 0,
+        missed: 0,
+        early: 0,
+        last: 0,
+    };
+}
+
+impl Default for Counters {
+    fn default() -> Self {
+        Counters::ZERO
+    }
+}
+
+/// A consistent copy of a [`ThreadRecord`], with the raw u32 bucket counters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot<const N: usize> {
+    /// Raw, wrapping bucket counters.
+    pub buckets: [u32; N],
+    /// Statistics at the same instant.
+    pub counters: Counters,
+}
+
+impl<const N: usize> Snapshot<N> {
+    /// An all-zero snapshot (the state before the first sample).
+    pub const fn new() -> Self {
+        Snapshot {
+            buckets: [0; N],
+            counters: Counters::ZERO,
+        }
+    }
+}
+
+impl<const N: usize> Default for Snapshot<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The shared, lock-free record of one measuring thread.
+///
+/// Its size at the default layout is stated and tested below: 12 KiB of
+/// bucket counters plus ~60 bytes, well under the 16 KiB budget.
+pub struct ThreadRecord<const N: usize> {
+    layout: Layout,
+    seq: AtomicU32,
+    claimed: AtomicBool,
+    buckets: [AtomicU32; N],
+    count: Split64,
+    sum: Split64,
+    min: Split64,
+    max: Split64,
+    cycles: Split64,
+    missed: Split64,
+    early: Split64,
+    last: Split64,
+}
+
+impl<const N: usize> ThreadRecord<N> {
+    /// An empty record with `linear_us` linear buckets (see [`crate::layout`]).
+    #[cfg(not(loom))]
+    pub const fn new(linear_us: u32) -> Self {
+        const {
+            assert!(N >= 2 && N <= crate::layout::MAX_BUCKETS);
+        }
+        ThreadRecord {
+            layout: Layout::new(linear_us, N),
+            seq: AtomicU32::new(0),
+            claimed: AtomicBool::new(false),
+            buckets: [const { AtomicU32::new(0) }; N],
+            count: Split64::new(0),
+            sum: Split64::new(0),
+            min: Split64::new(u64::MAX),
+            max: Split64::new(0),
+            cycles: Split64::new(0),
+            missed: Split64::new(0),
+            early: Split64::new(0),
+            last: Split64::new(0),
+        }
+    }
+
+    /// An empty record (loom build: atomics are not const there).
+    #[cfg(loom)]
+    pub fn new(linear_us: u32) -> Self {
+        ThreadRecord {
+            layout: Layout::new(linear_us, N),
+            seq: AtomicU32::new(0),
+            claimed: AtomicBool::new(false),
+            buckets: core::array::from_fn(|_| AtomicU32::new(0)),
+            count: Split64::new(0),
+            sum: Split64::new(0),
+            min: Split64::new(u64::MAX),
+            max: Split64::new(0),
+            cycles: Split64::new(0),
+            missed: Split64::new(0),
+            early: Split64::new(0),
+            last: Split64::new(0),
+        }
+    }
+
+    /// The bucket layout.
+    pub const fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Claim the single writer. Returns `None` if it was claimed before:
+    /// there is exactly one writer per record for its whole life.
+    pub fn writer(&self) -> Option<Writer<'_, N>> {
+        if self.claimed.swap(true, Acquire) {
+            return None;
+        }
+        Some(Writer {
+            rec: self,
+            local: Counters::ZERO,
+        })
+    }
+
+    /// Try once to copy a consistent snapshot; `false` if the writer was
+    /// active (the copy in `out` is then garbage and must be retried).
+    pub fn try_snapshot(&self, out: &mut Snapshot<N>) -> bool {
+        let s1 = self.seq.load(Acquire);
+        if s1 & 1 == 1 {
+            return false;
+        }
+        for (o, b) in out.buckets.iter_mut().zip(self.buckets.iter()) {
+            *o = b.load(Relaxed);
+        }
+        let c = &mut out.counters;
+        c.totals = Totals {
+            count: self.count.load(),
+            sum: self.sum.load(),
+            min: self.min.load(),
+            max: self.max.load(),
+        };
+        c.cycles = self.cycles.load();
+        c.missed = self.missed.load();
+        c.early = self.early.load();
+        c.last = self.last.load() as i64;
+        fence(Acquire);
+        self.seq.load(Relaxed) == s1
+    }
+
+    /// Copy a consistent snapshot, retrying up to `tries` times.
+    ///
+    /// The writer holds its section for a few dozen instructions once per
+    /// period, so a handful of tries always suffices in practice.
+    pub fn snapshot(&self, out: &mut Snapshot<N>, tries: u32) -> Result<(), Error> {
+        for _ in 0..tries {
+            if self.try_snapshot(out) {
+                return Ok(());
+            }
+            core::hint::spin_loop();
+        }
+        Err(Error::SnapshotBusy)
+    }
+}
+
+/// The single writer of a [`ThreadRecord`], owned by the measuring thread.
+pub struct Writer<'a, const N: usize> {
+    rec: &'a ThreadRecord<N>,
+    local: Counters,
+}
+
+impl<const N: usize> Writer<'_, N> {
+    /// The statistics as the writer last published them.
+    pub const fn counters(&self) -> &Counters {
+        &self.local
+    }
+
+    /// Publish one wake-up: `latency_ns` (negative = early) and the whole
+    /// periods it `missed`. Early wake-ups are counted, not put in the
+    /// histogram. Never waits, never fails.
+    #[inline]
+    pub fn record(&mut self, latency_ns: i64, missed: u64) {
+        let l = &mut self.local;
+        l.cycles = l.cycles.saturating_add(1);
+        l.missed = l.missed.saturating_add(missed);
+        l.last = latency_ns;
+        let bucket = if latency_ns < 0 {
+            l.early = l.early.saturating_add(1);
+            None
+        } else {
+            let ns = latency_ns as u64;
+            l.totals.add(ns);
+            Some(self.rec.layout.bucket_of(ns))
+        };
+
+        let r = self.rec;
+        let s = r.seq.load(Relaxed);
+        r.seq.store(s.wrapping_add(1), Relaxed);
+        fence(Release);
+        if let Some(b) = bucket.and_then(|i| r.buckets.get(i)) {
+            b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+        }
+        r.count.store(l.totals.count);
+        r.sum.store(l.totals.sum);
+        r.min.store(l.totals.min);
+        r.max.store(l.totals.max);
+        r.cycles.store(l.cycles);
+        r.missed.store(l.missed);
+        r.early.store(l.early);
+        r.last.store(l.last as u64);
+        r.seq.store(s.wrapping_add(2), Release);
+    }
+
+    /// Start from given counters instead of zero (used to test that
+    /// counters seeded at their 10-year values do not overflow).
+    pub fn seed(&mut self, counters: Counters) {
+        self.local = counters;
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::layout::DEFAULT_BUCKETS;
+    use core::mem::size_of;
+
+    /// The default thread record, as the target allocates it.
+    type Rec = ThreadRecord<DEFAULT_BUCKETS>;
+
+    #[test]
+    fn default_record_fits_budget() {
+        // 3028 × 4 B of counters, 8 split u64, seq, flag and layout
+        let size = size_of::<Rec>();
+        assert!(size <= DEFAULT_BUCKETS * 4 + 8 * 8 + 16, "{size}");
+        assert!(size <= 16 * 1024);
+    }
+
+    #[test]
+    fn const_constructible_in_a_static() {
+        static REC: Rec = Rec::new(1000);
+        let mut w = REC.writer().unwrap();
+        w.record(5_000, 0);
+        let mut s = Snapshot::new();
+        REC.snapshot(&mut s, 4).unwrap();
+        assert_eq!(s.counters.cycles, 1);
+        assert_eq!(s.buckets[5], 1);
+    }
+
+    #[test]
+    fn single_writer_is_enforced() {
+        let r = Rec::new(1000);
+        let _w = r.writer().unwrap();
+        assert!(r.writer().is_none());
+    }
+
+    #[test]
+    fn early_samples_are_counted_not_wrapped() {
+        let r = Rec::new(1000);
+        let mut w = r.writer().unwrap();
+        w.record(-3_000, 0);
+        w.record(4_000, 0);
+        let mut s = Snapshot::new();
+        r.snapshot(&mut s, 4).unwrap();
+        assert_eq!(s.counters.early, 1);
+        assert_eq!(s.counters.cycles, 2);
+        assert_eq!(s.counters.totals.count, 1);
+        assert_eq!(s.counters.totals.max, 4_000);
+        assert_eq!(s.counters.last, 4_000);
+        assert_eq!(*s.buckets.last().unwrap(), 0);
+    }
+
+    #[test]
+    fn ten_year_counters_do_not_overflow() {
+        let ten_years: u64 = 10 * 365 * 24 * 3600 * 10_000;
+        let r = Rec::new(1000);
+        let mut w = r.writer().unwrap();
+        let mut seed = Counters::ZERO;
+        seed.cycles = ten_years;
+        seed.missed = ten_years / 10;
+        seed.totals = Totals {
+            count: ten_years,
+            sum: ten_years * 200_000,
+            min: 1_000,
+            max: 9_000_000,
+        };
+        w.seed(seed);
+        w.record(200_000, 3);
+        let mut s = Snapshot::new();
+        r.snapshot(&mut s, 4).unwrap();
+        assert_eq!(s.counters.cycles, ten_years + 1);
+        assert_eq!(s.counters.missed, ten_years / 10 + 3);
+        assert_eq!(s.counters.totals.sum, (ten_years + 1) * 200_000);
+    }
+
+    #[test]
+    fn reader_sees_consistent_copies_while_writer_runs() {
+        use std::sync::atomic::AtomicBool as StdBool;
+        use std::sync::Arc;
+        let rec: Arc<ThreadRecord<64>> = Arc::new(ThreadRecord::new(32));
+        let done = Arc::new(StdBool::new(false));
+        let (r2, d2) = (rec.clone(), done.clone());
+        let writer = std::thread::spawn(move || {
+            let mut w = r2.writer().unwrap();
+            for i in 0..200_000u64 {
+                w.record(((i * 7919) % 50_000) as i64, i % 3);
+            }
+            d2.store(true, Relaxed);
+        });
+        let mut s = Snapshot::<64>::new();
+        let mut checked = 0;
+        while !done.load(Relaxed) || checked == 0 {
+            if rec.try_snapshot(&mut s) {
+                let sum: u64 = s.buckets.iter().map(|&b| b as u64).sum();
+                assert_eq!(sum, s.counters.totals.count);
+                assert_eq!(s.counters.cycles, s.counters.totals.count);
+                checked += 1;
+            }
+        }
+        writer.join().unwrap();
+        rec.snapshot(&mut s, 4).unwrap();
+        assert_eq!(s.counters.cycles, 200_000);
+        assert!(checked > 0);
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::sync::Arc;
+
+    /// Every interleaving of one write section with one reader: a copy the
+    /// reader accepts is never torn.
+    #[test]
+    fn snapshot_is_never_torn() {
+        loom::model(|| {
+            let rec: Arc<ThreadRecord<4>> = Arc::new(ThreadRecord::new(2));
+            let r2 = rec.clone();
+            let t = loom::thread::spawn(move || {
+                let mut w = r2.writer().unwrap();
+                w.record(1_500, 1);
+            });
+            let mut s = Snapshot::<4>::new();
+            if rec.try_snapshot(&mut s) {
+                let sum: u64 = s.buckets.iter().map(|&b| b as u64).sum();
+                assert_eq!(sum, s.counters.totals.count);
+                assert_eq!(s.counters.missed, s.counters.cycles);
+                if s.counters.cycles == 1 {
+                    assert_eq!(s.counters.totals.max, 1_500);
+                    assert_eq!(s.buckets[1], 1);
+                }
+            }
+            t.join().unwrap();
+        });
+    }
+}

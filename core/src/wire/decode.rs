@@ -1,0 +1,242 @@
+//! A no_std streaming frame decoder: feed it arbitrary byte chunks.
+
+use super::{Body, Frame, PROTOCOL_VERSION};
+
+/// CRC-32 (ISO-HDLC) with a 16-way table: the same checksum as the
+/// encoder's, computed faster for the host.
+const CRC_FAST: crc::Crc<u32, crc::Table<16>> =
+    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
+
+/// Why a delimited frame was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum DecodeError {
+    /// The checksum did not match: the frame was corrupted.
+    Crc,
+    /// The COBS encoding was invalid: the frame was corrupted.
+    Cobs,
+    /// More bytes than any frame can have arrived without a delimiter.
+    Oversize,
+    /// The frame is from another protocol version (the byte it carried).
+    UnknownVersion(u8),
+    /// The checksum matched but the payload did not decode (schema mismatch).
+    Malformed,
+}
+
+impl core::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            DecodeError::Crc => f.write_str("frame failed its CRC check"),
+            DecodeError::Cobs => f.write_str("frame has an invalid COBS encoding"),
+            DecodeError::Oversize => f.write_str("frame longer than the protocol allows"),
+            DecodeError::UnknownVersion(v) => write!(
+                f,
+                "frame of protocol version {v}; this build understands version {PROTOCOL_VERSION}"
+            ),
+            DecodeError::Malformed => {
+                f.write_str("frame passed its CRC but does not decode (schema mismatch?)")
+            }
+        }
+    }
+}
+
+/// Link statistics, counted by the decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LinkStats {
+    /// Bytes fed in.
+    pub bytes: u64,
+    /// Good frames.
+    pub frames: u64,
+    /// Frames rejected by CRC or COBS.
+    pub crc_errors: u64,
+    /// Oversize frames.
+    pub oversize: u64,
+    /// Frames of another protocol version.
+    pub unknown_version: u64,
+    /// Frames that passed the CRC but did not decode.
+    pub malformed: u64,
+    /// Jumps forward in the sequence numbers.
+    pub seq_gaps: u64,
+    /// Frames missing according to the sequence numbers.
+    pub frames_lost: u64,
+    /// Sequence restarts (a new run or a restarted target).
+    pub restarts: u64,
+    /// Bytes that were not part of a good frame.
+    pub bytes_skipped: u64,
+}
+
+impl LinkStats {
+    /// Whether any error or loss was seen.
+    pub const fn is_clean(&self) -> bool {
+        self.crc_errors == 0
+            && self.oversize == 0
+            && self.unknown_version == 0
+            && self.malformed == 0
+            && self.seq_gaps == 0
+    }
+}
+
+/// A streaming decoder with an `N`-byte frame buffer (use
+/// [`super::MAX_FRAME`]). It never allocates and never panics.
+pub struct Decoder<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+    synced: bool,
+    overflowed: bool,
+    last_seq: Option<u32>,
+    stats: LinkStats,
+}
+
+impl<const N: usize> Decoder<N> {
+    /// A decoder that has seen nothing; bytes before the first delimiter
+    /// are skipped (and counted).
+    pub const fn new() -> Self {
+        Decoder {
+            buf: [0; N],
+            len: 0,
+            synced: false,
+            overflowed: false,
+            last_seq: None,
+            stats: LinkStats {
+                bytes: 0,
+                frames: 0,
+                crc_errors: 0,
+                oversize: 0,
+                unknown_version: 0,
+                malformed: 0,
+                seq_gaps: 0,
+                frames_lost: 0,
+                restarts: 0,
+                bytes_skipped: 0,
+            },
+        }
+    }
+
+    /// Counters so far.
+    pub const fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    /// Bytes buffered of a frame not yet delimited (at end of input these
+    /// are a truncated frame).
+    pub const fn pending(&self) -> usize {
+        self.len
+    }
+
+    /// Feed bytes; returns at most one decoded frame (or rejection) and the
+    /// bytes not yet consumed. Call again with the rest until it is empty.
+    pub fn feed<'a>(&mut self, data: &'a [u8]) -> (Option<Result<Frame, DecodeError>>, &'a [u8]) {
+        let mut rest = data;
+        while !rest.is_empty() {
+            let (chunk, delim, after) = match rest.iter().position(|&b| b == 0) {
+                Some(i) => (
+                    rest.get(..i).unwrap_or(&[]),
+                    true,
+                    rest.get(i + 1..).unwrap_or(&[]),
+                ),
+                None => (rest, false, &[][..]),
+            };
+            self.stats.bytes += (chunk.len() + delim as usize) as u64;
+            self.absorb(chunk);
+            rest = after;
+            if delim {
+                if let Some(result) = self.end_of_frame() {
+                    return (Some(result), rest);
+                }
+            }
+        }
+        (None, rest)
+    }
+
+    fn absorb(&mut self, chunk: &[u8]) {
+        if !self.synced || self.overflowed {
+            self.stats.bytes_skipped += chunk.len() as u64;
+            return;
+        }
+        match self.buf.get_mut(self.len..self.len + chunk.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(chunk);
+                self.len += chunk.len();
+            }
+            None => {
+                self.overflowed = true;
+                self.stats.bytes_skipped += (self.len + chunk.len()) as u64;
+                self.len = 0;
+            }
+        }
+    }
+
+    /// A delimiter arrived: decode what was buffered.
+    fn end_of_frame(&mut self) -> Option<Result<Frame, DecodeError>> {
+        let was_synced = self.synced;
+        self.synced = true;
+        if self.overflowed {
+            self.overflowed = false;
+            self.stats.oversize += 1;
+            return Some(Err(DecodeError::Oversize));
+        }
+        let len = core::mem::take(&mut self.len);
+        if len == 0 || !was_synced {
+            return None;
+        }
+        let result = self.decode(len);
+        match &result {
+            Ok(_) => self.stats.frames += 1,
+            Err(e) => {
+                self.stats.bytes_skipped += len as u64 + 1;
+                match e {
+                    DecodeError::Crc | DecodeError::Cobs => self.stats.crc_errors += 1,
+                    DecodeError::UnknownVersion(_) => self.stats.unknown_version += 1,
+                    DecodeError::Malformed => self.stats.malformed += 1,
+                    DecodeError::Oversize => self.stats.oversize += 1,
+                }
+            }
+        }
+        Some(result)
+    }
+
+    fn decode(&mut self, len: usize) -> Result<Frame, DecodeError> {
+        let raw = self.buf.get_mut(..len).ok_or(DecodeError::Oversize)?;
+        let n = cobs::decode_in_place(raw).map_err(|_| DecodeError::Cobs)?;
+        let payload = self.buf.get(..n).ok_or(DecodeError::Cobs)?;
+        if n < 5 {
+            return Err(DecodeError::Crc);
+        }
+        let (body, crc) = payload.split_at(n - 4);
+        let want = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
+        if CRC_FAST.checksum(body) != want {
+            return Err(DecodeError::Crc);
+        }
+        match body.first() {
+            Some(&PROTOCOL_VERSION) => {}
+            Some(&v) => return Err(DecodeError::UnknownVersion(v)),
+            None => return Err(DecodeError::Malformed),
+        }
+        let frame: Frame = postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?;
+        self.track_seq(&frame);
+        Ok(frame)
+    }
+
+    fn track_seq(&mut self, frame: &Frame) {
+        let hello = matches!(frame.body, Body::Hello(_));
+        if let Some(last) = self.last_seq {
+            let expected = last.wrapping_add(1);
+            if frame.seq == expected {
+                // in order
+            } else if frame.seq > expected && !(hello && frame.seq == 0) {
+                self.stats.seq_gaps += 1;
+                self.stats.frames_lost += (frame.seq - expected) as u64;
+            } else {
+                self.stats.restarts += 1;
+            }
+        }
+        self.last_seq = Some(frame.seq);
+    }
+}
+
+impl<const N: usize> Default for Decoder<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,414 @@
+//! The frame types. All sizes are bounded, so every frame has a maximum
+//! encoded size known at compile time.
+
+use heapless::{String, Vec};
+use postcard::experimental::max_size::MaxSize;
+use postcard_schema::Schema;
+use serde::{Deserialize, Serialize};
+
+use crate::layout::Layout;
+
+/// Most measuring threads one run can describe.
+pub const MAX_THREADS: usize = 64;
+/// Bucket entries in one [`HistDelta`] part.
+pub const DELTA_ENTRIES: usize = 24;
+/// Bucket entries in one [`SnapshotChunk`].
+pub const CHUNK_ENTRIES: usize = 16;
+
+/// One frame: protocol version, sequence number, body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Frame {
+    /// [`super::PROTOCOL_VERSION`]; the first byte of the payload.
+    pub version: u8,
+    /// Per-run sequence number, +1 per frame.
+    pub seq: u32,
+    /// What the frame says.
+    pub body: Body,
+}
+
+/// The frame bodies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Body {
+    /// Who is measuring what, and how.
+    Hello(Hello),
+    /// Cumulative statistics of one thread.
+    Stats(ThreadStats),
+    /// Histogram change of one thread over one report interval.
+    Delta(HistDelta),
+    /// Part of a cumulative histogram snapshot of one thread.
+    Chunk(SnapshotChunk),
+    /// A sample above a threshold.
+    Spike(SpikeRecord),
+    /// A log line or warning.
+    Log(LogLine),
+    /// The end of the run.
+    Bye(Bye),
+}
+
+/// Scheduling policy of the measuring threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Policy {
+    /// SCHED_OTHER.
+    Other,
+    /// SCHED_FIFO.
+    Fifo,
+    /// SCHED_RR.
+    Rr,
+    /// SCHED_BATCH.
+    Batch,
+    /// SCHED_IDLE.
+    Idle,
+    /// SCHED_DEADLINE.
+    Deadline,
+}
+
+impl Policy {
+    /// The name used on the command line and in cyclictest's output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Policy::Other => "other",
+            Policy::Fifo => "fifo",
+            Policy::Rr => "rr",
+            Policy::Batch => "batch",
+            Policy::Idle => "idle",
+            Policy::Deadline => "deadline",
+        }
+    }
+
+    /// Whether this is a real-time policy.
+    pub const fn is_rt(self) -> bool {
+        matches!(self, Policy::Fifo | Policy::Rr | Policy::Deadline)
+    }
+}
+
+/// The clock measured against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ClockKind {
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// CLOCK_REALTIME (can be stepped: early wake-ups are counted).
+    Realtime,
+}
+
+/// Facts about the target system.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TargetInfo {
+    /// Host name (uname nodename).
+    pub hostname: String<64>,
+    /// CPU architecture (uname machine), e.g. `aarch64`.
+    pub arch: String<16>,
+    /// Kernel release.
+    pub kernel: String<64>,
+    /// Whether the kernel is PREEMPT_RT (`/sys/kernel/realtime`).
+    pub preempt_rt: bool,
+    /// Preemption model from the kernel version string (`PREEMPT_RT`, `PREEMPT`, ...).
+    pub preempt_model: String<16>,
+    /// Online CPUs.
+    pub cpus: u16,
+    /// `/proc/cmdline`, truncated.
+    pub cmdline: String<256>,
+    /// Current clocksource.
+    pub clocksource: String<24>,
+    /// `/proc/sys/kernel/sched_rt_runtime_us` (-1 = unlimited).
+    pub rt_runtime_us: i64,
+    /// latscope's own command line, truncated.
+    pub argv: String<256>,
+}
+
+/// One measuring thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ThreadInfo {
+    /// Thread index (`T:` in cyclictest's output).
+    pub index: u16,
+    /// The CPU it is pinned to, if any.
+    pub cpu: Option<u16>,
+    /// Its kernel thread id.
+    pub tid: u32,
+    /// Its priority.
+    pub priority: u8,
+    /// Its period in ns.
+    pub interval_ns: u64,
+}
+
+/// What a run had to give up (`--best-effort`) or was told to skip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Degraded {
+    /// Ran without the requested real-time policy.
+    pub no_rt_policy: bool,
+    /// Ran without locked memory.
+    pub no_mlock: bool,
+    /// Could not hold /dev/cpu_dma_latency.
+    pub no_dma_latency: bool,
+    /// Could not pin threads to their CPUs.
+    pub no_affinity: bool,
+}
+
+impl Degraded {
+    /// Whether anything was degraded.
+    pub const fn any(&self) -> bool {
+        self.no_rt_policy || self.no_mlock || self.no_dma_latency || self.no_affinity
+    }
+}
+
+/// The effective configuration of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct RunConfig {
+    /// Scheduling policy.
+    pub policy: Policy,
+    /// Priority of thread 0.
+    pub priority: u8,
+    /// Base interval in ns (`-i`).
+    pub interval_ns: u64,
+    /// Distance in ns (`-d`).
+    pub distance_ns: u64,
+    /// Clock.
+    pub clock: ClockKind,
+    /// Memory locked with mlockall.
+    pub mlock: bool,
+    /// Value held in /dev/cpu_dma_latency, if any.
+    pub dma_latency_us: Option<i32>,
+    /// Timer slack of the measuring threads in ns (0 = untouched).
+    pub timer_slack_ns: u64,
+    /// Duration in ns (0 = none).
+    pub duration_ns: u64,
+    /// Loops per thread (0 = none).
+    pub loops: u64,
+    /// Warm-up cycles not recorded.
+    pub warmup_cycles: u64,
+    /// Report interval in ns.
+    pub report_ns: u64,
+    /// Spike threshold in ns (0 = off).
+    pub spike_ns: u64,
+    /// Break threshold in ns (0 = off).
+    pub break_ns: u64,
+    /// Range of the cyclictest histogram text in µs (`-h`, 0 = none).
+    pub hist_us: u32,
+    /// Histogram bucket layout.
+    pub layout: Layout,
+    /// What was degraded.
+    pub degraded: Degraded,
+    /// Whether the seccomp self-check is active.
+    pub self_check: bool,
+    /// The measuring threads.
+    pub threads: Vec<ThreadInfo, MAX_THREADS>,
+}
+
+/// The first frame of a run and of every connection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Hello {
+    /// [`super::SCHEMA_KEY`] of the sender.
+    pub schema: [u8; 8],
+    /// latscope version.
+    pub tool_version: String<16>,
+    /// Random id of the run; sequence numbers are per run.
+    pub run_id: u64,
+    /// The target system.
+    pub target: TargetInfo,
+    /// The run's settings.
+    pub config: RunConfig,
+}
+
+/// Cumulative statistics of one thread, as of report `epoch`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct ThreadStats {
+    /// Thread index.
+    pub thread: u16,
+    /// Report number these figures belong to.
+    pub epoch: u32,
+    /// Time since the start of the run (ns).
+    pub elapsed_ns: u64,
+    /// Wake-ups measured.
+    pub cycles: u64,
+    /// Samples in the histogram (cycles minus early ones).
+    pub count: u64,
+    /// Sum of the samples (ns).
+    pub sum: u64,
+    /// Smallest sample (ns; `u64::MAX` while empty).
+    pub min: u64,
+    /// Largest sample (ns), exact.
+    pub max: u64,
+    /// Largest sample of this report interval (ns, bucket upper edge capped by `max`).
+    pub interval_max: u64,
+    /// Latest sample (ns; negative if early).
+    pub last: i64,
+    /// Missed periods.
+    pub missed: u64,
+    /// Early wake-ups.
+    pub early: u64,
+    /// Minor page faults of the thread since measuring started.
+    pub minflt: u64,
+    /// Major page faults of the thread since measuring started.
+    pub majflt: u64,
+    /// Spike records that could not be queued (counted, not lost silently).
+    pub dropped: u64,
+    /// Set on the final statistics, just before the bye.
+    pub last_report: bool,
+}
+
+/// One bucket and its count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct DeltaEntry {
+    /// Bucket index.
+    pub bucket: u16,
+    /// Samples added in the interval.
+    pub count: u32,
+}
+
+/// The histogram change of one thread in report `epoch`, part `part` of `parts`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct HistDelta {
+    /// Thread index.
+    pub thread: u16,
+    /// Report number.
+    pub epoch: u32,
+    /// This part (0-based).
+    pub part: u16,
+    /// Number of parts of this report's delta.
+    pub parts: u16,
+    /// Changed buckets.
+    pub entries: Vec<DeltaEntry, DELTA_ENTRIES>,
+}
+
+/// One bucket and its cumulative count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SnapshotEntry {
+    /// Bucket index.
+    pub bucket: u16,
+    /// Cumulative count.
+    pub count: u64,
+}
+
+/// Part `index` of `total` of the cumulative histogram of one thread as of
+/// report `epoch`. The epoch is complete when all parts and the
+/// [`ThreadStats`] of that epoch have arrived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SnapshotChunk {
+    /// Thread index.
+    pub thread: u16,
+    /// Report number of the snapshot.
+    pub epoch: u32,
+    /// This chunk (0-based).
+    pub index: u16,
+    /// Number of chunks in the snapshot.
+    pub total: u16,
+    /// Non-empty buckets.
+    pub entries: Vec<SnapshotEntry, CHUNK_ENTRIES>,
+}
+
+/// Why a sample was reported individually (bit set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SpikeFlags {
+    /// Above the spike threshold.
+    pub spike: bool,
+    /// At or above the histogram-text range (`-h`).
+    pub overflow: bool,
+    /// Above the break threshold.
+    pub brk: bool,
+}
+
+/// A sample reported individually.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct SpikeRecord {
+    /// Thread index.
+    pub thread: u16,
+    /// Recorded-cycle number.
+    pub cycle: u64,
+    /// Deadline (clock ns).
+    pub deadline_ns: i64,
+    /// Latency in ns.
+    pub latency_ns: i64,
+    /// Periods missed by this wake-up.
+    pub missed: u64,
+    /// Why it was reported.
+    pub flags: SpikeFlags,
+}
+
+/// Severity of a [`LogLine`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Level {
+    /// Information.
+    Info,
+    /// Something the user should know (e.g. a degradation).
+    Warn,
+    /// Something failed.
+    Error,
+}
+
+/// A bounded text line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct LogLine {
+    /// Severity.
+    pub level: Level,
+    /// Text, truncated to 160 bytes.
+    pub text: String<160>,
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum ByeReason {
+    /// Loops or duration completed.
+    Completed,
+    /// A signal (number) stopped it.
+    Signal(u8),
+    /// A thread exceeded the break threshold.
+    Break {
+        /// Thread index.
+        thread: u16,
+        /// The latency (ns).
+        latency_ns: u64,
+    },
+    /// A setup or runtime error stopped it.
+    Error,
+}
+
+/// The last frame of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Bye {
+    /// Why it ended.
+    pub reason: ByeReason,
+    /// Report number of the final statistics sent just before.
+    pub epoch: u32,
+    /// Run time (ns).
+    pub elapsed_ns: u64,
+    /// Number of threads.
+    pub threads: u16,
+    /// Cycles of all threads.
+    pub cycles: u64,
+    /// Largest latency of all threads (ns).
+    pub max_ns: u64,
+    /// Frames the target could not deliver (link down or too slow).
+    pub frames_dropped: u64,
+    /// Self-check defects (forbidden syscalls attempted).
+    pub defects: u32,
+}
+
+/// Truncate `s` at a char boundary into a bounded string.
+pub fn bounded<const N: usize>(s: &str) -> String<N> {
+    let mut out = String::new();
+    for ch in s.chars() {
+        if out.push(ch).is_err() {
+            break;
+        }
+    }
+    out
+}
