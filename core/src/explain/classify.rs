@@ -3,7 +3,10 @@
 //! See the [module documentation](super) for the rules.
 
 use super::parse::{parse_line, softirq_name, Event, EventKind};
-use super::{bounded, Attribution, CauseKind, Name, PRIO_UNKNOWN};
+use super::{add_to, bounded, Attribution, Cause, CauseKind, Name, PRIO_UNKNOWN};
+
+/// Cause lines collected before the largest [`super::MAX_CAUSES`] are kept.
+const WORK: usize = 48;
 
 /// Deepest nesting of IRQ/softirq/vector contexts tracked.
 const STACK: usize = 8;
@@ -19,7 +22,7 @@ pub struct Window {
     pub cpu: u32,
     /// Cycle number of the late sample.
     pub cycle: u64,
-    /// Deadline, in the trace clock's nanoseconds (CLOCK_MONOTONIC with
+    /// Deadline, in the trace clock's nanoseconds (`CLOCK_MONOTONIC` with
     /// `trace_clock` = `mono`).
     pub deadline_ns: u64,
     /// Time the measuring thread woke, same clock.
@@ -67,6 +70,7 @@ struct Current {
 pub struct Classifier {
     window: Window,
     out: Attribution,
+    work: heapless::Vec<Cause, WORK>,
     stack: heapless::Vec<Frame, STACK>,
     /// Frames lost to a full stack (their exits are ignored).
     overflow: u32,
@@ -84,6 +88,7 @@ impl Classifier {
         Self {
             window,
             out: Attribution::new(window.cpu, window.cycle, window.deadline_ns, latency),
+            work: heapless::Vec::new(),
             stack: heapless::Vec::new(),
             overflow: 0,
             cur: None,
@@ -143,27 +148,31 @@ impl Classifier {
             }
             Some(last) => self.add_time(last, end, Owner::Current),
         }
-        let mut out = self.out;
+        let mut work = self.work;
         if !self.woken {
             // Without our wake-up in the trace "timer delay" is a guess.
-            if let Some(i) = out
-                .causes
-                .iter()
-                .position(|c| c.kind == CauseKind::TimerDelay)
-            {
-                let c = out.causes.swap_remove(i);
-                out.add(
+            if let Some(i) = work.iter().position(|c| c.kind == CauseKind::TimerDelay) {
+                let c = work.swap_remove(i);
+                add_to(
+                    &mut work,
                     CauseKind::Untraced,
                     0,
                     PRIO_UNKNOWN,
-                    super::UNTRACED_LABEL,
+                    "",
                     c.count,
                     c.ns,
                 );
             }
         }
-        out.causes
-            .sort_unstable_by(|a, b| b.ns.cmp(&a.ns).then(b.count.cmp(&a.count)));
+        work.sort_unstable_by(|a, b| {
+            b.ns.cmp(&a.ns)
+                .then(b.count.cmp(&a.count))
+                .then(a.id.cmp(&b.id))
+        });
+        let mut out = self.out;
+        for c in &work {
+            out.add(c.kind, c.id, c.prio, &c.name, c.count, c.ns);
+        }
         out
     }
 
@@ -216,7 +225,7 @@ impl Classifier {
     fn push(&mut self, kind: CauseKind, id: u32, name: &str, ts: u64) {
         let counted = self.in_window(ts);
         if counted {
-            self.out.add(kind, id, PRIO_UNKNOWN, name, 1, 0);
+            add_to(&mut self.work, kind, id, PRIO_UNKNOWN, name, 1, 0);
         }
         let f = Frame {
             kind,
@@ -258,12 +267,22 @@ impl Classifier {
             }
             EventKind::SoftirqExit { vec } => self.pop(CauseKind::Softirq, vec),
             EventKind::VectorEntry { name, vector } => {
-                self.push(CauseKind::Vector, vector, name, ts)
+                self.push(CauseKind::Vector, vector, name, ts);
             }
             EventKind::VectorExit { vector, .. } => self.pop(CauseKind::Vector, vector),
             EventKind::Switch {
-                next, next_prio, ..
+                prev,
+                prev_prio,
+                next,
+                next_prio,
             } => {
+                // The switch out tells the priority of a task we met by
+                // its header only.
+                for c in &mut self.work {
+                    if c.kind == CauseKind::Task && c.id == prev.pid && c.prio == PRIO_UNKNOWN {
+                        c.prio = prev_prio;
+                    }
+                }
                 self.cur = Some(Current {
                     pid: next.pid,
                     comm: bounded(next.comm),
@@ -302,25 +321,27 @@ impl Classifier {
         let ns = e - s;
         match owner {
             Owner::Untraced => self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns),
-            Owner::Orphan(kind, id, name) => self.out.add(kind, id, PRIO_UNKNOWN, &name, 1, ns),
+            Owner::Orphan(kind, id, name) => {
+                add_to(&mut self.work, kind, id, PRIO_UNKNOWN, &name, 1, ns);
+            }
             Owner::Current => {
                 if let Some(top) = self.stack.last_mut() {
                     let count = u32::from(!top.counted);
                     top.counted = true;
                     let (kind, id, name) = (top.kind, top.id, top.name.clone());
-                    self.out.add(kind, id, PRIO_UNKNOWN, &name, count, ns);
+                    add_to(&mut self.work, kind, id, PRIO_UNKNOWN, &name, count, ns);
                     return;
                 }
                 match self.cur.clone() {
                     None => self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns),
                     Some(c) if c.pid == 0 => {
-                        self.add_base(CauseKind::IdleExit, 0, PRIO_UNKNOWN, "", ns)
+                        self.add_base(CauseKind::IdleExit, 0, PRIO_UNKNOWN, "", ns);
                     }
                     Some(_) if !self.woken => {
-                        self.add_base(CauseKind::TimerDelay, 0, PRIO_UNKNOWN, "", ns)
+                        self.add_base(CauseKind::TimerDelay, 0, PRIO_UNKNOWN, "", ns);
                     }
                     Some(c) if self.window.pid != 0 && c.pid == self.window.pid => {
-                        self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns)
+                        self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns);
                     }
                     Some(c) => {
                         if let Some((irq, name)) = irq_thread(&c.comm) {
@@ -337,13 +358,7 @@ impl Classifier {
     fn add_base(&mut self, kind: CauseKind, id: u32, prio: i32, name: &str, ns: u64) {
         let count = u32::from(!self.base_counted);
         self.base_counted = true;
-        let name = match kind {
-            CauseKind::Untraced => super::UNTRACED_LABEL,
-            CauseKind::IdleExit => "idle exit",
-            CauseKind::TimerDelay => "timer expiry delay",
-            _ => name,
-        };
-        self.out.add(kind, id, prio, name, count, ns);
+        add_to(&mut self.work, kind, id, prio, name, count, ns);
     }
 }
 
@@ -357,7 +372,7 @@ enum Owner {
     Orphan(CauseKind, u32, Name),
 }
 
-/// `irq/36-virtio1-r` → `(36, "virtio1-r")`: a PREEMPT_RT IRQ thread.
+/// `irq/36-virtio1-r` → `(36, "virtio1-r")`: a `PREEMPT_RT` IRQ thread.
 fn irq_thread(comm: &str) -> Option<(u32, &str)> {
     let rest = comm.strip_prefix("irq/")?;
     let (n, name) = rest.split_once('-').unwrap_or((rest, ""));
@@ -427,7 +442,12 @@ mod tests {
         for c in &a.causes {
             println!(
                 "  {:?} {} {} x{} {} ns prio {}",
-                c.kind, c.id, c.name, c.count, c.ns, c.prio
+                c.kind,
+                c.id,
+                c.label(),
+                c.count,
+                c.ns,
+                c.prio
             );
         }
     }
@@ -452,8 +472,9 @@ mod tests {
         assert_eq!((timer.count, timer.ns), (1, 23 * US));
         let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
         assert_eq!(rest.ns, 1077 * US);
-        // The top line is the network's softirq.
-        assert_eq!(a.top().unwrap().name.as_str(), "NET_RX");
+        // After the task's own run, the network's softirq leads.
+        let first_cause = a.causes.iter().find(|c| c.kind != CauseKind::Untraced);
+        assert_eq!(first_cause.unwrap().label(), "NET_RX");
     }
 
     #[test]
@@ -483,7 +504,10 @@ mod tests {
         assert_eq!(td.ns, 3_523);
         // The flooder kept the CPU .646-.650 after we were woken.
         let flood = a.causes.iter().find(|c| c.kind == CauseKind::Task).unwrap();
-        assert_eq!((flood.id, flood.name.as_str(), flood.ns), (5558, "python3", 4 * US));
+        assert_eq!(
+            (flood.id, flood.name.as_str(), flood.ns),
+            (5558, "python3", 4 * US)
+        );
         assert_eq!(flood.prio, 120);
         // Our own way out: .650-.657451.
         let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
@@ -655,7 +679,9 @@ mod tests {
         let a = classify_text(&w, &text);
         assert_eq!(a.causes.len(), super::super::MAX_CAUSES);
         assert_eq!(a.total_ns(), 1_000 * US);
-        assert!(a.causes.iter().any(|c| c.kind == CauseKind::Other));
+        assert_eq!(a.causes.last().unwrap().kind, CauseKind::Other);
+        // The largest line (the 700 us nobody explains) survived.
+        assert_eq!(a.top().unwrap().kind, CauseKind::Untraced);
     }
 
     proptest! {

@@ -27,7 +27,7 @@
 //!    `hrtimer_expire_entry` + `sched_wakeup` of its timer):
 //!    [`CauseKind::TimerDelay`], the timer's own IRQ delay;
 //! 4. otherwise, after the wake-up, another task that was current:
-//!    [`CauseKind::Task`] (comm, pid, kernel priority); on PREEMPT_RT the
+//!    [`CauseKind::Task`] (comm, pid, kernel priority); on `PREEMPT_RT` the
 //!    threads `irq/N-name` count as [`CauseKind::Irq`] N;
 //! 5. whatever is left (the measuring thread itself on its way back to user
 //!    space, or a stretch the trace does not cover) is
@@ -51,6 +51,9 @@ pub const MAX_CAUSES: usize = 16;
 
 /// Longest cause name kept, in bytes (IRQ action names, task comms).
 pub const NAME_LEN: usize = 24;
+
+/// An attribution fits one small frame body.
+const _: () = assert!(Attribution::POSTCARD_MAX_SIZE < 1024);
 
 /// A bounded cause name.
 pub type Name = heapless::String<NAME_LEN>;
@@ -109,7 +112,8 @@ pub struct Cause {
     /// Kernel priority for [`CauseKind::Task`] (as `sched_switch` prints
     /// it), otherwise [`PRIO_UNKNOWN`].
     pub prio: i32,
-    /// IRQ action, softirq vector, x86 vector or task name.
+    /// IRQ action, softirq vector, x86 vector or task name; empty for the
+    /// kinds with a fixed label (see [`Cause::label`]).
     pub name: Name,
     /// Episodes (IRQ invocations, task runs) that overlapped the window.
     pub count: u32,
@@ -126,6 +130,19 @@ impl Cause {
             p if p < 100 => Policy::RealTime(u8::try_from(99 - p).unwrap_or(0)),
             p if p < 140 => Policy::Normal(i8::try_from(p - 120).unwrap_or(0)),
             _ => Policy::Unknown,
+        }
+    }
+
+    /// What the report prints for this line: the fixed label of
+    /// [`CauseKind::TimerDelay`], [`CauseKind::IdleExit`],
+    /// [`CauseKind::Untraced`] and [`CauseKind::Other`], else `name`.
+    pub fn label(&self) -> &str {
+        match self.kind {
+            CauseKind::TimerDelay => "timer expiry delay",
+            CauseKind::IdleExit => "idle exit",
+            CauseKind::Untraced => UNTRACED_LABEL,
+            CauseKind::Other => "other",
+            _ => self.name.as_str(),
         }
     }
 
@@ -153,7 +170,7 @@ pub struct Attribution {
     pub cpu: u32,
     /// Cycle number of the late sample.
     pub cycle: u64,
-    /// Deadline of the sample, CLOCK_MONOTONIC nanoseconds.
+    /// Deadline of the sample, `CLOCK_MONOTONIC` nanoseconds.
     pub deadline_ns: u64,
     /// Wake-up minus deadline, nanoseconds.
     pub latency_ns: u64,
@@ -186,38 +203,7 @@ impl Attribution {
     /// if needed. When the table is full, the last line becomes
     /// [`CauseKind::Other`] and absorbs the rest, so no time is lost.
     pub fn add(&mut self, kind: CauseKind, id: u32, prio: i32, name: &str, count: u32, ns: u64) {
-        if let Some(c) = self.causes.iter_mut().find(|c| c.same(kind, id, name)) {
-            c.count = c.count.saturating_add(count);
-            c.ns = c.ns.saturating_add(ns);
-            if kind == CauseKind::Task {
-                c.name = bounded(name);
-                c.prio = prio;
-            }
-            return;
-        }
-        let line = Cause {
-            kind,
-            id,
-            prio,
-            name: bounded(name),
-            count,
-            ns,
-        };
-        if self.causes.is_full() {
-            if let Some(last) = self.causes.last_mut() {
-                if last.kind != CauseKind::Other {
-                    last.kind = CauseKind::Other;
-                    last.id = 0;
-                    last.prio = PRIO_UNKNOWN;
-                    last.name = bounded("other");
-                }
-                last.count = last.count.saturating_add(count);
-                last.ns = last.ns.saturating_add(ns);
-            }
-        } else {
-            // Cannot fail: checked `is_full` above.
-            let _ = self.causes.push(line);
-        }
+        add_to(&mut self.causes, kind, id, prio, name, count, ns);
     }
 
     /// Sum of the `ns` of all lines (equals `latency_ns` for a traced
@@ -233,11 +219,57 @@ impl Attribution {
         self.causes.iter().max_by_key(|c| c.ns)
     }
 
-    /// Finds the line for a softirq, IRQ, vector or label by name.
-    pub fn find(&self, kind: CauseKind, name: &str) -> Option<&Cause> {
+    /// Finds the line of `kind` whose [`Cause::label`] is `label`.
+    pub fn find(&self, kind: CauseKind, label: &str) -> Option<&Cause> {
         self.causes
             .iter()
-            .find(|c| c.kind == kind && c.name.as_str() == name)
+            .find(|c| c.kind == kind && c.label() == label)
+    }
+}
+
+/// Adds to the line for `kind`/`id`/`name` in `table`, creating it if
+/// needed; a full table turns its last line into [`CauseKind::Other`].
+pub(crate) fn add_to<const N: usize>(
+    table: &mut heapless::Vec<Cause, N>,
+    kind: CauseKind,
+    id: u32,
+    prio: i32,
+    name: &str,
+    count: u32,
+    ns: u64,
+) {
+    if let Some(c) = table.iter_mut().find(|c| c.same(kind, id, name)) {
+        c.count = c.count.saturating_add(count);
+        c.ns = c.ns.saturating_add(ns);
+        if kind == CauseKind::Task {
+            c.name = bounded(name);
+            if prio != PRIO_UNKNOWN {
+                c.prio = prio;
+            }
+        }
+        return;
+    }
+    if table.is_full() {
+        if let Some(last) = table.last_mut() {
+            if last.kind != CauseKind::Other {
+                last.kind = CauseKind::Other;
+                last.id = 0;
+                last.prio = PRIO_UNKNOWN;
+                last.name = Name::new();
+            }
+            last.count = last.count.saturating_add(count);
+            last.ns = last.ns.saturating_add(ns);
+        }
+    } else {
+        // Cannot fail: checked `is_full` above.
+        let _ = table.push(Cause {
+            kind,
+            id,
+            prio,
+            name: bounded(name),
+            count,
+            ns,
+        });
     }
 }
 
@@ -260,7 +292,20 @@ mod tests {
 
     #[test]
     fn max_size_fits_one_kib() {
-        assert!(Attribution::POSTCARD_MAX_SIZE < 1024);
+        std::println!("Attribution max {} bytes", Attribution::POSTCARD_MAX_SIZE);
+        let mut a = Attribution::new(u32::MAX, u64::MAX, u64::MAX, u64::MAX);
+        for i in 0..MAX_CAUSES as u32 {
+            a.add(
+                CauseKind::Irq,
+                u32::MAX - i,
+                i32::MIN,
+                "nnnnnnnnnnnnnnnnnnnnnnnn",
+                u32::MAX,
+                u64::MAX,
+            );
+        }
+        let mut buf = [0u8; Attribution::POSTCARD_MAX_SIZE];
+        assert!(postcard::to_slice(&a, &mut buf).is_ok());
     }
 
     #[test]

@@ -257,7 +257,7 @@ fn split_header(s: &str) -> Option<(TaskRef<'_>, u32, &str)> {
         let Some(cpu) = s.get(open + 1..close).and_then(parse_u32) else {
             continue;
         };
-        if open == 0 || !bytes.get(open - 1).is_some_and(|b| b.is_ascii_whitespace()) {
+        if open == 0 || !bytes.get(open - 1).is_some_and(u8::is_ascii_whitespace) {
             continue;
         }
         let mut head = s.get(..open)?.trim_end();
@@ -293,7 +293,7 @@ fn field<'a>(fields: &'a str, key: &str, until: Option<&str>) -> Option<&'a str>
             || fields
                 .as_bytes()
                 .get(at - 1)
-                .is_some_and(|b| b.is_ascii_whitespace());
+                .is_some_and(u8::is_ascii_whitespace);
         if boundary_ok && fields.as_bytes().get(after) == Some(&b'=') {
             break after + 1;
         }
@@ -421,7 +421,13 @@ mod tests {
             "            dpkg-4308    [001] dNh1.   290.394665: irq_handler_entry: irq=36 name=virtio1-req.0",
         )
         .unwrap();
-        assert_eq!(e.task, TaskRef { comm: "dpkg", pid: 4308 });
+        assert_eq!(
+            e.task,
+            TaskRef {
+                comm: "dpkg",
+                pid: 4308
+            }
+        );
         assert_eq!(e.cpu, 1);
         assert_eq!(e.ts_ns, 290_394_665_000);
         assert_eq!(
@@ -451,9 +457,17 @@ mod tests {
                 vector: 236
             }
         );
-        let e = parse_line("  <idle>-0  [001] d.h1.  290.768421: call_function_single_exit: vector=251")
-            .unwrap();
-        assert_eq!(e.task, TaskRef { comm: "<idle>", pid: 0 });
+        let e = parse_line(
+            "  <idle>-0  [001] d.h1.  290.768421: call_function_single_exit: vector=251",
+        )
+        .unwrap();
+        assert_eq!(
+            e.task,
+            TaskRef {
+                comm: "<idle>",
+                pid: 0
+            }
+        );
         assert_eq!(
             e.kind,
             EventKind::VectorExit {
@@ -513,12 +527,27 @@ mod tests {
 
     #[test]
     fn tgid_column_and_no_flags() {
-        let e = parse_line("   bash-1977  (  1977) [000] ....  17284.993652: softirq_exit: vec=3 [action=NET_RX]")
-            .unwrap();
-        assert_eq!(e.task, TaskRef { comm: "bash", pid: 1977 });
+        let e = parse_line(
+            "   bash-1977  (  1977) [000] ....  17284.993652: softirq_exit: vec=3 [action=NET_RX]",
+        )
+        .unwrap();
+        assert_eq!(
+            e.task,
+            TaskRef {
+                comm: "bash",
+                pid: 1977
+            }
+        );
         assert_eq!(e.kind, EventKind::SoftirqExit { vec: 3 });
-        let e = parse_line("   a-b-c-12 [003] 1.000000: softirq_entry: vec=1 [action=TIMER]").unwrap();
-        assert_eq!(e.task, TaskRef { comm: "a-b-c", pid: 12 });
+        let e =
+            parse_line("   a-b-c-12 [003] 1.000000: softirq_entry: vec=1 [action=TIMER]").unwrap();
+        assert_eq!(
+            e.task,
+            TaskRef {
+                comm: "a-b-c",
+                pid: 12
+            }
+        );
         assert_eq!(e.cpu, 3);
     }
 
@@ -558,7 +587,10 @@ mod tests {
                 }
                 let e = parse_line(line);
                 assert!(e.is_some(), "unparsed: {line}");
-                assert!(!matches!(e.unwrap().kind, EventKind::Other { .. }), "{line}");
+                assert!(
+                    !matches!(e.unwrap().kind, EventKind::Other { .. }),
+                    "{line}"
+                );
             }
         }
     }
