@@ -1,0 +1,611 @@
+//! Running ARM binaries under emulation: qemu-user for single programs, and
+//! qemu-system boards that boot a Debian kernel with latscope as `/init`.
+//!
+//! The tests that use this module need root-free but tool-heavy setup: the
+//! static ARM `latscope` binary, `qemu-*`, `cpio`, `gzip` and a Debian kernel
+//! (see `.ci/run`, which installs all of them). Outside CI a missing tool
+//! skips the test with a message on stderr; with `CI=true` it fails the test.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+/// Time limit for one boot, from starting qemu to its exit.
+pub const BOOT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// True when running under CI (`CI=true`): missing tools are then failures.
+pub fn in_ci() -> bool {
+    matches!(
+        std::env::var("CI").as_deref(),
+        Ok("true") | Ok("1") | Ok("yes")
+    )
+}
+
+/// Outside CI, report why a test is skipped and return `None`; in CI, panic.
+pub fn unavailable<T>(what: &str) -> Option<T> {
+    if in_ci() {
+        panic!("CI=true but {what}; .ci/run installs it");
+    }
+    eprintln!("skipped: {what} (set CI=true to make this a failure)");
+    None
+}
+
+/// Whether the emulated-board tests are switched off with
+/// `LATSCOPE_BOARD_TESTS=0` (CI runs them in a stage of their own).
+pub fn board_tests_disabled() -> bool {
+    std::env::var("LATSCOPE_BOARD_TESTS").as_deref() == Ok("0")
+}
+
+/// Finds an executable on `PATH`.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+/// The ARM architectures latscope supports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    Aarch64,
+    Armv7,
+}
+
+impl Arch {
+    pub fn triple(self) -> &'static str {
+        match self {
+            Arch::Aarch64 => "aarch64-unknown-linux-musl",
+            Arch::Armv7 => "armv7-unknown-linux-gnueabihf",
+        }
+    }
+
+    /// Suffix of the environment variables that override paths.
+    fn env_suffix(self) -> &'static str {
+        match self {
+            Arch::Aarch64 => "AARCH64",
+            Arch::Armv7 => "ARMV7",
+        }
+    }
+
+    pub fn qemu_user(self) -> &'static str {
+        match self {
+            Arch::Aarch64 => "qemu-aarch64-static",
+            Arch::Armv7 => "qemu-arm-static",
+        }
+    }
+
+    pub fn qemu_system(self) -> &'static str {
+        match self {
+            Arch::Aarch64 => "qemu-system-aarch64",
+            Arch::Armv7 => "qemu-system-arm",
+        }
+    }
+
+    pub fn cpu(self) -> &'static str {
+        match self {
+            Arch::Aarch64 => "cortex-a53",
+            Arch::Armv7 => "cortex-a15",
+        }
+    }
+
+    /// Kernel flavours to look for in the kernel cache, best first.
+    fn kernel_flavours(self) -> &'static [&'static str] {
+        match self {
+            Arch::Aarch64 => &["-rt-arm64", "-arm64", "-cloud-arm64"],
+            Arch::Armv7 => &["-armmp-lpae"],
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate).
+pub fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().unwrap_or(here).to_path_buf()
+}
+
+/// The cargo target directory used by this build.
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => workspace_root().join("target"),
+    }
+}
+
+/// The static release `latscope` binary for `arch`.
+///
+/// `LATSCOPE_BIN_AARCH64` / `LATSCOPE_BIN_ARMV7` name a prebuilt one (CI
+/// builds them in its `arm-release` stage). Otherwise it is built here with
+/// `cargo build --release --target ...` into a target directory of its own,
+/// so that it never waits on the lock of the build that runs this test.
+pub fn latscope_binary(arch: Arch) -> Option<PathBuf> {
+    let var = format!("LATSCOPE_BIN_{}", arch.env_suffix());
+    if let Some(p) = std::env::var_os(&var) {
+        let p = PathBuf::from(p);
+        assert!(
+            is_executable(&p),
+            "{var}={} is not an executable",
+            p.display()
+        );
+        return Some(p);
+    }
+    if which(linker(arch)).is_none() {
+        return unavailable(&format!("the cross linker {} is missing", linker(arch)));
+    }
+    let tdir = target_dir().join("cross-for-tests");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "latscope",
+            "--target",
+            arch.triple(),
+        ])
+        .env("CARGO_TARGET_DIR", &tdir)
+        .status()
+        .expect("run cargo build for the ARM binary");
+    if !status.success() {
+        // A missing rustup target shows up here too: that is a failure, not a skip.
+        panic!(
+            "cargo build --release -p latscope --target {} failed: {status}",
+            arch.triple()
+        );
+    }
+    Some(tdir.join(arch.triple()).join("release").join("latscope"))
+}
+
+fn linker(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Aarch64 => "aarch64-linux-gnu-gcc",
+        Arch::Armv7 => "arm-linux-gnueabihf-gcc",
+    }
+}
+
+/// The Debian kernel image for `arch`.
+///
+/// `LATSCOPE_KERNEL_AARCH64` / `LATSCOPE_KERNEL_ARMV7` name it; otherwise it
+/// is looked up in the cache that `.ci/run setup` fills
+/// (`$LATSCOPE_CACHE/kernels/*/boot/vmlinuz-*`, by default under
+/// `~/.cache/latscope`), preferring the PREEMPT_RT flavour.
+pub fn kernel(arch: Arch) -> Option<PathBuf> {
+    let var = format!("LATSCOPE_KERNEL_{}", arch.env_suffix());
+    if let Some(p) = std::env::var_os(&var) {
+        let p = PathBuf::from(p);
+        assert!(p.is_file(), "{var}={} does not exist", p.display());
+        return Some(p);
+    }
+    let cache = match std::env::var_os("LATSCOPE_CACHE") {
+        Some(c) => PathBuf::from(c),
+        None => match std::env::var_os("XDG_CACHE_HOME") {
+            Some(c) => PathBuf::from(c).join("latscope"),
+            None => match std::env::var_os("HOME") {
+                Some(h) => PathBuf::from(h).join(".cache").join("latscope"),
+                None => target_dir().join(".cache").join("latscope"),
+            },
+        },
+    };
+    let mut images = Vec::new();
+    if let Ok(dirs) = fs::read_dir(cache.join("kernels")) {
+        for d in dirs.flatten() {
+            if let Ok(files) = fs::read_dir(d.path().join("boot")) {
+                for f in files.flatten() {
+                    let name = f.file_name().to_string_lossy().into_owned();
+                    if name.starts_with("vmlinuz-") {
+                        images.push((name, f.path()));
+                    }
+                }
+            }
+        }
+    }
+    images.sort();
+    for flavour in arch.kernel_flavours() {
+        if let Some((_, p)) = images.iter().rev().find(|(n, _)| n.ends_with(flavour)) {
+            return Some(p.clone());
+        }
+    }
+    unavailable(&format!(
+        "no Debian kernel for {arch:?} in {} (run `.ci/run setup` or set {var})",
+        cache.join("kernels").display()
+    ))
+}
+
+/// A scratch directory that is removed when dropped.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    pub fn new(tag: &str) -> io::Result<Scratch> {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "latscope-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir)?;
+        Ok(Scratch(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A child process that is killed and reaped when the guard is dropped, so
+/// that no qemu outlives its test on any path (panic, timeout, early return).
+pub struct ChildGuard {
+    child: Option<Child>,
+}
+
+impl ChildGuard {
+    pub fn new(child: Child) -> ChildGuard {
+        ChildGuard { child: Some(child) }
+    }
+
+    pub fn child(&mut self) -> &mut Child {
+        self.child.as_mut().expect("child present until drop")
+    }
+
+    /// Waits for the child to exit, up to `deadline`.
+    pub fn wait_until(&mut self, deadline: Instant) -> io::Result<ExitStatus> {
+        loop {
+            if let Some(status) = self.child().try_wait()? {
+                return Ok(status);
+            }
+            if Instant::now() >= deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "child still running",
+                ));
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Reads a pipe to a string on a thread of its own.
+fn drain<R: Read + Send + 'static>(mut r: R) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Builds a gzip-compressed newc initramfs whose `/init` is `init`.
+pub fn make_initramfs(init: &Path, dir: &Path) -> io::Result<PathBuf> {
+    let root = dir.join("initramfs");
+    for d in ["dev", "proc", "sys", "tmp"] {
+        fs::create_dir_all(root.join(d))?;
+    }
+    fs::copy(init, root.join("init"))?;
+    // The kernel's built-in initramfs already has /dev/console; creating it
+    // here as well needs root, so a failure is not an error.
+    let _ = Command::new("mknod")
+        .args(["-m", "600"])
+        .arg(root.join("dev/console"))
+        .args(["c", "5", "1"])
+        .stderr(Stdio::null())
+        .status();
+    let mut names = String::new();
+    for n in ["dev", "dev/console", "proc", "sys", "tmp", "init"] {
+        if root.join(n).symlink_metadata().is_ok() {
+            names.push_str(n);
+            names.push('\n');
+        }
+    }
+    let cpio_path = dir.join("initramfs.cpio");
+    let mut cpio = Command::new("cpio")
+        .args(["--quiet", "-o", "-H", "newc", "--owner=0:0"])
+        .current_dir(&root)
+        .stdin(Stdio::piped())
+        .stdout(fs::File::create(&cpio_path)?)
+        .spawn()?;
+    cpio.stdin
+        .take()
+        .expect("piped stdin")
+        .write_all(names.as_bytes())?;
+    let st = cpio.wait()?;
+    if !st.success() {
+        return Err(io::Error::other(format!("cpio failed: {st}")));
+    }
+    let st = Command::new("gzip")
+        .args(["-1", "-f"])
+        .arg(&cpio_path)
+        .status()?;
+    if !st.success() {
+        return Err(io::Error::other(format!("gzip failed: {st}")));
+    }
+    Ok(dir.join("initramfs.cpio.gz"))
+}
+
+/// An emulated board: `qemu-system-* -M virt` with a Debian kernel.
+pub struct Board {
+    pub arch: Arch,
+    pub qemu: PathBuf,
+    pub kernel: PathBuf,
+    pub smp: u32,
+    pub mem_mib: u32,
+}
+
+/// What one boot produced.
+pub struct Boot {
+    /// Everything the guest wrote to its console (ttyAMA0), plus qemu's stderr.
+    pub console: String,
+    /// The bytes the guest wrote to its second serial port (ttyAMA1).
+    pub stream: Vec<u8>,
+    /// From starting qemu to the first stream byte.
+    pub first_byte: Option<Duration>,
+    /// From starting qemu to the end of the first complete frame
+    /// (non-zero bytes followed by a 0x00 delimiter).
+    pub first_frame: Option<Duration>,
+    /// From starting qemu to its exit.
+    pub total: Duration,
+    pub status: ExitStatus,
+}
+
+impl Board {
+    /// Finds qemu and the kernel for `arch` (`None`: skipped outside CI).
+    pub fn find(arch: Arch) -> Option<Board> {
+        let Some(qemu) = which(arch.qemu_system()) else {
+            return unavailable(&format!("{} is not installed", arch.qemu_system()));
+        };
+        let kernel = kernel(arch)?;
+        Some(Board {
+            arch,
+            qemu,
+            kernel,
+            smp: 2,
+            mem_mib: 256,
+        })
+    }
+
+    /// Boots with `init` as `/init`, passing `init_args` to it (they follow
+    /// `--` on the kernel command line). The second serial port is a TCP
+    /// connection to a listener on 127.0.0.1 that this function owns, so no
+    /// byte is lost before the reader is ready: qemu connects before the guest
+    /// starts. The guest must power off; qemu runs with `-no-reboot`.
+    pub fn boot(&self, init: &Path, init_args: &str, timeout: Duration) -> io::Result<Boot> {
+        for tool in ["cpio", "gzip"] {
+            if which(tool).is_none() {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!("{tool} missing"),
+                ));
+            }
+        }
+        let scratch = Scratch::new("board")?;
+        let initrd = make_initramfs(init, scratch.path())?;
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        let append = format!("console=ttyAMA0 panic=-1 quiet -- {init_args}");
+        let mut cmd = Command::new(&self.qemu);
+        cmd.args(["-M", "virt", "-cpu", self.arch.cpu()])
+            .args([
+                "-smp",
+                &self.smp.to_string(),
+                "-m",
+                &self.mem_mib.to_string(),
+            ])
+            .args([
+                "-nographic",
+                "-monitor",
+                "none",
+                "-nic",
+                "none",
+                "-no-reboot",
+            ])
+            .arg("-kernel")
+            .arg(&self.kernel)
+            .arg("-initrd")
+            .arg(&initrd)
+            .args(["-append", &append])
+            .args(["-serial", "stdio"])
+            .args([
+                "-chardev",
+                &format!("socket,id=uart1,host=127.0.0.1,port={port}"),
+                "-serial",
+                "chardev:uart1",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let start = Instant::now();
+        let deadline = start + timeout;
+        let mut guard = ChildGuard::new(cmd.spawn()?);
+        let out = drain(guard.child().stdout.take().expect("piped stdout"));
+        let err = drain(guard.child().stderr.take().expect("piped stderr"));
+
+        let result = read_stream(&listener, &mut guard, start, deadline);
+        let status = match &result {
+            Ok(_) => guard.wait_until(deadline),
+            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
+        };
+        let total = start.elapsed();
+        // On a timeout or error the guard kills qemu here, which ends the pipes.
+        let status_or_kill = match status {
+            Ok(s) => Ok(s),
+            Err(e) => {
+                drop(guard);
+                Err(e)
+            }
+        };
+        let console = format!(
+            "{}{}",
+            out.join().unwrap_or_default(),
+            err.join().unwrap_or_default()
+        );
+        let (stream, first_byte, first_frame) = match result {
+            Ok(r) => r,
+            Err(e) => {
+                return Err(io::Error::new(
+                    e.kind(),
+                    format!("{e}\n--- console ---\n{console}"),
+                ))
+            }
+        };
+        let status = status_or_kill
+            .map_err(|e| io::Error::new(e.kind(), format!("{e}\n--- console ---\n{console}")))?;
+        Ok(Boot {
+            console,
+            stream,
+            first_byte,
+            first_frame,
+            total,
+            status,
+        })
+    }
+}
+
+type StreamRead = (Vec<u8>, Option<Duration>, Option<Duration>);
+
+/// Accepts qemu's connection and reads the second serial port until qemu
+/// closes it (at exit).
+fn read_stream(
+    listener: &TcpListener,
+    guard: &mut ChildGuard,
+    start: Instant,
+    deadline: Instant,
+) -> io::Result<StreamRead> {
+    listener.set_nonblocking(true)?;
+    let mut sock: TcpStream = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                if let Some(st) = guard.child().try_wait()? {
+                    return Err(io::Error::other(format!(
+                        "qemu exited ({st}) before connecting its serial port"
+                    )));
+                }
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "qemu never connected",
+                    ));
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    sock.set_nonblocking(false)?;
+    sock.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let mut data = Vec::new();
+    let mut first_byte = None;
+    let mut first_frame = None;
+    let mut in_frame = false;
+    let mut buf = [0u8; 4096];
+    loop {
+        match sock.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let now = start.elapsed();
+                first_byte.get_or_insert(now);
+                if first_frame.is_none() {
+                    for &b in &buf[..n] {
+                        if b != 0 {
+                            in_frame = true;
+                        } else if in_frame {
+                            first_frame = Some(now);
+                            break;
+                        }
+                    }
+                }
+                data.extend_from_slice(&buf[..n]);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                if Instant::now() >= deadline {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "board still running after the timeout; {} stream bytes",
+                            data.len()
+                        ),
+                    ));
+                }
+                // qemu closes the socket when it exits; a hung guest is
+                // caught by the deadline above.
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((data, first_byte, first_frame))
+}
+
+/// Runs an ARM binary under qemu-user, with a time limit.
+pub fn run_user(arch: Arch, bin: &Path, args: &[&str], timeout: Duration) -> io::Result<UserRun> {
+    let qemu = which(arch.qemu_user())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, arch.qemu_user()))?;
+    let mut child = Command::new(qemu);
+    child
+        .arg(bin)
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut guard = ChildGuard::new(child.spawn()?);
+    let out = drain(guard.child().stdout.take().expect("piped stdout"));
+    let err = drain(guard.child().stderr.take().expect("piped stderr"));
+    let status = guard.wait_until(start + timeout);
+    drop(guard);
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    let status = status.map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!("{e}\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}"),
+        )
+    })?;
+    Ok(UserRun {
+        status,
+        stdout,
+        stderr,
+        elapsed: start.elapsed(),
+    })
+}
+
+/// The outcome of [`run_user`].
+pub struct UserRun {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
