@@ -181,6 +181,78 @@ fn qemu_user_smoke_armv7() {
     user_smoke(Arch::Armv7);
 }
 
+/// Encodes statistics and a bye as the target would, for the checks below.
+fn synthetic_stream(cycles: u64, missed: u64, with_bye: bool) -> Vec<u8> {
+    use latscope_core::wire::{Body, Bye, ByeReason, Encoder, ThreadStats};
+    let mut enc = Box::new(Encoder::new());
+    let mut out = Vec::new();
+    let stats = ThreadStats {
+        thread: 0,
+        epoch: 5,
+        elapsed_ns: 1_000_000_000,
+        cycles,
+        count: cycles,
+        missed,
+        last_report: true,
+        ..ThreadStats::default()
+    };
+    out.extend_from_slice(enc.frame(Body::Stats(stats)).expect("encode stats"));
+    if with_bye {
+        let bye = Bye {
+            reason: ByeReason::Completed,
+            epoch: 5,
+            elapsed_ns: 1_000_000_000,
+            threads: 1,
+            cycles,
+            max_ns: 0,
+            frames_dropped: 0,
+            defects: 0,
+        };
+        out.extend_from_slice(enc.frame(Body::Bye(bye)).expect("encode bye"));
+    }
+    out
+}
+
+const ONE_SECOND_AT_1KHZ: Expect<'static> = Expect {
+    arch_prefix: "aarch64",
+    threads: 1,
+    interval_ns: 1_000_000,
+    duration_ns: 1_000_000_000,
+};
+
+/// Missed periods count towards the run's periods; a shortfall is caught.
+#[test]
+fn stream_check_counts_missed_periods() {
+    let good = check(
+        &decode(&synthetic_stream(990, 11, true)),
+        &ONE_SECOND_AT_1KHZ,
+    );
+    assert!(!good.iter().any(|b| b.contains("thread 0")), "{good:?}");
+    assert!(!good.iter().any(|b| b.contains("bye")), "{good:?}");
+
+    let short = check(
+        &decode(&synthetic_stream(990, 5, true)),
+        &ONE_SECOND_AT_1KHZ,
+    );
+    assert!(
+        short
+            .iter()
+            .any(|b| b.contains("thread 0: cycles 990 + missed 5")),
+        "{short:?}"
+    );
+}
+
+/// A corrupted frame shows up as a CRC error, and a lost bye is caught.
+#[test]
+fn stream_check_reports_corruption_and_missing_bye() {
+    let mut bytes = synthetic_stream(1000, 0, false);
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x40;
+    let bad = check(&decode(&bytes), &ONE_SECOND_AT_1KHZ);
+    assert!(bad.iter().any(|b| b.starts_with("link errors")), "{bad:?}");
+    assert!(bad.iter().any(|b| b == "no bye frame"), "{bad:?}");
+}
+
 /// The stream checks must be able to fail: an empty or cut stream is caught.
 #[test]
 fn stream_check_rejects_an_empty_stream() {
