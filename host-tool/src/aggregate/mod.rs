@@ -1,0 +1,242 @@
+//! Turning decoded frames into runs: per-thread histograms and statistics,
+//! spikes, log lines and the bye, in memory that does not grow with the
+//! length of the stream.
+
+mod series;
+mod spikes;
+mod thread;
+
+pub use series::Point;
+pub use thread::ThreadAgg;
+
+use latscope_core::layout::Layout;
+use latscope_core::wire::{
+    Body, Bye, Frame, Hello, Level, LogLine, MAX_THREADS, PROTOCOL_VERSION, SCHEMA_KEY,
+};
+
+/// Log lines kept per run; later ones are counted.
+const LOGS_KEPT: usize = 64;
+/// Overflow cycle numbers kept per thread (cyclictest prints at most `-h`).
+const OVERFLOW_CYCLES_KEPT: usize = 1024;
+
+/// One run of the target: everything between its hellos and its bye.
+#[derive(Debug)]
+pub struct Run {
+    /// The latest hello of the run.
+    pub hello: Hello,
+    /// Its histogram layout.
+    pub layout: Layout,
+    /// Threads by index.
+    pub threads: Vec<ThreadAgg>,
+    /// Log lines, the first [`LOGS_KEPT`].
+    pub logs: Vec<LogLine>,
+    /// Log lines received.
+    pub logs_total: u64,
+    /// The bye, if it arrived.
+    pub bye: Option<Bye>,
+    /// Frames that belonged to this run.
+    pub frames: u64,
+    /// Frames naming a thread the run does not have.
+    pub unknown_thread: u64,
+}
+
+impl Run {
+    fn new(hello: Hello) -> Self {
+        let layout = if hello.config.layout.is_valid() {
+            hello.config.layout
+        } else {
+            Layout::DEFAULT
+        };
+        let n = hello
+            .config
+            .threads
+            .iter()
+            .map(|t| usize::from(t.index) + 1)
+            .max()
+            .unwrap_or(0)
+            .min(MAX_THREADS);
+        let mut threads: Vec<ThreadAgg> = (0..n)
+            .map(|_| ThreadAgg::new(&layout, None, OVERFLOW_CYCLES_KEPT))
+            .collect();
+        for t in &hello.config.threads {
+            if let Some(agg) = threads.get_mut(usize::from(t.index)) {
+                agg.info = Some(*t);
+            }
+        }
+        Run {
+            hello,
+            layout,
+            threads,
+            logs: Vec::new(),
+            logs_total: 0,
+            bye: None,
+            frames: 1,
+            unknown_thread: 0,
+        }
+    }
+
+    /// The run's host name.
+    pub fn hostname(&self) -> &str {
+        self.hello.target.hostname.as_str()
+    }
+
+    fn thread(&mut self, index: u16) -> Option<&mut ThreadAgg> {
+        let i = usize::from(index);
+        if i >= MAX_THREADS {
+            self.unknown_thread += 1;
+            return None;
+        }
+        while self.threads.len() <= i {
+            self.threads
+                .push(ThreadAgg::new(&self.layout, None, OVERFLOW_CYCLES_KEPT));
+        }
+        self.threads.get_mut(i)
+    }
+
+    fn apply(&mut self, body: &Body) {
+        self.frames += 1;
+        match body {
+            Body::Hello(h) => self.hello = h.clone(),
+            Body::Stats(s) => {
+                if let Some(t) = self.thread(s.thread) {
+                    t.on_stats(s);
+                }
+            }
+            Body::Delta(d) => {
+                if let Some(t) = self.thread(d.thread) {
+                    t.on_delta(d);
+                }
+            }
+            Body::Chunk(c) => {
+                if let Some(t) = self.thread(c.thread) {
+                    t.on_chunk(c);
+                }
+            }
+            Body::Spike(r) => {
+                if let Some(t) = self.thread(r.thread) {
+                    t.spikes.push(r);
+                }
+            }
+            Body::Log(l) => {
+                self.logs_total += 1;
+                if self.logs.len() < LOGS_KEPT {
+                    self.logs.push(l.clone());
+                }
+            }
+            Body::Bye(b) => {
+                for t in &mut self.threads {
+                    t.finish();
+                }
+                self.bye = Some(*b);
+            }
+        }
+    }
+
+    /// End of input: apply pending parts.
+    pub fn finish(&mut self) {
+        for t in &mut self.threads {
+            t.finish();
+        }
+    }
+
+    /// Whether the bye arrived and every thread's histogram is exact as of
+    /// its final statistics.
+    pub fn exact_at_end(&self) -> bool {
+        self.bye.is_some()
+            && self
+                .threads
+                .iter()
+                .all(|t| t.exact_now() && t.stats.is_some_and(|s| s.last_report))
+    }
+
+    /// The earliest epoch as of which every thread's histogram is exact.
+    pub fn exact_epoch(&self) -> Option<u32> {
+        self.threads
+            .iter()
+            .map(|t| t.exact_epoch)
+            .try_fold(u32::MAX, |acc, e| e.map(|e| acc.min(e)))
+            .filter(|&e| e != u32::MAX)
+    }
+
+    /// Warnings and errors the target logged.
+    pub fn warnings(&self) -> impl Iterator<Item = &LogLine> {
+        self.logs.iter().filter(|l| l.level != Level::Info)
+    }
+}
+
+/// Frames in, runs out.
+#[derive(Debug, Default)]
+pub struct Aggregator {
+    /// Runs in the order they started; the last one is current.
+    pub runs: Vec<Run>,
+    /// Frames that arrived before any hello (ignored: no layout yet).
+    pub before_hello: u64,
+    /// A hello whose schema differs from this build's, described.
+    pub schema_mismatch: Option<String>,
+    /// Frames ignored after a schema mismatch.
+    pub ignored: u64,
+    ignoring: bool,
+}
+
+impl Aggregator {
+    /// An aggregator that has seen nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Account one decoded frame.
+    pub fn frame(&mut self, frame: &Frame) {
+        if let Body::Hello(h) = &frame.body {
+            if h.schema != SCHEMA_KEY {
+                self.schema_mismatch = Some(format!(
+                    "stream from latscope {} uses another frame schema ({}) than this \
+                     latscope-host {} ({}), protocol version {PROTOCOL_VERSION}; \
+                     frames after it are ignored",
+                    h.tool_version,
+                    hex(&h.schema),
+                    env!("CARGO_PKG_VERSION"),
+                    hex(&SCHEMA_KEY)
+                ));
+                self.ignoring = true;
+                self.ignored += 1;
+                return;
+            }
+            self.ignoring = false;
+            let same = self.runs.last().is_some_and(|r| r.hello.run_id == h.run_id);
+            if !same {
+                if let Some(r) = self.runs.last_mut() {
+                    r.finish();
+                }
+                self.runs.push(Run::new(h.clone()));
+                return;
+            }
+        }
+        if self.ignoring {
+            self.ignored += 1;
+            return;
+        }
+        match self.runs.last_mut() {
+            Some(run) => run.apply(&frame.body),
+            None => self.before_hello += 1,
+        }
+    }
+
+    /// End of input.
+    pub fn finish(&mut self) {
+        if let Some(r) = self.runs.last_mut() {
+            r.finish();
+        }
+    }
+
+    /// The current run.
+    pub fn current(&self) -> Option<&Run> {
+        self.runs.last()
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,325 @@
+//! The aggregator's epoch logic, on synthetic streams.
+
+use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
+
+use crate::session::Session;
+use crate::synth::{Synth, SynthConfig};
+
+fn frames(bytes: &[u8]) -> Vec<(Frame, std::ops::Range<usize>)> {
+    // Each frame is `00 body 00`: its range runs from the zero before its
+    // body to the zero after it.
+    let mut out = Vec::new();
+    let mut d = Box::new(Decoder::<MAX_FRAME>::new());
+    let mut last_zero = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let (ev, _) = d.feed(&bytes[i..=i]);
+        if let Some(Ok(f)) = ev {
+            out.push((f, last_zero..i + 1));
+        }
+        if b == 0 {
+            last_zero = i;
+        }
+    }
+    out
+}
+
+fn decode(bytes: &[u8]) -> Session {
+    let mut s = Session::new("test");
+    s.feed(bytes);
+    s.finish();
+    s
+}
+
+fn assert_exact(s: &Session, synth: &Synth) {
+    let run = s.agg.current().expect("a run");
+    assert!(run.bye.is_some());
+    assert!(run.exact_at_end(), "not exact at end");
+    for (i, t) in synth.threads.iter().enumerate() {
+        let a = &run.threads[i];
+        assert_eq!(a.hist, t.hist, "thread {i} histogram");
+        let st = a.stats.expect("stats");
+        assert_eq!(st.cycles, t.stats.cycles);
+        assert_eq!(st.min, t.stats.min);
+        assert_eq!(st.max, t.stats.max);
+    }
+}
+
+#[test]
+fn clean_stream_is_exact_in_any_chunking() {
+    let (bytes, synth) = Synth::bytes(SynthConfig::default());
+    let s = decode(&bytes);
+    assert_exact(&s, &synth);
+    assert!(s.link().is_clean());
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    // Byte by byte.
+    let mut s = Session::new("bytewise");
+    for b in bytes.chunks(1) {
+        s.feed(b);
+    }
+    s.finish();
+    assert_exact(&s, &synth);
+}
+
+#[test]
+fn lost_delta_is_healed_by_the_next_snapshot() {
+    let (bytes, synth) = Synth::bytes(SynthConfig::default());
+    let fr = frames(&bytes);
+    // Drop the first delta part of report 3 of thread 0.
+    let (_, victim) = fr
+        .iter()
+        .find(|(f, _)| matches!(&f.body, Body::Delta(d) if d.epoch == 3 && d.thread == 0))
+        .expect("delta 3")
+        .clone();
+    let mut cut = bytes[..victim.start + 1].to_vec();
+    cut.extend_from_slice(&bytes[victim.end - 1..]);
+    // Stop after the stats of epoch 4: inexact there.
+    let stats4 = fr
+        .iter()
+        .find(|(f, _)| matches!(&f.body, Body::Stats(s) if s.epoch == 4 && s.thread == 0))
+        .unwrap()
+        .1
+        .clone();
+    let removed = victim.len() - 1;
+    let s = decode(&cut[..stats4.end - removed]);
+    let run = s.agg.current().unwrap();
+    let t0 = &run.threads[0];
+    assert_eq!(t0.hist_epoch, Some(4));
+    assert!(!t0.exact_now());
+    assert_eq!(t0.exact_epoch, Some(2));
+    // The whole stream: the snapshot of epoch 5 heals it, the end is exact.
+    let s = decode(&cut);
+    assert_exact(&s, &synth);
+    assert_eq!(s.link().seq_gaps, 1);
+}
+
+#[test]
+fn deltas_at_or_before_the_applied_epoch_are_ignored() {
+    let (bytes, synth) = Synth::bytes(SynthConfig::default());
+    let fr = frames(&bytes);
+    // Replay report 2's delta frames after everything (stale duplicates).
+    let mut doubled = bytes.clone();
+    for (f, r) in &fr {
+        if matches!(&f.body, Body::Delta(d) if d.epoch == 2) {
+            doubled.extend_from_slice(&bytes[r.clone()]);
+        }
+    }
+    let s = decode(&doubled);
+    assert_exact(&s, &synth);
+    let run = s.agg.current().unwrap();
+    assert!(run.threads.iter().all(|t| t.stale_parts > 0));
+}
+
+#[test]
+fn joining_mid_stream_is_exact_from_the_first_complete_snapshot() {
+    let (bytes, synth) = Synth::bytes(SynthConfig {
+        reports: 12,
+        ..SynthConfig::default()
+    });
+    let fr = frames(&bytes);
+    // Join at the hello of report 10 (hellos are resent every 10 reports).
+    let (_, at) = fr
+        .iter()
+        .filter(|(f, _)| matches!(f.body, Body::Hello(_)))
+        .nth(1)
+        .expect("second hello")
+        .clone();
+    let s = decode(&bytes[at.start..]);
+    assert_exact(&s, &synth);
+    let run = s.agg.current().unwrap();
+    assert_eq!(run.exact_epoch(), Some(12));
+}
+
+#[test]
+fn truncated_stream_keeps_what_decoded() {
+    let (bytes, _) = Synth::bytes(SynthConfig::default());
+    let s = decode(&bytes[..bytes.len() * 2 / 3]);
+    let run = s.agg.current().unwrap();
+    assert!(run.bye.is_none());
+    assert!(run.exact_epoch().is_some());
+    assert!(s.truncated > 0 || s.warnings().iter().any(|w| w.contains("without a bye")));
+    assert!(s.warnings().iter().any(|w| w.contains("without a bye")));
+    assert!(s.fatal().is_none());
+}
+
+#[test]
+fn garbage_is_not_a_stream() {
+    let junk: Vec<u8> = (0..100_000u32)
+        .map(|i| (i * 7919 % 251) as u8 + 1)
+        .collect();
+    let s = decode(&junk);
+    let e = s.fatal().expect("fatal");
+    assert!(e.to_string().contains("not a latscope stream"), "{e}");
+    // Text with newlines and zero bytes.
+    let s = decode(b"hello\0world\0\0\0 this is not it\n");
+    assert!(s
+        .fatal()
+        .unwrap()
+        .to_string()
+        .contains("not a latscope stream"));
+}
+
+#[test]
+fn newer_protocol_version_is_named() {
+    let (bytes, _) = Synth::bytes(SynthConfig::default());
+    // Re-encode every frame with version 2.
+    let mut v2 = Vec::new();
+    let mut buf = vec![0u8; MAX_FRAME];
+    for (mut f, _) in frames(&bytes) {
+        f.version = 2;
+        let n = latscope_core::wire::encode(&f, &mut buf).unwrap();
+        v2.extend_from_slice(&buf[..n]);
+    }
+    let s = decode(&v2);
+    let e = s.fatal().expect("fatal").to_string();
+    assert!(e.contains("protocol version 2"), "{e}");
+    assert!(e.contains("newer"), "{e}");
+}
+
+#[test]
+fn schema_mismatch_is_named_and_data_before_it_kept() {
+    let (bytes, _) = Synth::bytes(SynthConfig::default());
+    let mut buf = vec![0u8; MAX_FRAME];
+    let fr = frames(&bytes);
+    let mut out = Vec::new();
+    for (i, (f, r)) in fr.iter().enumerate() {
+        if i == fr.len() / 2 {
+            let mut f = f.clone();
+            if let Body::Hello(_) = f.body {
+            } else {
+                let mut s = Synth::new(SynthConfig::default());
+                let mut h = s.hello();
+                h.schema = [1; 8];
+                h.run_id = 7;
+                f.body = Body::Hello(h);
+                let n = latscope_core::wire::encode(&f, &mut buf).unwrap();
+                out.extend_from_slice(&buf[..n]);
+                let _ = &mut s;
+            }
+        }
+        out.extend_from_slice(&bytes[r.clone()]);
+    }
+    let s = decode(&out);
+    assert!(s.agg.schema_mismatch.is_some());
+    assert!(s.warnings().iter().any(|w| w.contains("schema")));
+    let run = s.agg.current().unwrap();
+    assert!(run.exact_epoch().is_some());
+}
+
+/// Flip random bytes at `rate` per byte.
+fn corrupt(bytes: &[u8], rate: f64, seed: u64) -> (Vec<u8>, Vec<usize>) {
+    let mut x = seed | 1;
+    let mut out = bytes.to_vec();
+    let mut hit = Vec::new();
+    let threshold = (rate * u64::MAX as f64) as u64;
+    for (i, b) in out.iter_mut().enumerate() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if x < threshold {
+            let flip = ((x >> 32) as u8) | 1;
+            *b ^= flip;
+            hit.push(i);
+        }
+    }
+    (out, hit)
+}
+
+#[test]
+fn corruption_recovers_every_unhit_frame_and_stays_exact_as_of_complete_epochs() {
+    let cfg = SynthConfig {
+        reports: 60,
+        threads: 4,
+        ..SynthConfig::default()
+    };
+    let (bytes, synth) = Synth::bytes(cfg);
+    let fr = frames(&bytes);
+    for (rate, seed) in [(1e-6, 1), (1e-5, 2), (1e-4, 3), (1e-4, 4), (3e-5, 5)] {
+        let (bad, hits) = corrupt(&bytes, rate, seed);
+        let s = decode(&bad);
+        // Frames whose bytes (delimiters included) were not hit.
+        let unhit = fr
+            .iter()
+            .filter(|(_, r)| !hits.iter().any(|h| r.contains(h)))
+            .count() as u64;
+        let link = s.link();
+        assert!(
+            link.frames >= unhit,
+            "rate {rate}: {} good frames < {unhit} unhit",
+            link.frames
+        );
+        if !hits.is_empty() {
+            // Loss shows as an error count, or (a hit on the very first
+            // delimiter) as a frame missing before the first one decoded.
+            assert!(
+                link.crc_errors + link.oversize + link.seq_gaps > 0
+                    || link.frames < fr.len() as u64,
+                "rate {rate}: {} hits went unnoticed",
+                hits.len()
+            );
+        }
+        let run = s.agg.current().expect("a run");
+        // Wherever a thread's histogram is verified exact, it equals the
+        // synthetic thread's histogram as of that epoch. At the end: exact
+        // when the bye and the final snapshot arrived intact.
+        if run.exact_at_end() {
+            for (i, t) in synth.threads.iter().enumerate() {
+                assert_eq!(run.threads[i].hist, t.hist, "rate {rate} thread {i}");
+            }
+        }
+        for t in &run.threads {
+            assert!(t.exact_epoch.is_some(), "rate {rate}: never exact");
+            if t.exact_now() {
+                assert_eq!(t.hist_total(), t.stats.unwrap().count);
+            }
+        }
+    }
+}
+
+#[test]
+fn exact_epochs_match_the_truth() {
+    // Decode a corrupted prefix and compare with the synthetic histogram
+    // regenerated up to the reported exact epoch.
+    let cfg = SynthConfig {
+        reports: 30,
+        ..SynthConfig::default()
+    };
+    let (bytes, _) = Synth::bytes(cfg.clone());
+    let (bad, _) = corrupt(&bytes, 1e-4, 9);
+    let s = decode(&bad);
+    let run = s.agg.current().unwrap();
+    for (i, t) in run.threads.iter().enumerate() {
+        let Some(e) = t.exact_epoch else { continue };
+        if !t.exact_now() {
+            continue;
+        }
+        let mut truth = Synth::new(cfg.clone());
+        truth.start(&mut |_| {});
+        for _ in 0..e {
+            truth.report(&mut |_| {});
+        }
+        assert_eq!(t.hist, truth.threads[i].hist, "thread {i} at epoch {e}");
+    }
+}
+
+#[test]
+fn heavy_corruption_never_panics_and_reports_loss() {
+    let (bytes, _) = Synth::bytes(SynthConfig {
+        reports: 40,
+        ..SynthConfig::default()
+    });
+    for seed in 1..=8 {
+        let (bad, hits) = corrupt(&bytes, 1e-3, seed);
+        let s = decode(&bad);
+        assert!(!hits.is_empty());
+        let l = s.link();
+        assert!(l.crc_errors + l.oversize + l.seq_gaps + l.malformed > 0);
+        let _ = s.warnings();
+        if let Some(run) = s.agg.current() {
+            let _ = crate::summary::summarize(run);
+        }
+    }
+    // Random bytes with frames mixed in.
+    let (bad, _) = corrupt(&bytes, 3e-2, 77);
+    let s = decode(&bad);
+    let _ = s.warnings();
+}

@@ -1,0 +1,111 @@
+//! `latscope-host compare A B`: two runs side by side, the before/after
+//! view of a kernel or configuration change.
+
+use std::fmt::Write;
+
+use crate::aggregate::Run;
+use crate::summary::{summarize, us_opt, Summary};
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 => format!("{:.2}×", b / a),
+        _ => "-".into(),
+    }
+}
+
+fn row(out: &mut String, name: &str, a: Option<u64>, b: Option<u64>) {
+    let _ = writeln!(
+        out,
+        "{:<10} {:>12} {:>12} {:>9}",
+        name,
+        us_opt(a),
+        us_opt(b),
+        ratio(a.map(|x| x as f64), b.map(|x| x as f64))
+    );
+}
+
+fn count_row(out: &mut String, name: &str, a: u64, b: u64) {
+    let _ = writeln!(
+        out,
+        "{:<10} {:>12} {:>12} {:>9}",
+        name,
+        a,
+        b,
+        ratio(Some(a as f64), Some(b as f64))
+    );
+}
+
+fn block(out: &mut String, title: &str, a: &Summary, b: &Summary) {
+    let _ = writeln!(
+        out,
+        "\n{title}\n{:<10} {:>12} {:>12} {:>9}",
+        "(µs)", "A", "B", "B/A"
+    );
+    count_row(out, "cycles", a.cycles, b.cycles);
+    row(out, "min", a.min_ns, b.min_ns);
+    let _ = writeln!(
+        out,
+        "{:<10} {:>12} {:>12} {:>9}",
+        "avg",
+        a.avg_ns
+            .map(|x| format!("{:.1}", x / 1000.0))
+            .unwrap_or("-".into()),
+        b.avg_ns
+            .map(|x| format!("{:.1}", x / 1000.0))
+            .unwrap_or("-".into()),
+        ratio(a.avg_ns, b.avg_ns)
+    );
+    for ((n, qa), (_, qb)) in a.quantiles.iter().zip(&b.quantiles) {
+        row(out, n, *qa, *qb);
+    }
+    row(out, "max", a.max_ns, b.max_ns);
+    let _ = writeln!(
+        out,
+        "{:<10} {:>12.1} {:>12.1} {:>9}",
+        "stddev",
+        a.stddev_ns / 1000.0,
+        b.stddev_ns / 1000.0,
+        ratio(Some(a.stddev_ns), Some(b.stddev_ns))
+    );
+    count_row(out, "missed", a.missed, b.missed);
+    count_row(out, "majflt", a.majflt, b.majflt);
+    count_row(out, "minflt", a.minflt, b.minflt);
+}
+
+/// The comparison table of two runs: all CPUs, then thread by thread.
+pub fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "A: {name_a}: {} ({}, kernel {}), run {:016x}",
+        a.hostname(),
+        a.hello.target.arch,
+        a.hello.target.kernel,
+        a.hello.run_id
+    );
+    let _ = writeln!(
+        out,
+        "B: {name_b}: {} ({}, kernel {}), run {:016x}",
+        b.hostname(),
+        b.hello.target.arch,
+        b.hello.target.kernel,
+        b.hello.run_id
+    );
+    let (pa, aa) = summarize(a);
+    let (pb, ab) = summarize(b);
+    block(&mut out, "all CPUs", &aa, &ab);
+    for (x, y) in pa.iter().zip(&pb) {
+        block(
+            &mut out,
+            &format!(
+                "{} (CPU {} vs {})",
+                x.label,
+                x.cpu.map(|c| c.to_string()).unwrap_or("-".into()),
+                y.cpu.map(|c| c.to_string()).unwrap_or("-".into())
+            ),
+            x,
+            y,
+        );
+    }
+    out
+}

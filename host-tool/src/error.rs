@@ -1,0 +1,119 @@
+//! The crate's one error type: a message per variant, and the exit status
+//! each maps to.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// Everything that can stop a subcommand.
+#[derive(Debug)]
+pub enum Error {
+    /// An input could not be opened or read.
+    Input {
+        /// What was being read (a path, `-`, a device or an address).
+        what: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// An output could not be written.
+    Output {
+        /// The file or stream.
+        what: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The serial port could not be opened or configured.
+    Serial {
+        /// The device.
+        device: String,
+        /// What the port driver said.
+        message: String,
+    },
+    /// A socket could not be bound.
+    Bind {
+        /// The address.
+        addr: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The input held no latscope frame at all.
+    NotAStream {
+        /// The input.
+        what: String,
+        /// Bytes read.
+        bytes: u64,
+    },
+    /// The input held no run (no hello frame) to report on.
+    NoRun {
+        /// The input.
+        what: String,
+    },
+    /// The stream speaks a protocol or schema this build cannot read.
+    Version {
+        /// The input.
+        what: String,
+        /// A description of both sides' versions.
+        detail: String,
+    },
+    /// Drawing a plot failed.
+    Plot {
+        /// The output file.
+        file: PathBuf,
+        /// What the plotting library said.
+        message: String,
+    },
+    /// The command line was valid for the parser but not usable.
+    Usage(String),
+}
+
+impl Error {
+    /// The process exit status for this error: 2 for bad usage, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Input { what, source } => write!(f, "cannot read {what}: {source}"),
+            Error::Output { what, source } => {
+                write!(f, "cannot write {}: {source}", what.display())
+            }
+            Error::Serial { device, message } => {
+                write!(f, "cannot open serial port {device}: {message}")
+            }
+            Error::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            Error::NotAStream { what, bytes } => write!(
+                f,
+                "{what}: not a latscope stream ({bytes} bytes read, no valid frame found)"
+            ),
+            Error::NoRun { what } => write!(
+                f,
+                "{what}: latscope frames but no hello frame, so no run to report"
+            ),
+            Error::Version { what, detail } => write!(f, "{what}: {detail}"),
+            Error::Plot { file, message } => {
+                write!(f, "cannot draw {}: {message}", file.display())
+            }
+            Error::Usage(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Input { source, .. }
+            | Error::Output { source, .. }
+            | Error::Bind { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// Short form for the crate's results.
+pub type Result<T> = std::result::Result<T, Error>;

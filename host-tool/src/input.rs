@@ -1,0 +1,115 @@
+//! Opening the inputs (stdin, a file, a serial port) and pumping their
+//! bytes.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use crate::error::{Error, Result};
+
+/// Where a stream comes from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// Standard input.
+    Stdin,
+    /// A recording.
+    File(String),
+    /// A serial line.
+    Serial {
+        /// Device.
+        device: String,
+        /// Baud rate.
+        baud: u32,
+    },
+}
+
+impl Source {
+    /// `-` is stdin, anything else a file.
+    pub fn from_arg(arg: &str) -> Source {
+        if arg == "-" {
+            Source::Stdin
+        } else {
+            Source::File(arg.to_string())
+        }
+    }
+
+    /// The name used in messages.
+    pub fn name(&self) -> String {
+        match self {
+            Source::Stdin => "stdin".into(),
+            Source::File(p) => p.clone(),
+            Source::Serial { device, baud } => format!("{device} at {baud} baud"),
+        }
+    }
+
+    /// Open for reading.
+    pub fn open(&self) -> Result<Box<dyn Read + Send>> {
+        match self {
+            Source::Stdin => Ok(Box::new(io::stdin())),
+            Source::File(p) => File::open(p)
+                .map(|f| Box::new(f) as Box<dyn Read + Send>)
+                .map_err(|source| Error::Input {
+                    what: p.clone(),
+                    source,
+                }),
+            Source::Serial { device, baud } => serialport::new(device, *baud)
+                .timeout(Duration::from_millis(200))
+                .open()
+                .map(|p| Box::new(SerialReader(p)) as Box<dyn Read + Send>)
+                .map_err(|e| Error::Serial {
+                    device: device.clone(),
+                    message: e.to_string(),
+                }),
+        }
+    }
+
+    /// When the stream ended: a file's modification time, else now.
+    pub fn end_time(&self) -> SystemTime {
+        match self {
+            Source::File(p) => std::fs::metadata(Path::new(p))
+                .and_then(|m| m.modified())
+                .unwrap_or_else(|_| SystemTime::now()),
+            _ => SystemTime::now(),
+        }
+    }
+
+    /// Whether the end of input only comes from the stream itself (a
+    /// serial line has no end of file).
+    pub fn endless(&self) -> bool {
+        matches!(self, Source::Serial { .. })
+    }
+}
+
+/// A serial port whose read timeouts mean "nothing yet", not an error.
+struct SerialReader(Box<dyn serialport::SerialPort>);
+
+impl Read for SerialReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match self.0.read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Read `r` to its end in chunks, handing each to `f`. `f` returns
+/// `false` to stop early.
+pub fn pump(r: &mut dyn Read, mut f: impl FnMut(&[u8]) -> Result<bool>) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => match f(buf.get(..n).unwrap_or(&[])) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(Error::Output { source, .. }) => return Err(source),
+                Err(e) => return Err(io::Error::other(e.to_string())),
+            },
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}

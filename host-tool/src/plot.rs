@@ -1,0 +1,402 @@
+//! Plots, drawn with plotters and a bundled font (no fontconfig): the
+//! OSADL-style latency histogram, the tail (exceedance) plot with p99,
+//! p99.9 and p99.99 marked, and the max latency per report interval.
+
+use std::path::Path;
+use std::sync::Once;
+
+use latscope_core::layout::Layout;
+use latscope_core::stats::{quantile, Ppm};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::aggregate::{Point, Run};
+use crate::error::{Error, Result};
+use crate::summary::{summarize, us};
+
+/// DejaVu Sans (Bitstream Vera licence, see `assets/DejaVuSans.LICENSE`).
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+static FONT_ONCE: Once = Once::new();
+
+fn register() {
+    FONT_ONCE.call_once(|| {
+        for style in [FontStyle::Normal, FontStyle::Bold] {
+            let _ = plotters::style::register_font("sans-serif", style, FONT);
+        }
+    });
+}
+
+/// One histogram series to draw.
+pub struct Series {
+    /// Legend label.
+    pub label: String,
+    /// Layout of `hist`.
+    pub layout: Layout,
+    /// Cumulative counts.
+    pub hist: Vec<u64>,
+    /// Exact max (ns).
+    pub max_ns: u64,
+    /// Max per report interval.
+    pub points: Vec<Point>,
+}
+
+impl Series {
+    fn total(&self) -> u64 {
+        self.hist.iter().sum()
+    }
+}
+
+/// The series of a run: one per thread (labelled by CPU).
+pub fn run_series(run: &Run, prefix: &str) -> Vec<Series> {
+    let (per, _) = summarize(run);
+    per.into_iter()
+        .map(|s| {
+            let t = s.thread.and_then(|i| run.threads.get(usize::from(i)));
+            Series {
+                label: format!(
+                    "{prefix}{}",
+                    match s.cpu {
+                        Some(c) => format!("CPU{c}"),
+                        None => s.label.clone(),
+                    }
+                ),
+                layout: run.layout,
+                max_ns: s.max_ns.unwrap_or(0),
+                points: t.map(|t| t.series.points()).unwrap_or_default(),
+                hist: s.hist,
+            }
+        })
+        .collect()
+}
+
+/// The all-CPU series of a run.
+pub fn run_all(run: &Run, label: &str) -> Series {
+    let (_, all) = summarize(run);
+    Series {
+        label: label.to_string(),
+        layout: run.layout,
+        max_ns: all.max_ns.unwrap_or(0),
+        points: Vec::new(),
+        hist: all.hist,
+    }
+}
+
+type DrawResult = std::result::Result<(), String>;
+
+fn err<E: std::fmt::Display>(e: E) -> String {
+    e.to_string()
+}
+
+/// Draw `series` into `file` (`.svg` or `.png`): histogram, tail plot and,
+/// when `time_series`, max per report interval.
+pub fn draw(file: &Path, title: &str, series: &[Series], time_series: bool) -> Result<()> {
+    register();
+    let panels = if time_series { 3 } else { 2 };
+    let size = (1200u32, 450 * panels as u32);
+    let ext = file
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase());
+    let res = match ext.as_deref() {
+        Some("svg") => {
+            let root = SVGBackend::new(file, size).into_drawing_area();
+            let r = panels_on(&root, title, series, time_series);
+            r.and_then(|_| root.present().map_err(err))
+        }
+        Some("png") => {
+            let root = BitMapBackend::new(file, size).into_drawing_area();
+            let r = panels_on(&root, title, series, time_series);
+            r.and_then(|_| root.present().map_err(err))
+        }
+        _ => {
+            return Err(Error::Usage(format!(
+                "--plot {}: the file name must end in .svg or .png",
+                file.display()
+            )))
+        }
+    };
+    res.map_err(|message| Error::Plot {
+        file: file.to_path_buf(),
+        message,
+    })
+}
+
+fn panels_on<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    series: &[Series],
+    time_series: bool,
+) -> DrawResult {
+    root.fill(&WHITE).map_err(err)?;
+    let root = root
+        .titled(title, ("sans-serif", 26).into_font().style(FontStyle::Bold))
+        .map_err(err)?;
+    let n = if time_series { 3 } else { 2 };
+    let areas = root.split_evenly((n, 1));
+    histogram(&areas[0], series)?;
+    tail(&areas[1], series)?;
+    if time_series {
+        over_time(&areas[2], series)?;
+    }
+    Ok(())
+}
+
+fn color(i: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(23, 190, 207),
+    ];
+    C[i % C.len()]
+}
+
+/// The x range in µs that shows every sample.
+fn x_max_us(series: &[Series]) -> f64 {
+    let m = series.iter().map(|s| s.max_ns).max().unwrap_or(0) as f64 / 1000.0;
+    (m * 1.08).max(10.0).ceil()
+}
+
+fn histogram<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) -> DrawResult {
+    let xmax = x_max_us(series);
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.hist.iter().copied())
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64
+        * 3.0;
+    let linear = series.first().map(|s| s.layout.linear_us).unwrap_or(1000);
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Latency histogram (OSADL style)",
+            ("sans-serif", 20).into_font(),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..xmax, (0.8f64..ymax).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(format!(
+            "Latency (µs); buckets 1 µs wide up to {linear} µs, ≤1 % wide above"
+        ))
+        .y_desc("Number of latency samples")
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let c = color(i);
+        let last = s.hist.iter().rposition(|&x| x > 0).unwrap_or(0);
+        let mut pts = Vec::with_capacity(2 * last + 4);
+        for b in 0..=last {
+            let lo = s.layout.lower_us(b) as f64;
+            let hi = s.layout.upper_us(b).map(|u| u as f64).unwrap_or(lo + 1.0);
+            let y = (s.hist[b] as f64).max(0.8);
+            pts.push((lo, y));
+            pts.push((hi, y));
+        }
+        if let Some(&(x, _)) = pts.last() {
+            pts.push((x, 0.8));
+        }
+        let max_us = s.max_ns as f64 / 1000.0;
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(err)?
+            .label(format!("{}  max {} µs", s.label, us(s.max_ns)))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        // The max, marked with a dashed vertical line and a label.
+        let dashes: Vec<_> = (0..24)
+            .map(|k| {
+                let y0 = 0.8 * (ymax / 0.8).powf(k as f64 / 24.0);
+                let y1 = 0.8 * (ymax / 0.8).powf((k as f64 + 0.5) / 24.0);
+                PathElement::new(vec![(max_us, y0), (max_us, y1)], c.stroke_width(1))
+            })
+            .collect();
+        chart.draw_series(dashes).map_err(err)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                format!("max {}", us(s.max_ns)),
+                (max_us, ymax / 3f64.powi(i as i32 + 1)),
+                ("sans-serif", 14).into_font().color(&c),
+            )))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Exceedance: the fraction of samples at or above each latency.
+fn tail<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) -> DrawResult {
+    let xmax = x_max_us(series).max(2.0);
+    let min_frac = series
+        .iter()
+        .map(|s| 1.0 / s.total().max(1) as f64)
+        .fold(1.0f64, f64::min)
+        .min(1e-4)
+        / 2.0;
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Tail: fraction of samples ≥ latency (p99, p99.9, p99.99 marked)",
+            ("sans-serif", 20).into_font(),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d((1f64..xmax).log_scale(), (min_frac..1.5f64).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("Latency (µs, log scale)")
+        .y_desc("Fraction of samples ≥ latency")
+        .y_label_formatter(&|v| format!("{v:.0e}"))
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let c = color(i);
+        let total = s.total();
+        if total == 0 {
+            continue;
+        }
+        let mut above = total;
+        let mut pts = Vec::new();
+        for (b, &n) in s.hist.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let lo = (s.layout.lower_us(b) as f64).max(1.0);
+            pts.push((lo, above as f64 / total as f64));
+            above -= n;
+            let hi = s
+                .layout
+                .upper_us(b)
+                .map(|u| u as f64)
+                .unwrap_or(lo + 1.0)
+                .min(s.max_ns as f64 / 1000.0)
+                .max(lo);
+            pts.push((hi, (above as f64 / total as f64).max(min_frac)));
+        }
+        chart
+            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .map_err(err)?
+            .label(s.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        for (k, (q, name, frac)) in [
+            (Ppm::P99, "p99", 1e-2),
+            (Ppm::P999, "p99.9", 1e-3),
+            (Ppm::P9999, "p99.99", 1e-4),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if 1.0 / (total as f64) > frac {
+                continue;
+            }
+            if let Some(v) = quantile(&s.layout, &s.hist, q, s.max_ns) {
+                let x = (v as f64 / 1000.0).max(1.0);
+                chart
+                    .draw_series(std::iter::once(Circle::new((x, frac), 5, c.filled())))
+                    .map_err(err)?;
+                let dy = 1.0 + 0.6 * i as f64 + 0.1 * k as f64;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        format!("{name} {} µs", us(v)),
+                        (x * 1.05, frac * dy),
+                        ("sans-serif", 13).into_font().color(&c),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}
+
+fn over_time<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) -> DrawResult {
+    let tmax = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.elapsed_ns))
+        .max()
+        .unwrap_or(1) as f64
+        / 1e9;
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.max_ns))
+        .max()
+        .unwrap_or(1)
+        .max(1) as f64
+        / 1000.0
+        * 2.0;
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "Max latency per report interval",
+            ("sans-serif", 20).into_font(),
+        )
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(0f64..tmax.max(1.0), (1f64..ymax.max(10.0)).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("Run time (s)")
+        .y_desc("Max latency (µs, log scale)")
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in series.iter().enumerate() {
+        let c = color(i);
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .filter(|p| p.epoch > 0)
+            .map(|p| {
+                (
+                    p.elapsed_ns as f64 / 1e9,
+                    (p.max_ns as f64 / 1000.0).max(1.0),
+                )
+            })
+            .collect();
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
+            .map_err(err)?
+            .label(s.label.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        chart
+            .draw_series(pts.into_iter().map(|p| Circle::new(p, 2, c.filled())))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    Ok(())
+}

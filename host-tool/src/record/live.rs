@@ -1,0 +1,177 @@
+//! The live view: a table per target redrawn about once a second on a
+//! terminal, or plain lines (one per thread and new report) otherwise.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::Write;
+
+use super::board::{TargetView, ThreadView};
+use crate::summary::us;
+
+fn opt(ns: Option<u64>) -> String {
+    ns.map(us).unwrap_or_else(|| "-".into())
+}
+
+fn bar(elapsed_ns: u64, duration_ns: u64) -> String {
+    const W: usize = 30;
+    if duration_ns == 0 {
+        return format!("{:.0} s elapsed (no set duration)", elapsed_ns as f64 / 1e9);
+    }
+    let frac = (elapsed_ns as f64 / duration_ns as f64).clamp(0.0, 1.0);
+    let filled = (frac * W as f64).round() as usize;
+    format!(
+        "[{}{}] {:.0}/{:.0} s {:3.0}%",
+        "#".repeat(filled),
+        "-".repeat(W - filled),
+        elapsed_ns as f64 / 1e9,
+        duration_ns as f64 / 1e9,
+        frac * 100.0
+    )
+}
+
+fn link(v: &TargetView) -> String {
+    let l = &v.link;
+    let errs = l.crc_errors + l.oversize + l.malformed + l.unknown_version;
+    let health = if errs == 0 && l.frames_lost == 0 {
+        "ok"
+    } else {
+        "LOSSY"
+    };
+    format!(
+        "link {health}: {} frames, {} CRC errors, {} lost, {} bytes skipped",
+        l.frames, l.crc_errors, l.frames_lost, l.bytes_skipped
+    )
+}
+
+/// The table of all targets, as lines.
+pub fn table(views: &[TargetView]) -> String {
+    let mut out = String::new();
+    for v in views {
+        let state = match (&v.ended, v.active) {
+            (Some(e), _) => format!("ended: {e}"),
+            (None, true) => "streaming".into(),
+            (None, false) => "connection closed".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{} ({}) {} | {}",
+            if v.host.is_empty() { "?" } else { &v.host },
+            v.name,
+            bar(v.elapsed_ns, v.duration_ns),
+            state
+        );
+        if !v.degraded.is_empty() {
+            let _ = writeln!(out, "  DEGRADED: {}", v.degraded.join(", "));
+        }
+        let _ = writeln!(
+            out,
+            "  {:<4} {:>4} {:<9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10} {:>7} {:>7} {:>7}",
+            "T",
+            "CPU",
+            "sched",
+            "cycles",
+            "min",
+            "avg",
+            "p99",
+            "p99.9",
+            "max",
+            "missed",
+            "faults",
+            "dropped"
+        );
+        for t in &v.threads {
+            let _ = writeln!(
+                out,
+                "  {:<4} {:>4} {:<9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10} {:>7} {:>7} {:>7}",
+                t.index,
+                t.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                t.sched,
+                t.cycles,
+                opt(t.min_ns),
+                t.avg_ns
+                    .map(|a| format!("{:.1}", a / 1000.0))
+                    .unwrap_or_else(|| "-".into()),
+                opt(t.p99_ns),
+                opt(t.p999_ns),
+                us(t.max_ns),
+                t.missed,
+                t.minflt + t.majflt,
+                t.dropped
+            );
+        }
+        let _ = writeln!(out, "  {}  (latencies in µs)", link(v));
+        for w in v.warnings.iter().take(3) {
+            let _ = writeln!(out, "  warning: {w}");
+        }
+    }
+    out
+}
+
+/// One plain line for a thread.
+pub fn line(v: &TargetView, t: &ThreadView) -> String {
+    format!(
+        "{} T{} cpu {} {} report {} cycles {} min {} avg {} p99 {} p99.9 {} max {} missed {} minflt {} majflt {} dropped {} | {}",
+        if v.host.is_empty() { &v.name } else { &v.host },
+        t.index,
+        t.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+        t.sched,
+        t.epoch,
+        t.cycles,
+        opt(t.min_ns),
+        t.avg_ns
+            .map(|a| format!("{:.1}", a / 1000.0))
+            .unwrap_or_else(|| "-".into()),
+        opt(t.p99_ns),
+        opt(t.p999_ns),
+        us(t.max_ns),
+        t.missed,
+        t.minflt,
+        t.majflt,
+        t.dropped,
+        link(v)
+    )
+}
+
+/// Draws successive states of the board.
+pub struct Live {
+    tty: bool,
+    drawn_lines: usize,
+    seen: HashMap<(String, u16), u32>,
+}
+
+impl Live {
+    /// A live view redrawing on a terminal (`tty`) or printing lines.
+    pub fn new(tty: bool) -> Self {
+        Live {
+            tty,
+            drawn_lines: 0,
+            seen: HashMap::new(),
+        }
+    }
+
+    /// Show the current views.
+    pub fn draw(&mut self, views: &[TargetView], out: &mut dyn Write) {
+        if self.tty {
+            let text = table(views);
+            let mut s = String::new();
+            if self.drawn_lines > 0 {
+                let _ = write!(s, "\x1b[{}A\x1b[J", self.drawn_lines);
+            }
+            s.push_str(&text);
+            self.drawn_lines = text.lines().count();
+            let _ = out.write_all(s.as_bytes());
+        } else {
+            for v in views {
+                for t in &v.threads {
+                    let key = (v.name.clone(), t.index);
+                    if self.seen.get(&key) == Some(&t.epoch) {
+                        continue;
+                    }
+                    self.seen.insert(key, t.epoch);
+                    let _ = writeln!(out, "{}", line(v, t));
+                }
+            }
+        }
+        let _ = out.flush();
+    }
+}

@@ -1,0 +1,245 @@
+//! OpenMetrics text over a minimal HTTP/1.1 server, for a lab's Prometheus.
+
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use super::board::{Board, TargetView};
+use crate::error::{Error, Result};
+
+/// The media type Prometheus asks for.
+const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+fn escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn secs(ns: u64) -> String {
+    format!("{:e}", ns as f64 / 1e9)
+}
+
+/// The OpenMetrics exposition of all targets.
+pub fn exposition(views: &[TargetView]) -> String {
+    let mut o = String::new();
+    let families: [(&str, &str, &str); 12] = [
+        ("latscope_cycles", "counter", "Wake-ups measured."),
+        (
+            "latscope_latency_seconds",
+            "summary",
+            "Wake-up latency: count, sum and quantiles (bucket upper edges).",
+        ),
+        (
+            "latscope_latency_max_seconds",
+            "gauge",
+            "Largest latency, exact.",
+        ),
+        (
+            "latscope_missed_periods",
+            "counter",
+            "Periods missed by late wake-ups.",
+        ),
+        (
+            "latscope_page_faults",
+            "counter",
+            "Page faults of the measuring thread.",
+        ),
+        (
+            "latscope_dropped_records",
+            "counter",
+            "Spike records the target could not queue.",
+        ),
+        ("latscope_link_frames", "counter", "Good frames received."),
+        (
+            "latscope_link_errors",
+            "counter",
+            "Frames rejected or lost on the link.",
+        ),
+        (
+            "latscope_link_bytes_skipped",
+            "counter",
+            "Bytes not part of a good frame.",
+        ),
+        (
+            "latscope_connected",
+            "gauge",
+            "Whether the target's connection is open.",
+        ),
+        (
+            "latscope_elapsed_seconds",
+            "gauge",
+            "Run time of the target.",
+        ),
+        (
+            "latscope_degraded",
+            "gauge",
+            "Whether the run degraded its real-time settings (--best-effort).",
+        ),
+    ];
+    for (name, kind, help) in families {
+        let _ = writeln!(o, "# TYPE {name} {kind}");
+        let _ = writeln!(o, "# HELP {name} {help}");
+        if kind == "summary" || name == "latscope_latency_max_seconds" {
+            let _ = writeln!(o, "# UNIT {name} seconds");
+        }
+        for v in views {
+            let target = escape(if v.host.is_empty() { &v.name } else { &v.host });
+            let rec = escape(&v.name);
+            let tl = format!("target=\"{target}\",recording=\"{rec}\"");
+            match name {
+                "latscope_link_frames" => {
+                    let _ = writeln!(o, "{name}_total{{{tl}}} {}", v.link.frames);
+                }
+                "latscope_link_errors" => {
+                    let l = &v.link;
+                    for (kind, n) in [
+                        ("crc", l.crc_errors),
+                        ("oversize", l.oversize),
+                        ("version", l.unknown_version),
+                        ("malformed", l.malformed),
+                        ("lost", l.frames_lost),
+                    ] {
+                        let _ = writeln!(o, "{name}_total{{{tl},kind=\"{kind}\"}} {n}");
+                    }
+                }
+                "latscope_link_bytes_skipped" => {
+                    let _ = writeln!(o, "{name}_total{{{tl}}} {}", v.link.bytes_skipped);
+                }
+                "latscope_connected" => {
+                    let _ = writeln!(o, "{name}{{{tl}}} {}", u8::from(v.active));
+                }
+                "latscope_elapsed_seconds" => {
+                    let _ = writeln!(o, "{name}{{{tl}}} {}", secs(v.elapsed_ns));
+                }
+                "latscope_degraded" => {
+                    let _ = writeln!(o, "{name}{{{tl}}} {}", u8::from(!v.degraded.is_empty()));
+                }
+                _ => {
+                    for t in &v.threads {
+                        let l = format!(
+                            "{tl},thread=\"{}\",cpu=\"{}\"",
+                            t.index,
+                            t.cpu.map(|c| c.to_string()).unwrap_or_default()
+                        );
+                        match name {
+                            "latscope_cycles" => {
+                                let _ = writeln!(o, "{name}_total{{{l}}} {}", t.cycles);
+                            }
+                            "latscope_latency_seconds" => {
+                                for (q, val) in [("0.99", t.p99_ns), ("0.999", t.p999_ns)] {
+                                    if let Some(val) = val {
+                                        let _ = writeln!(
+                                            o,
+                                            "{name}{{{l},quantile=\"{q}\"}} {}",
+                                            secs(val)
+                                        );
+                                    }
+                                }
+                                let _ = writeln!(o, "{name}_sum{{{l}}} {}", secs(t.sum_ns));
+                                let _ = writeln!(o, "{name}_count{{{l}}} {}", t.count);
+                            }
+                            "latscope_latency_max_seconds" => {
+                                let _ = writeln!(o, "{name}{{{l}}} {}", secs(t.max_ns));
+                            }
+                            "latscope_missed_periods" => {
+                                let _ = writeln!(o, "{name}_total{{{l}}} {}", t.missed);
+                            }
+                            "latscope_page_faults" => {
+                                let _ =
+                                    writeln!(o, "{name}_total{{{l},kind=\"minor\"}} {}", t.minflt);
+                                let _ =
+                                    writeln!(o, "{name}_total{{{l},kind=\"major\"}} {}", t.majflt);
+                            }
+                            "latscope_dropped_records" => {
+                                let _ = writeln!(o, "{name}_total{{{l}}} {}", t.dropped);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    o.push_str("# EOF\n");
+    o
+}
+
+fn answer(stream: TcpStream, board: &Board) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
+    let Ok(clone) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(clone);
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    // Skip the headers.
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if line == "\r\n" || line == "\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let mut parts = request.split_whitespace();
+    let method = parts.next().unwrap_or("");
+    let path = parts.next().unwrap_or("");
+    let (status, ctype, body) = match (method, path) {
+        ("GET", "/metrics") | ("GET", "/metrics/") => {
+            ("200 OK", CONTENT_TYPE, exposition(&board.views()))
+        }
+        ("GET", "/") => (
+            "200 OK",
+            "text/plain; charset=utf-8",
+            "latscope-host: metrics at /metrics\n".to_string(),
+        ),
+        ("GET", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
+        _ => (
+            "405 Method Not Allowed",
+            "text/plain",
+            "only GET\n".to_string(),
+        ),
+    };
+    let mut w = stream;
+    let _ = write!(
+        w,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = w.flush();
+}
+
+/// Serve the board's metrics on `addr` from a background thread.
+pub fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
+    let listener = TcpListener::bind(addr).map_err(|source| Error::Bind {
+        addr: addr.to_string(),
+        source,
+    })?;
+    let local = listener.local_addr().map_err(|source| Error::Bind {
+        addr: addr.to_string(),
+        source,
+    })?;
+    thread::Builder::new()
+        .name("metrics".into())
+        .spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let b = Arc::clone(&board);
+                let _ = thread::Builder::new()
+                    .name("metrics-conn".into())
+                    .spawn(move || answer(stream, &b));
+            }
+        })
+        .map_err(|source| Error::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    Ok(local)
+}

@@ -1,0 +1,250 @@
+//! `latscope-host report`: the outputs made from decoded runs.
+
+pub mod cyclictest;
+pub mod text;
+
+use std::fmt::Write;
+use std::time::SystemTime;
+
+use serde_json::{json, Value};
+
+use crate::aggregate::Run;
+use crate::error::Result;
+use crate::session::Session;
+use crate::summary::{summarize, Summary};
+
+/// The report formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A summary for people: per thread and all CPUs.
+    Text,
+    /// cyclictest's `-h` histogram text, every row (OSADL-compatible).
+    CyclictestHist,
+    /// cyclictest's `--json` schema plus latscope's fields.
+    CyclictestJson,
+    /// Everything, as JSON.
+    Json,
+    /// Histogram buckets per thread and the spikes, as CSV.
+    Csv,
+}
+
+/// Options shared by the formats.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Format.
+    pub format: Format,
+    /// Histogram-text range (µs) overriding the run's.
+    pub hist_us: Option<u32>,
+    /// cyclictest `-H`: add a column summing all threads.
+    pub histofall: bool,
+}
+
+/// One decoded input with when it ended.
+pub struct Decoded {
+    /// The decoding.
+    pub session: Session,
+    /// When the stream ended (a file's modification time, or now).
+    pub end: SystemTime,
+}
+
+/// Whether a run ended as a good run should (for the exit status).
+pub fn run_ok(run: &Run) -> bool {
+    match run.bye {
+        Some(b) => !matches!(b.reason, latscope_core::wire::ByeReason::Error) && b.defects == 0,
+        None => false,
+    }
+}
+
+/// Render every run of every input in `opts.format`.
+pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
+    let mut out = String::new();
+    match opts.format {
+        Format::Text => {
+            for d in inputs {
+                for w in d.session.warnings() {
+                    let _ = writeln!(out, "warning: {w}");
+                }
+                for run in &d.session.agg.runs {
+                    text::render(&mut out, &d.session.name, run, &d.session.link());
+                }
+            }
+        }
+        Format::CyclictestHist => {
+            for d in inputs {
+                for run in &d.session.agg.runs {
+                    let r = cyclictest::range_us(run, opts.hist_us)?;
+                    cyclictest::hist_text(&mut out, run, r, opts.histofall);
+                }
+            }
+        }
+        Format::CyclictestJson => {
+            let mut docs = Vec::new();
+            for d in inputs {
+                for run in &d.session.agg.runs {
+                    let r = cyclictest::range_us(run, opts.hist_us)?;
+                    let rc = if run_ok(run) { 0 } else { 1 };
+                    docs.push(cyclictest::json(run, r, d.end, rc));
+                }
+            }
+            let v = if docs.len() == 1 {
+                docs.pop().unwrap_or(Value::Null)
+            } else {
+                Value::Array(docs)
+            };
+            out = serde_json::to_string_pretty(&v).unwrap_or_default();
+            out.push('\n');
+        }
+        Format::Json => {
+            let docs: Vec<Value> = inputs.iter().map(json_input).collect();
+            let v = if docs.len() == 1 {
+                docs.into_iter().next().unwrap_or(Value::Null)
+            } else {
+                Value::Array(docs)
+            };
+            out = serde_json::to_string_pretty(&v).unwrap_or_default();
+            out.push('\n');
+        }
+        Format::Csv => {
+            out.push_str(
+                "record,input,run,thread,cpu,bucket,lower_us,upper_us,count,cycle,deadline_ns,latency_ns,missed\n",
+            );
+            for d in inputs {
+                for run in &d.session.agg.runs {
+                    csv_run(&mut out, &d.session.name, run);
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn csv_run(out: &mut String, name: &str, run: &Run) {
+    let name = csv_field(name);
+    let id = format!("{:016x}", run.hello.run_id);
+    for (i, t) in run.threads.iter().enumerate() {
+        let cpu = t
+            .info
+            .and_then(|x| x.cpu)
+            .map(|c| c.to_string())
+            .unwrap_or_default();
+        for (b, &c) in t.hist.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            let upper = run
+                .layout
+                .upper_us(b)
+                .map(|u| u.to_string())
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "bucket,{name},{id},{i},{cpu},{b},{},{upper},{c},,,,",
+                run.layout.lower_us(b)
+            );
+        }
+        for r in &t.spikes.largest {
+            let _ = writeln!(
+                out,
+                "spike,{name},{id},{i},{cpu},,,,,{},{},{},{}",
+                r.cycle, r.deadline_ns, r.latency_ns, r.missed
+            );
+        }
+    }
+}
+
+fn summary_json(s: &Summary, run: &Run) -> Value {
+    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
+    let buckets: Vec<Value> = s
+        .hist
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c > 0)
+        .map(|(b, &c)| {
+            json!({
+                "bucket": b,
+                "lower_us": run.layout.lower_us(b),
+                "upper_us": run.layout.upper_us(b),
+                "count": c,
+            })
+        })
+        .collect();
+    if let Value::Object(m) = &mut v {
+        m.insert("buckets".into(), Value::Array(buckets));
+    }
+    v
+}
+
+fn json_input(d: &Decoded) -> Value {
+    let s = &d.session;
+    let l = s.link();
+    let runs: Vec<Value> = s.agg.runs.iter().map(json_run).collect();
+    json!({
+        "input": s.name,
+        "warnings": s.warnings(),
+        "link": {
+            "bytes": l.bytes, "frames": l.frames, "crc_errors": l.crc_errors,
+            "oversize": l.oversize, "unknown_version": l.unknown_version,
+            "malformed": l.malformed, "seq_gaps": l.seq_gaps, "frames_lost": l.frames_lost,
+            "restarts": l.restarts, "bytes_skipped": l.bytes_skipped,
+            "truncated_bytes": s.truncated,
+        },
+        "runs": runs,
+    })
+}
+
+fn json_run(run: &Run) -> Value {
+    let (per, all) = summarize(run);
+    let h = &run.hello;
+    let c = &h.config;
+    let spikes: Vec<Value> = run
+        .threads
+        .iter()
+        .flat_map(|t| t.spikes.largest.iter())
+        .map(|r| {
+            json!({
+                "thread": r.thread, "cycle": r.cycle, "deadline_ns": r.deadline_ns,
+                "latency_ns": r.latency_ns, "missed": r.missed,
+                "spike": r.flags.spike, "overflow": r.flags.overflow, "break": r.flags.brk,
+            })
+        })
+        .collect();
+    json!({
+        "run_id": format!("{:016x}", h.run_id),
+        "tool_version": h.tool_version.as_str(),
+        "target": {
+            "hostname": h.target.hostname.as_str(), "arch": h.target.arch.as_str(),
+            "kernel": h.target.kernel.as_str(), "preempt_rt": h.target.preempt_rt,
+            "preempt_model": h.target.preempt_model.as_str(), "cpus": h.target.cpus,
+            "cmdline": h.target.cmdline.as_str(), "clocksource": h.target.clocksource.as_str(),
+            "rt_runtime_us": h.target.rt_runtime_us, "argv": h.target.argv.as_str(),
+        },
+        "config": {
+            "policy": c.policy.name(), "priority": c.priority, "interval_ns": c.interval_ns,
+            "distance_ns": c.distance_ns, "mlock": c.mlock, "dma_latency_us": c.dma_latency_us,
+            "duration_ns": c.duration_ns, "loops": c.loops, "report_ns": c.report_ns,
+            "spike_ns": c.spike_ns, "break_ns": c.break_ns, "hist_us": c.hist_us,
+            "linear_us": run.layout.linear_us, "buckets": run.layout.buckets,
+            "degraded": text::degraded(run),
+        },
+        "end": text::ending(run),
+        "bye": run.bye.map(|b| json!({
+            "epoch": b.epoch, "elapsed_ns": b.elapsed_ns, "threads": b.threads,
+            "cycles": b.cycles, "max_ns": b.max_ns, "frames_dropped": b.frames_dropped,
+            "defects": b.defects,
+        })),
+        "exact_at_end": run.exact_at_end(),
+        "exact_epoch": run.exact_epoch(),
+        "threads": per.iter().map(|s| summary_json(s, run)).collect::<Vec<_>>(),
+        "all": summary_json(&all, run),
+        "spikes": spikes,
+        "logs": run.logs.iter().map(|l| json!({"level": format!("{:?}", l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,268 @@
+//! The human-readable summary: run description, per-thread and all-CPU
+//! table, rteval's spread figures, spikes, link health and warnings.
+
+use std::fmt::Write;
+
+use latscope_core::wire::{ByeReason, LinkStats, Policy};
+
+use crate::aggregate::Run;
+use crate::summary::{summarize, us, us_opt, Summary, QUANTILES};
+
+/// Spikes listed per thread.
+const SPIKES_SHOWN: usize = 10;
+
+/// How a run ended, in words.
+pub fn ending(run: &Run) -> String {
+    match &run.bye {
+        None => "no bye (stream cut short)".into(),
+        Some(b) => {
+            let why = match b.reason {
+                ByeReason::Completed => "completed".to_string(),
+                ByeReason::Signal(s) => format!("stopped by signal {s}"),
+                ByeReason::Break { thread, latency_ns } => {
+                    format!("break threshold hit by T{thread} at {} µs", us(latency_ns))
+                }
+                ByeReason::Error => "stopped by an error".to_string(),
+            };
+            format!(
+                "{why} after {:.2} s, {} cycles, max {} µs; frames the target could not send {}; self-check defects {}",
+                b.elapsed_ns as f64 / 1e9,
+                b.cycles,
+                us(b.max_ns),
+                b.frames_dropped,
+                b.defects
+            )
+        }
+    }
+}
+
+/// The run's degradations, in words (empty if none).
+pub fn degraded(run: &Run) -> Vec<&'static str> {
+    let d = run.hello.config.degraded;
+    let mut v = Vec::new();
+    if d.no_rt_policy {
+        v.push("no real-time policy");
+    }
+    if d.no_mlock {
+        v.push("memory not locked");
+    }
+    if d.no_dma_latency {
+        v.push("cpu_dma_latency not held");
+    }
+    if d.no_affinity {
+        v.push("threads not pinned");
+    }
+    v
+}
+
+/// Link statistics in one line.
+pub fn link_line(l: &LinkStats) -> String {
+    format!(
+        "{} frames, {} CRC errors, {} oversize, {} other-version, {} malformed, {} gaps ({} frames lost), {} restarts, {} bytes skipped of {}",
+        l.frames,
+        l.crc_errors,
+        l.oversize,
+        l.unknown_version,
+        l.malformed,
+        l.seq_gaps,
+        l.frames_lost,
+        l.restarts,
+        l.bytes_skipped,
+        l.bytes
+    )
+}
+
+/// Whether the figures are exact, in words.
+pub fn exactness(run: &Run) -> String {
+    if run.exact_at_end() {
+        "exact at the end (bye intact)".into()
+    } else {
+        match run.exact_epoch() {
+            Some(e) => format!("histograms exact as of report {e}; later counts may be incomplete"),
+            None => "histograms incomplete (no report was complete for every thread)".into(),
+        }
+    }
+}
+
+fn policy(p: Policy, prio: u8) -> String {
+    if p.is_rt() {
+        format!("{}/{prio}", p.name())
+    } else {
+        p.name().to_string()
+    }
+}
+
+/// The header lines describing a run.
+pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
+    let h = &run.hello;
+    let t = &h.target;
+    let c = &h.config;
+    let _ = writeln!(
+        out,
+        "== {name}: latscope {} on {} ({}, kernel {}, {}{}), {} CPUs, run {:016x}",
+        h.tool_version,
+        t.hostname,
+        t.arch,
+        t.kernel,
+        t.preempt_model,
+        if t.preempt_rt { ", realtime" } else { "" },
+        t.cpus,
+        h.run_id
+    );
+    let _ = writeln!(
+        out,
+        "config:   {}, interval {} µs, distance {} µs, clock {}, mlock {}, dma latency {}, duration {}, report every {:.1} s",
+        policy(c.policy, c.priority),
+        us(c.interval_ns),
+        us(c.distance_ns),
+        match c.clock {
+            latscope_core::wire::ClockKind::Monotonic => "monotonic",
+            latscope_core::wire::ClockKind::Realtime => "realtime",
+        },
+        if c.mlock { "yes" } else { "no" },
+        c.dma_latency_us
+            .map(|v| format!("{v} µs"))
+            .unwrap_or_else(|| "untouched".into()),
+        if c.duration_ns > 0 {
+            format!("{:.0} s", c.duration_ns as f64 / 1e9)
+        } else {
+            "none".into()
+        },
+        c.report_ns as f64 / 1e9
+    );
+    let _ = writeln!(out, "command:  {}", t.argv);
+    let _ = writeln!(
+        out,
+        "system:   clocksource {}, sched_rt_runtime_us {}, cmdline {}",
+        t.clocksource, t.rt_runtime_us, t.cmdline
+    );
+    let d = degraded(run);
+    if !d.is_empty() {
+        let _ = writeln!(
+            out,
+            "DEGRADED: {} (--best-effort); figures do not show the system's real-time behaviour",
+            d.join(", ")
+        );
+    }
+    let _ = writeln!(out, "end:      {}", ending(run));
+    let _ = writeln!(out, "link:     {}", link_line(link));
+    let _ = writeln!(out, "data:     {}", exactness(run));
+    for l in run.warnings() {
+        let _ = writeln!(out, "target {:?}: {}", l.level, l.text);
+    }
+    if run.logs_total > run.logs.len() as u64 {
+        let _ = writeln!(
+            out,
+            "({} more target log lines not kept)",
+            run.logs_total - run.logs.len() as u64
+        );
+    }
+}
+
+fn table(out: &mut String, rows: &[&Summary]) {
+    let _ = write!(
+        out,
+        "\n{:<6} {:>4} {:>4} {:>12} {:>9} {:>9}",
+        "thread", "CPU", "prio", "cycles", "min", "avg"
+    );
+    for (_, n) in QUANTILES {
+        let _ = write!(out, " {n:>9}");
+    }
+    let _ = writeln!(out, " {:>10}  (µs)", "max");
+    for s in rows {
+        let _ = write!(
+            out,
+            "{:<6} {:>4} {:>4} {:>12} {:>9} {:>9}",
+            s.label,
+            s.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+            s.priority
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "-".into()),
+            s.cycles,
+            us_opt(s.min_ns),
+            s.avg_ns
+                .map(|a| format!("{:.1}", a / 1000.0))
+                .unwrap_or_else(|| "-".into()),
+        );
+        for (_, v) in &s.quantiles {
+            let _ = write!(out, " {:>9}", us_opt(*v));
+        }
+        let _ = writeln!(out, " {:>10}", us_opt(s.max_ns));
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
+        "thread",
+        "median",
+        "mode",
+        "MAD",
+        "stddev",
+        "missed",
+        "early",
+        "minflt",
+        "majflt",
+        "dropped",
+        "spikes",
+        "exact"
+    );
+    for s in rows {
+        let _ = writeln!(
+            out,
+            "{:<6} {:>9} {:>9} {:>9.1} {:>9.1} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
+            s.label,
+            us_opt(s.median_ns),
+            us_opt(s.mode_ns),
+            s.mad_ns / 1000.0,
+            s.stddev_ns / 1000.0,
+            s.missed,
+            s.early,
+            s.minflt,
+            s.majflt,
+            s.dropped,
+            s.spikes,
+            if s.exact { "yes" } else { "no" }
+        );
+    }
+}
+
+/// The full text report of one run.
+pub fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
+    header(out, name, run, link);
+    let (per, all) = summarize(run);
+    let mut rows: Vec<&Summary> = per.iter().collect();
+    rows.push(&all);
+    table(out, &rows);
+    let any = run.threads.iter().any(|t| !t.spikes.largest.is_empty());
+    if any {
+        let _ = writeln!(
+            out,
+            "\nspikes (largest first, up to {SPIKES_SHOWN} per thread):"
+        );
+        for (i, t) in run.threads.iter().enumerate() {
+            for r in t.spikes.largest.iter().take(SPIKES_SHOWN) {
+                let cpu = t
+                    .info
+                    .and_then(|i| i.cpu)
+                    .map(|c| format!("CPU{c}"))
+                    .unwrap_or_else(|| "CPU?".into());
+                let _ = writeln!(
+                    out,
+                    "  spike {:>10} µs  T{i} {cpu}  cycle {}  @ {:.6} s{}{}",
+                    us(r.latency_ns.max(0) as u64),
+                    r.cycle,
+                    r.deadline_ns as f64 / 1e9,
+                    if r.missed > 0 {
+                        format!("  missed {}", r.missed)
+                    } else {
+                        String::new()
+                    },
+                    if r.flags.brk { "  (break)" } else { "" }
+                );
+            }
+            if t.spikes.total > t.spikes.largest.len() as u64 {
+                let _ = writeln!(out, "  T{i}: {} spike records in all", t.spikes.total);
+            }
+        }
+    }
+    out.push('\n');
+}
