@@ -167,7 +167,7 @@ fn mk_builds_the_latscope_binary_from_the_workspace() {
     let excl = vars
         .get("LATSCOPE_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS")
         .expect("rsync exclusions");
-    for dir in ["target", ".cargo"] {
+    for dir in ["/target", "/.cargo"] {
         assert!(
             excl.split_whitespace().any(|w| w == dir),
             "the rsync must exclude {dir}: {excl}"
@@ -175,7 +175,7 @@ fn mk_builds_the_latscope_binary_from_the_workspace() {
     }
     // The locked dependencies are fetched before the offline build.
     assert_eq!(
-        vars.get("LATSCOPE_POST_RSYNC_HOOKS").map(String::as_str),
+        vars.get("LATSCOPE_PRE_CONFIGURE_HOOKS").map(String::as_str),
         Some("LATSCOPE_CARGO_FETCH")
     );
     let mk = read("buildroot/package/latscope/latscope.mk");

@@ -14,7 +14,7 @@ LATSCOPE_LICENSE = Apache-2.0 or MIT
 # The workspace's cargo configuration is for cross-building without
 # Buildroot; Buildroot's cargo environment sets linker and flags itself.
 LATSCOPE_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
-	--exclude target --exclude .cargo --exclude buildroot
+	--exclude /target --exclude /.cargo --exclude /buildroot
 
 # Only the target program: the shim-linux crate of the workspace.
 LATSCOPE_SUBDIR = shim-linux
@@ -22,11 +22,12 @@ LATSCOPE_CARGO_BUILD_OPTS = --bin latscope
 
 # A local source tree is not vendored at download time, so fetch the
 # locked dependencies into Buildroot's cargo home before the offline build.
+# This runs before configuring, when host-rustc's cargo is available.
 define LATSCOPE_CARGO_FETCH
 	cd $(@D)/$(LATSCOPE_SUBDIR) && \
 		$(TARGET_MAKE_ENV) $(PKG_COMMON_CARGO_ENV) \
 		cargo fetch --locked --manifest-path Cargo.toml
 endef
-LATSCOPE_POST_RSYNC_HOOKS += LATSCOPE_CARGO_FETCH
+LATSCOPE_PRE_CONFIGURE_HOOKS += LATSCOPE_CARGO_FETCH
 
 $(eval $(cargo-package))
