@@ -1,1 +1,5 @@
-fn main() {}
+//! `latscope`: see the library crate for everything it does.
+
+fn main() {
+    latscope::run::main_entry()
+}

@@ -1,0 +1,134 @@
+//! The frame stream: what a host receives must rebuild the target's own
+//! `--json` figures exactly.
+
+mod common;
+
+use common::*;
+use latscope_core::hist::Histogram;
+use latscope_core::layout::DEFAULT_BUCKETS;
+use latscope_core::wire::{Body, ByeReason, SCHEMA_KEY};
+
+fn json_number(json: &str, thread: usize, key: &str) -> u64 {
+    let t = json
+        .find(&format!("\"{thread}\": {{"))
+        .expect("thread object");
+    let k = json[t..].find(&format!("\"{key}\": ")).expect("key") + t;
+    let v = &json[k + key.len() + 4..];
+    let end = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    v[..end].parse().expect("number")
+}
+
+#[test]
+fn stream_rebuilds_the_runs_exact_figures() {
+    let _g = serial();
+    let dir = std::env::temp_dir().join(format!("latscope-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("run.json");
+    let json_arg = format!("--json={}", json.display());
+    let mut args = vec![
+        "-t",
+        "2",
+        "-d",
+        "0",
+        "-i",
+        "500",
+        "-l",
+        "3000",
+        "-q",
+        "--stream",
+        "-",
+        "--report-interval",
+        "200ms",
+        "-h",
+        "100",
+        &json_arg,
+    ];
+    args.extend(privilege_flags());
+    let out = run(&args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames = decode_all(&out.stdout);
+    let json = std::fs::read_to_string(&json).unwrap();
+
+    // hello first, with the schema and the thread list
+    match &frames[0].body {
+        Body::Hello(h) => {
+            assert_eq!(h.schema, SCHEMA_KEY);
+            assert_eq!(h.config.threads.len(), 2);
+            assert_eq!(h.config.interval_ns, 500_000);
+        }
+        b => panic!("first frame is {b:?}"),
+    }
+    // sequence numbers are consecutive
+    for w in frames.windows(2) {
+        assert_eq!(w[1].seq, w[0].seq.wrapping_add(1));
+    }
+    // bye last
+    let bye = match &frames.last().unwrap().body {
+        Body::Bye(b) => *b,
+        b => panic!("last frame is {b:?}"),
+    };
+    assert_eq!(bye.reason, ByeReason::Completed);
+    assert_eq!(bye.threads, 2);
+    assert_eq!(bye.cycles, 6000);
+    assert_eq!(bye.frames_dropped, 0);
+
+    for t in 0..2u16 {
+        // deltas summed = final snapshot = the JSON's histogram rows
+        let mut from_deltas = vec![0u64; DEFAULT_BUCKETS];
+        let mut last_snapshot = vec![0u64; DEFAULT_BUCKETS];
+        let mut last_epoch_stats = None;
+        let mut final_chunk_epoch = 0;
+        for f in &frames {
+            match &f.body {
+                Body::Delta(d) if d.thread == t => {
+                    assert!(d.part < d.parts);
+                    for e in &d.entries {
+                        from_deltas[e.bucket as usize] += e.count as u64;
+                    }
+                }
+                Body::Chunk(c) if c.thread == t => {
+                    if c.index == 0 {
+                        last_snapshot.iter_mut().for_each(|x| *x = 0);
+                    }
+                    final_chunk_epoch = c.epoch;
+                    for e in &c.entries {
+                        last_snapshot[e.bucket as usize] = e.count;
+                    }
+                }
+                Body::Stats(s) if s.thread == t => last_epoch_stats = Some(*s),
+                _ => {}
+            }
+        }
+        let stats = last_epoch_stats.expect("stats");
+        assert!(stats.last_report);
+        assert_eq!(stats.epoch, bye.epoch);
+        assert_eq!(final_chunk_epoch, bye.epoch);
+        assert_eq!(from_deltas, last_snapshot, "thread {t}");
+        let mut h = Histogram::<DEFAULT_BUCKETS>::new(1000);
+        for (i, &c) in last_snapshot.iter().enumerate() {
+            h.add_bucket(i, c).unwrap();
+        }
+        assert_eq!(h.counts().iter().sum::<u64>(), stats.count);
+        assert_eq!(stats.cycles, json_number(&json, t as usize, "cycles"));
+        assert_eq!(stats.cycles, 3000);
+        assert_eq!(stats.min, json_number(&json, t as usize, "min_ns"));
+        assert_eq!(stats.max, json_number(&json, t as usize, "max_ns"));
+        assert_eq!(stats.min / 1000, json_number(&json, t as usize, "min"));
+        assert_eq!(stats.max / 1000, json_number(&json, t as usize, "max"));
+        // the JSON's -h rows equal the stream's first 100 buckets
+        let section = &json[json.find(&format!("\"{t}\": {{")).unwrap()..];
+        for (i, &c) in last_snapshot.iter().take(100).enumerate() {
+            if c > 0 {
+                assert!(
+                    section.contains(&format!("\"{i}\": {c}")),
+                    "bucket {i} count {c} missing in JSON"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
