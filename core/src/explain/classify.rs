@@ -8,6 +8,9 @@ use super::{add_to, bounded, Attribution, Cause, CauseKind, Name, PRIO_UNKNOWN};
 /// Cause lines collected before the largest [`super::MAX_CAUSES`] are kept.
 const WORK: usize = 48;
 
+/// Most blind stretches a classifier keeps (see [`Classifier::set_blind`]).
+pub const BLIND: usize = 4;
+
 /// Deepest nesting of IRQ/softirq/vector contexts tracked.
 const STACK: usize = 8;
 
@@ -50,7 +53,9 @@ struct Current {
 
 /// Streaming classifier: feed it the events of one CPU in trace order
 /// (starting before the deadline, ending at or after the wake-up), then
-/// call [`Classifier::finish`].
+/// call [`Classifier::finish`]. If the events start after the deadline or
+/// end before the wake-up, the uncovered part is [`CauseKind::Untraced`]
+/// and the result is `partial`.
 ///
 /// ```
 /// use latscope_core::explain::{Classifier, CauseKind, Window, parse_line};
@@ -79,6 +84,7 @@ pub struct Classifier {
     base_counted: bool,
     last_ts: Option<u64>,
     woken: bool,
+    blind: heapless::Vec<(u64, u64), BLIND>,
 }
 
 impl Classifier {
@@ -95,6 +101,24 @@ impl Classifier {
             base_counted: false,
             last_ts: None,
             woken: false,
+            blind: heapless::Vec::new(),
+        }
+    }
+
+    /// Declares `[from_ns, to_ns]` a stretch the trace did not record
+    /// (recording was paused or frozen, e.g. while an earlier spike was
+    /// read). Time of the window inside it is [`CauseKind::Untraced`] and
+    /// the result is `partial`. Up to [`BLIND`] stretches are kept; more
+    /// are merged into the last one (covering the gap between them too).
+    pub fn set_blind(&mut self, from_ns: u64, to_ns: u64) {
+        if to_ns <= from_ns {
+            return;
+        }
+        if let Err(b) = self.blind.push((from_ns, to_ns)) {
+            if let Some(last) = self.blind.last_mut() {
+                last.0 = last.0.min(b.0);
+                last.1 = last.1.max(b.1);
+            }
         }
     }
 
@@ -145,6 +169,12 @@ impl Classifier {
             None => {
                 self.out.partial = true;
                 self.add_time(self.window.deadline_ns, end, Owner::Untraced);
+            }
+            // The trace stops before the wake-up (recording was off, e.g.
+            // frozen by an earlier spike's marker): the rest is unknown.
+            Some(last) if last < end => {
+                self.out.partial = true;
+                self.add_time(last, end, Owner::Untraced);
             }
             Some(last) => self.add_time(last, end, Owner::Current),
         }
@@ -311,10 +341,38 @@ impl Classifier {
         }
     }
 
-    /// Adds `[from, to]` clipped to the window to `owner`.
+    /// Adds `[from, to]` clipped to the window to `owner`, except the part
+    /// in the blind stretch, which is untraced.
     fn add_time(&mut self, from: u64, to: u64, owner: Owner) {
         let s = from.max(self.window.deadline_ns);
         let e = to.min(self.window.wake_ns);
+        if e <= s {
+            return;
+        }
+        // The first blind stretch that overlaps, if any; the rest of the
+        // interval is checked again for the others.
+        let hit = self
+            .blind
+            .iter()
+            .copied()
+            .filter(|&(bf, bt)| bf < e && bt > s)
+            .min_by_key(|&(bf, _)| bf);
+        if let Some((bf, bt)) = hit {
+            let bs = bf.max(s);
+            let be = bt.min(e);
+            self.out.partial = true;
+            self.add_clipped(s, bs, owner.clone());
+            self.add_clipped(bs, be, Owner::Untraced);
+            if be < e {
+                self.add_time(be, e, owner);
+            }
+            return;
+        }
+        self.add_clipped(s, e, owner);
+    }
+
+    /// Adds `[s, e]` (already clipped) to `owner`.
+    fn add_clipped(&mut self, s: u64, e: u64, owner: Owner) {
         if e <= s {
             return;
         }
@@ -363,6 +421,7 @@ impl Classifier {
 }
 
 /// Who owns a stretch of time.
+#[derive(Clone)]
 enum Owner {
     /// The innermost context, else the current task or state.
     Current,
@@ -631,6 +690,32 @@ mod tests {
             .map(|c| c.ns)
             .sum();
         assert_eq!(irqs, 20 * US);
+    }
+
+    #[test]
+    fn blind_stretch_is_untraced() {
+        let text = include_str!("fixtures/netrx_flood_cpu0.txt");
+        let w = window_from_marker(text);
+        let mut c = Classifier::new(w);
+        // Pretend recording was off from the deadline until the timer.
+        c.set_blind(w.deadline_ns, 352_843_634_000);
+        // And a second stretch in the flooder's run.
+        c.set_blind(352_843_646_000, 352_843_648_000);
+        c.set_blind(5, 5);
+        for e in text.lines().filter_map(parse_line) {
+            c.feed(&e);
+        }
+        let a = c.finish();
+        print(&a);
+        assert!(a.partial);
+        assert_eq!(a.total_ns(), a.latency_ns);
+        assert_eq!(a.find(CauseKind::Softirq, "NET_RX").unwrap().ns, 2 * US);
+        assert_eq!(
+            a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap().ns,
+            9_523 + 2_000 + 7_451
+        );
+        let t = a.causes.iter().find(|c| c.kind == CauseKind::Task).unwrap();
+        assert_eq!(t.ns, 2 * US);
     }
 
     #[test]

@@ -39,7 +39,7 @@
 mod classify;
 mod parse;
 
-pub use classify::{classify, classify_text, Classifier, Window};
+pub use classify::{classify, classify_text, Classifier, Window, BLIND};
 pub use parse::{parse_line, parse_timestamp, softirq_name, Event, EventKind, TaskRef};
 
 use postcard::experimental::max_size::MaxSize;

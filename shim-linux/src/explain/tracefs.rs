@@ -346,9 +346,14 @@ impl Tracer {
     /// `deadline_ns` and woke at `wake_ns` (both `CLOCK_MONOTONIC`): reads
     /// the CPU's trace and classifies `[deadline, wake]` into exclusive cause
     /// lines. Never fails: without a readable trace the whole spike is one
-    /// "untraced" line and the result is `partial`. Call it from the sender
-    /// thread, soon after the spike (the buffer holds tens of
-    /// milliseconds).
+    /// "untraced" line and the result is `partial`.
+    ///
+    /// Call it from the sender thread for every spike the [`Marker`] marked,
+    /// in order: the marker froze the instance (see
+    /// [`Tracer::freezes_on_mark`]) and this call turns recording back on
+    /// (or call [`Tracer::resume`] to skip a spike). Stretches in which
+    /// recording was off (frozen, or paused while an earlier spike was read)
+    /// are remembered and come out as untraced, `partial`, in later spikes.
     pub fn explain(
         &mut self,
         cpu: usize,
