@@ -33,3 +33,6 @@ pub const MAX_SMALL_FRAME: usize = 256;
 /// The hello carries it; a host refuses a stream whose schema differs.
 pub const SCHEMA_KEY: [u8; 8] =
     postcard_schema::key::Key::for_path::<Frame>("latscope/frame").to_bytes();
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,176 @@
+//! Core throughput figures: per-sample cost, encode and decode speed.
+//!
+//! `cargo bench -p latscope-core` prints ns per operation. For instruction
+//! counts, run one mode under callgrind with two iteration counts and take
+//! the difference, e.g.
+//! `valgrind --tool=callgrind BENCH record 1000000` vs `... record 2000000`.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use latscope_core::cycle::{Cycle, CycleConfig, Step};
+use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
+use latscope_core::record::ThreadRecord;
+use latscope_core::wire::{Body, Decoder, DeltaEntry, Encoder, HistDelta, ThreadStats, MAX_FRAME};
+
+static REC: ThreadRecord<DEFAULT_BUCKETS> = ThreadRecord::new(DEFAULT_LINEAR_US);
+
+/// A cheap deterministic latency source: mostly 2–40 µs, a few ms-scale.
+struct Lat(u64);
+impl Lat {
+    #[inline]
+    fn next(&mut self) -> i64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        let base = 2_000 + (self.0 % 38_000);
+        (if self.0 % 1000 == 0 { base * 100 } else { base }) as i64
+    }
+}
+
+fn record(n: u64) -> f64 {
+    let mut w = REC.writer().expect("one writer");
+    let mut lat = Lat(0x1234_5678);
+    let t = Instant::now();
+    for _ in 0..n {
+        w.record(black_box(lat.next()), 0);
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn cycle(n: u64) -> f64 {
+    let rec: Box<ThreadRecord<DEFAULT_BUCKETS>> = Box::new(ThreadRecord::new(DEFAULT_LINEAR_US));
+    let mut w = rec.writer().expect("one writer");
+    let mut c = Cycle::new(
+        CycleConfig {
+            interval_ns: 1_000_000,
+            spike_ns: 100_000,
+            ..CycleConfig::DEFAULT
+        },
+        0,
+    )
+    .expect("valid config");
+    let mut lat = Lat(0x9876_5432);
+    let t = Instant::now();
+    for _ in 0..n {
+        let now = c.deadline() + lat.next();
+        if let Step::Sample { sample, .. } = c.on_wake(black_box(now)) {
+            w.record(sample.latency, sample.missed);
+        }
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn clock(n: u64) -> f64 {
+    let t = Instant::now();
+    for _ in 0..n {
+        black_box(Instant::now());
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+fn sample_stream(frames: usize) -> Vec<u8> {
+    let mut enc = Encoder::new();
+    let mut out = Vec::new();
+    for i in 0..frames {
+        let body = if i % 2 == 0 {
+            let mut d = HistDelta {
+                thread: (i % 4) as u16,
+                epoch: i as u32,
+                part: 0,
+                parts: 1,
+                entries: heapless::Vec::new(),
+            };
+            for b in 0..20u16 {
+                let _ = d.entries.push(DeltaEntry {
+                    bucket: 3 + b,
+                    count: 40 + b as u32 * 3,
+                });
+            }
+            Body::Delta(d)
+        } else {
+            Body::Stats(ThreadStats {
+                thread: (i % 4) as u16,
+                epoch: i as u32,
+                cycles: i as u64 * 1000,
+                count: i as u64 * 1000,
+                sum: i as u64 * 9_000_000,
+                min: 2_000,
+                max: 95_000,
+                ..ThreadStats::default()
+            })
+        };
+        out.extend_from_slice(enc.frame(body).expect("encodes"));
+    }
+    out
+}
+
+fn encode(frames: usize) -> (f64, f64) {
+    let t = Instant::now();
+    let s = sample_stream(frames);
+    let secs = t.elapsed().as_secs_f64();
+    (s.len() as f64 / secs / 1e6, frames as f64 / secs)
+}
+
+fn decode(data: &[u8]) -> (f64, f64, u64) {
+    let mut dec = Box::new(Decoder::<MAX_FRAME>::new());
+    let t = Instant::now();
+    let mut n = 0u64;
+    for chunk in data.chunks(64 * 1024) {
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            let (ev, r) = dec.feed(rest);
+            rest = r;
+            if let Some(Ok(f)) = ev {
+                black_box(&f);
+                n += 1;
+            }
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    (
+        data.len() as f64 / secs / 1e6,
+        n as f64 / secs,
+        dec.stats().crc_errors,
+    )
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != "--bench")
+        .collect();
+    // `throughput MODE N` runs one mode N times (for callgrind differences)
+    if let [mode, n] = args.as_slice() {
+        let n: u64 = n.parse().expect("a count");
+        match mode.as_str() {
+            "record" => black_box(record(n)),
+            "cycle" => black_box(cycle(n)),
+            _ => panic!("modes: record, cycle"),
+        };
+        return;
+    }
+    let n = 20_000_000;
+    println!(
+        "record one sample (seqlock publish): {:6.2} ns/sample",
+        record(n)
+    );
+    println!(
+        "cycle logic + record:                {:6.2} ns/sample",
+        cycle(n)
+    );
+    println!(
+        "clock read (vDSO clock_gettime):     {:6.2} ns/call",
+        clock(n)
+    );
+    let (mbs, fps) = encode(2_000_000);
+    println!("encode:  {mbs:7.1} MB/s  {fps:10.0} frames/s");
+    let data = sample_stream(2_000_000);
+    let (mbs, fps, errs) = decode(&data);
+    assert_eq!(errs, 0);
+    println!(
+        "decode:  {mbs:7.1} MB/s  {fps:10.0} frames/s  ({} MB, mean frame {} B)",
+        data.len() / 1_000_000,
+        data.len() / 2_000_000
+    );
+}

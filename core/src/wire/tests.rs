@@ -1,0 +1,460 @@
+extern crate std;
+
+use std::vec::Vec;
+
+use postcard::experimental::max_size::MaxSize;
+
+use super::*;
+use crate::layout::Layout;
+
+fn stats(thread: u16, epoch: u32) -> ThreadStats {
+    ThreadStats {
+        thread,
+        epoch,
+        elapsed_ns: 12_345_678_901,
+        cycles: 1_000_000 + epoch as u64,
+        count: 999_990,
+        sum: 4_200_000_000,
+        min: 2_100,
+        max: 2_421_000,
+        interval_max: 88_000,
+        last: -50,
+        missed: 3,
+        early: 10,
+        minflt: 0,
+        majflt: 0,
+        dropped: 1,
+        last_report: false,
+    }
+}
+
+fn hello() -> Hello {
+    let mut threads = heapless::Vec::new();
+    for i in 0..4u16 {
+        threads
+            .push(ThreadInfo {
+                index: i,
+                cpu: Some(i),
+                tid: 1000 + i as u32,
+                priority: 80,
+                interval_ns: 1_000_000,
+            })
+            .unwrap();
+    }
+    Hello {
+        schema: SCHEMA_KEY,
+        tool_version: bounded("0.1.0"),
+        run_id: 0xDEAD_BEEF_0000_0001,
+        target: TargetInfo {
+            hostname: bounded("board-7"),
+            arch: bounded("aarch64"),
+            kernel: bounded("6.1.0-57-rt-arm64"),
+            preempt_rt: true,
+            preempt_model: bounded("PREEMPT_RT"),
+            cpus: 4,
+            cmdline: bounded("console=ttyAMA0 isolcpus=2,3"),
+            clocksource: bounded("arch_sys_counter"),
+            rt_runtime_us: 950_000,
+            argv: bounded("latscope -t 4 -a 0-3 --stream serial:/dev/ttyAMA1"),
+        },
+        config: RunConfig {
+            policy: Policy::Fifo,
+            priority: 80,
+            interval_ns: 1_000_000,
+            distance_ns: 0,
+            clock: ClockKind::Monotonic,
+            mlock: true,
+            dma_latency_us: Some(0),
+            timer_slack_ns: 0,
+            duration_ns: 10_000_000_000,
+            loops: 0,
+            warmup_cycles: 0,
+            report_ns: 1_000_000_000,
+            spike_ns: 100_000,
+            break_ns: 0,
+            hist_us: 400,
+            layout: Layout::DEFAULT,
+            degraded: Degraded::default(),
+            self_check: false,
+            threads,
+        },
+    }
+}
+
+/// One frame of every type.
+fn every_body() -> Vec<Body> {
+    let mut delta = HistDelta {
+        thread: 1,
+        epoch: 7,
+        part: 0,
+        parts: 1,
+        entries: heapless::Vec::new(),
+    };
+    for b in 0..DELTA_ENTRIES as u16 {
+        delta
+            .entries
+            .push(DeltaEntry {
+                bucket: b * 100,
+                count: 1 + b as u32 * 1000,
+            })
+            .unwrap();
+    }
+    let mut chunk = SnapshotChunk {
+        thread: 2,
+        epoch: 5,
+        index: 3,
+        total: 9,
+        entries: heapless::Vec::new(),
+    };
+    for b in 0..CHUNK_ENTRIES as u16 {
+        chunk
+            .entries
+            .push(SnapshotEntry {
+                bucket: 3000 - b,
+                count: u64::MAX - b as u64,
+            })
+            .unwrap();
+    }
+    std::vec![
+        Body::Hello(hello()),
+        Body::Stats(stats(3, 42)),
+        Body::Delta(delta),
+        Body::Chunk(chunk),
+        Body::Spike(SpikeRecord {
+            thread: 0,
+            cycle: 18_234,
+            deadline_ns: 12_345_678_000,
+            latency_ns: 2_421_000,
+            missed: 2,
+            flags: SpikeFlags {
+                spike: true,
+                overflow: true,
+                brk: false
+            },
+        }),
+        Body::Log(LogLine {
+            level: Level::Warn,
+            text: bounded("best effort: running without mlockall (RLIMIT_MEMLOCK too low)")
+        }),
+        Body::Bye(Bye {
+            reason: ByeReason::Break {
+                thread: 1,
+                latency_ns: 900_000
+            },
+            epoch: 10,
+            elapsed_ns: 10_000_000_000,
+            threads: 4,
+            cycles: 40_000,
+            max_ns: 900_000,
+            frames_dropped: 0,
+            defects: 0,
+        }),
+    ]
+}
+
+fn stream(bodies: &[Body]) -> (Vec<u8>, Vec<Frame>) {
+    let mut enc = Encoder::new();
+    let mut out = Vec::new();
+    let mut frames = Vec::new();
+    for b in bodies {
+        let seq = enc.next_seq();
+        out.extend_from_slice(enc.frame(b.clone()).unwrap());
+        frames.push(Frame {
+            version: PROTOCOL_VERSION,
+            seq,
+            body: b.clone(),
+        });
+    }
+    (out, frames)
+}
+
+fn decode_all<const N: usize>(dec: &mut Decoder<N>, data: &[u8]) -> (Vec<Frame>, Vec<DecodeError>) {
+    let (mut ok, mut err) = (Vec::new(), Vec::new());
+    let mut rest = data;
+    while !rest.is_empty() {
+        let (ev, r) = dec.feed(rest);
+        rest = r;
+        match ev {
+            Some(Ok(f)) => ok.push(f),
+            Some(Err(e)) => err.push(e),
+            None => {}
+        }
+    }
+    (ok, err)
+}
+
+#[test]
+fn every_frame_type_round_trips() {
+    let (bytes, frames) = stream(&every_body());
+    let mut dec = Decoder::<MAX_FRAME>::new();
+    let (got, errs) = decode_all(&mut dec, &bytes);
+    assert!(errs.is_empty(), "{errs:?}");
+    assert_eq!(got, frames);
+    assert_eq!(dec.stats().frames, frames.len() as u64);
+    assert!(dec.stats().is_clean());
+    assert_eq!(dec.stats().bytes_skipped, 0);
+}
+
+#[test]
+fn frames_are_delimited_and_bounded() {
+    for body in every_body() {
+        let (bytes, _) = stream(core::slice::from_ref(&body));
+        assert_eq!(bytes.first(), Some(&0));
+        assert_eq!(bytes.last(), Some(&0));
+        assert!(!bytes[1..bytes.len() - 1].contains(&0));
+        assert!(bytes.len() <= MAX_FRAME);
+        if !matches!(body, Body::Hello(_) | Body::Log(_)) {
+            assert!(
+                bytes.len() <= MAX_SMALL_FRAME,
+                "{} bytes: {body:?}",
+                bytes.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn small_frames_fit_256_bytes_at_their_worst() {
+    // header: version (1) + seq (5) + body tag (1); CRC 4; COBS ≤ 1 per 254; 2 delimiters
+    let worst = |payload: usize| cobs::max_encoding_length(payload + 1 + 5 + 1 + 4) + 2;
+    assert!(worst(SnapshotChunk::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(HistDelta::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(ThreadStats::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(SpikeRecord::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(MAX_FRAME < 4096, "MAX_FRAME = {MAX_FRAME}");
+}
+
+#[test]
+fn split_at_every_point_decodes_identically() {
+    let (bytes, frames) = stream(&every_body());
+    for cut in 0..=bytes.len() {
+        let mut dec = Decoder::<MAX_FRAME>::new();
+        let (mut a, e1) = decode_all(&mut dec, &bytes[..cut]);
+        let (b, e2) = decode_all(&mut dec, &bytes[cut..]);
+        assert!(e1.is_empty() && e2.is_empty(), "cut {cut}");
+        a.extend(b);
+        assert_eq!(a, frames, "cut at {cut}");
+    }
+    // and byte by byte
+    let mut dec = Decoder::<MAX_FRAME>::new();
+    let mut got = Vec::new();
+    for byte in &bytes {
+        let (got1, _) = decode_all(&mut dec, core::slice::from_ref(byte));
+        got.extend(got1);
+    }
+    assert_eq!(got, frames);
+}
+
+/// Three frames; corrupt the middle one; the first and third must decode.
+fn corrupt_middle(f: impl Fn(&mut [u8], usize)) {
+    let bodies = [
+        Body::Stats(stats(0, 1)),
+        Body::Spike(match &every_body()[4] {
+            Body::Spike(s) => *s,
+            _ => unreachable!(),
+        }),
+        Body::Stats(stats(0, 2)),
+    ];
+    let (bytes, frames) = stream(&bodies);
+    let first_len = {
+        let (b, _) = stream(&bodies[..1]);
+        b.len()
+    };
+    let (mid, _) = {
+        let mut e = Encoder::new();
+        let _ = e.frame(bodies[0].clone()).unwrap();
+        let m = e.frame(bodies[1].clone()).unwrap().to_vec();
+        (m, ())
+    };
+    // interior bytes of the middle frame (not its delimiters)
+    for pos in first_len + 1..first_len + mid.len() - 1 {
+        let mut data = bytes.clone();
+        f(&mut data, pos);
+        if data == bytes {
+            continue;
+        }
+        let mut dec = Decoder::<MAX_FRAME>::new();
+        let (got, errs) = decode_all(&mut dec, &data);
+        assert!(
+            !got.contains(&frames[1]) || data[pos] == bytes[pos],
+            "corruption at {pos} accepted"
+        );
+        assert!(got.contains(&frames[0]), "first frame lost (pos {pos})");
+        assert!(got.contains(&frames[2]), "following frame lost (pos {pos})");
+        assert!(
+            got.iter().all(|g| frames.contains(g)),
+            "a wrong frame was accepted (pos {pos})"
+        );
+        assert!(!errs.is_empty(), "corruption at {pos} not reported");
+    }
+}
+
+#[test]
+fn every_single_byte_corruption_is_rejected() {
+    for xor in [0x01u8, 0x80, 0xFF, 0x5A] {
+        corrupt_middle(|d, p| d[p] ^= xor);
+    }
+    // a byte replaced by a delimiter splits the frame: both halves rejected
+    corrupt_middle(|d, p| d[p] = 0);
+}
+
+#[test]
+fn every_single_bit_flip_is_rejected() {
+    for bit in 0..8 {
+        corrupt_middle(|d, p| d[p] ^= 1 << bit);
+    }
+}
+
+#[test]
+fn corrupted_delimiter_loses_at_most_its_two_neighbours() {
+    let bodies: Vec<Body> = (0..6).map(|i| Body::Stats(stats(0, i))).collect();
+    let (bytes, frames) = stream(&bodies);
+    let delims: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == 0)
+        .map(|(i, _)| i)
+        .collect();
+    for &d in &delims {
+        let mut data = bytes.clone();
+        data[d] = 0x42;
+        let mut dec = Decoder::<MAX_FRAME>::new();
+        let (got, _) = decode_all(&mut dec, &data);
+        assert!(
+            got.len() + 2 >= frames.len(),
+            "delimiter at {d}: only {} of {}",
+            got.len(),
+            frames.len()
+        );
+        assert!(got.iter().all(|g| frames.contains(g)));
+    }
+}
+
+#[test]
+fn garbage_between_frames_is_skipped_and_counted() {
+    let bodies: Vec<Body> = (0..5).map(|i| Body::Stats(stats(1, i))).collect();
+    let mut enc = Encoder::new();
+    let mut data = std::vec![0x13u8, 0x37, 0xFF, 0x00, 0x99, 0x98];
+    let mut x: u32 = 12345;
+    for b in &bodies {
+        data.extend_from_slice(enc.frame(b.clone()).unwrap());
+        for _ in 0..37 {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            data.push((x >> 16) as u8);
+        }
+    }
+    let mut dec = Decoder::<MAX_FRAME>::new();
+    let (got, _) = decode_all(&mut dec, &data);
+    assert_eq!(got.len(), 5);
+    // the garbage after the last frame is still pending: no delimiter closed it
+    assert_eq!(dec.pending(), 37);
+    assert!(dec.stats().bytes_skipped >= 4 * 37 + 5, "{:?}", dec.stats());
+    assert_eq!(dec.stats().seq_gaps, 0);
+}
+
+#[test]
+fn joining_mid_stream_resynchronises_at_once() {
+    let bodies: Vec<Body> = (0..4).map(|i| Body::Stats(stats(0, i))).collect();
+    let (bytes, frames) = stream(&bodies);
+    let one = stream(&bodies[..1]).0.len();
+    // start in the middle of the first frame
+    let mut dec = Decoder::<MAX_FRAME>::new();
+    let (got, errs) = decode_all(&mut dec, &bytes[one / 2..]);
+    assert_eq!(got, frames[1..].to_vec());
+    assert!(
+        errs.is_empty(),
+        "the tail of a frame before the first delimiter is skipped, not an error"
+    );
+}
+
+#[test]
+fn sequence_gaps_and_oversize_and_versions_are_counted() {
+    let bodies: Vec<Body> = (0..5).map(|i| Body::Stats(stats(0, i))).collect();
+    let mut enc = Encoder::new();
+    let mut data = Vec::new();
+    for (i, b) in bodies.iter().enumerate() {
+        let f = enc.frame(b.clone()).unwrap().to_vec();
+        if i != 2 && i != 3 {
+            data.extend(f);
+        }
+    }
+    // an oversize run without delimiters
+    data.extend(std::iter::repeat_n(0x55u8, MAX_FRAME + 10));
+    data.push(0);
+    // a frame from a newer protocol version with a valid CRC
+    let mut buf = [0u8; MAX_FRAME];
+    let used = postcard::to_slice(
+        &Frame {
+            version: 2,
+            seq: 5,
+            body: Body::Stats(stats(0, 9)),
+        },
+        &mut buf,
+    )
+    .unwrap()
+    .len();
+    let mut payload = buf[..used].to_vec();
+    let crc = encode::CRC.checksum(&payload);
+    payload.extend_from_slice(&crc.to_le_bytes());
+    let mut framed = std::vec![0u8; cobs::max_encoding_length(payload.len()) + 2];
+    let n = cobs::encode(&payload, &mut framed[1..]);
+    framed.truncate(n + 2);
+    *framed.last_mut().unwrap() = 0;
+    data.extend(framed);
+    let mut dec = Decoder::<MAX_FRAME>::new();
+    let (got, errs) = decode_all(&mut dec, &data);
+    assert_eq!(got.len(), 3);
+    let s = dec.stats();
+    assert_eq!((s.seq_gaps, s.frames_lost), (1, 2));
+    assert_eq!(s.oversize, 1);
+    assert_eq!(s.unknown_version, 1);
+    assert!(errs.contains(&DecodeError::UnknownVersion(2)));
+    assert!(errs.contains(&DecodeError::Oversize));
+}
+
+#[test]
+fn schema_key_is_stable_for_this_build() {
+    // Changing any frame type changes this key; bump PROTOCOL_VERSION when it does.
+    assert_ne!(SCHEMA_KEY, [0; 8]);
+}
+
+mod prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Arbitrary bytes in arbitrary chunks never panic, and every
+        /// byte is accounted for.
+        #[test]
+        fn decoder_never_panics(data in proptest::collection::vec(any::<u8>(), 0..4096), chunk in 1usize..300) {
+            let mut dec = Decoder::<MAX_FRAME>::new();
+            for c in data.chunks(chunk) {
+                let _ = decode_all(&mut dec, c);
+            }
+            prop_assert_eq!(dec.stats().bytes, data.len() as u64);
+        }
+
+        /// Valid frames with garbage between them: all frames decode.
+        #[test]
+        fn frames_survive_garbage(garbage in proptest::collection::vec(proptest::collection::vec(1u8..=255, 0..64), 4), chunk in 1usize..97) {
+            let bodies: Vec<Body> = (0..4).map(|i| Body::Stats(stats(i, i as u32))).collect();
+            let mut enc = Encoder::new();
+            let mut data = Vec::new();
+            let mut frames = Vec::new();
+            for (b, g) in bodies.iter().zip(&garbage) {
+                data.extend_from_slice(g);
+                let seq = enc.next_seq();
+                data.extend_from_slice(enc.frame(b.clone()).unwrap());
+                frames.push(Frame { version: PROTOCOL_VERSION, seq, body: b.clone() });
+            }
+            let mut dec = Decoder::<MAX_FRAME>::new();
+            let mut got = Vec::new();
+            for c in data.chunks(chunk) {
+                got.extend(decode_all(&mut dec, c).0);
+            }
+            prop_assert_eq!(got, frames);
+        }
+    }
+}
