@@ -6,6 +6,10 @@ use std::fmt::Write as _;
 
 use latscope_core::wire::{Body, Bye, Decoder, Hello, LinkStats, ThreadStats, MAX_FRAME};
 
+/// How much longer than requested a run may take (the last wake-up's
+/// lateness and the final report) before the check fails.
+pub const RUN_TIME_SLACK_NS: u64 = 1_000_000_000;
+
 /// What a stream held, as the host sees it.
 #[derive(Default)]
 pub struct Summary {
@@ -40,7 +44,7 @@ pub fn decode(stream: &[u8]) -> Summary {
                 }
                 Body::Bye(b) => sum.bye = Some(b),
                 Body::Log(l) => sum.logs.push(format!("{:?}: {}", l.level, l.text)),
-                Body::Delta(_) | Body::Chunk(_) | Body::Spike(_) => {}
+                Body::Delta(_) | Body::Chunk(_) | Body::Spike(_) | Body::Explain(_) => {}
             },
         }
     }
@@ -100,8 +104,7 @@ pub fn check(sum: &Summary, want: &Expect<'_>) -> Vec<String> {
         ));
     }
     for (t, s) in &sum.stats {
-        // Every period of the run is either measured or counted as missed,
-        // so this holds exactly (±1 for the edges) even under emulation.
+        // The thread's own interval (cyclictest's -d distance adds to it).
         let interval = sum
             .hello
             .as_ref()
@@ -109,12 +112,25 @@ pub fn check(sum: &Summary, want: &Expect<'_>) -> Vec<String> {
             .map(|i| i.interval_ns)
             .filter(|&i| i > 0)
             .unwrap_or(want.interval_ns);
+        // Every period of the requested run time is either measured or
+        // counted as missed, so this holds (±1 for the edges) even under
+        // emulation, where single wake-ups are late by many periods.
         let periods = want.duration_ns / interval;
         let seen = s.cycles + s.missed;
         if seen.abs_diff(periods) > 1 {
             bad.push(format!(
-                "thread {t}: cycles {} + missed {} = {seen}, expected {periods} ± 1 (run {} ns / interval {interval} ns)",
-                s.cycles, s.missed, want.duration_ns
+                "thread {t}: cycles {} + missed {} = {seen}, expected {periods} ± 1 (run {} ns / interval {interval} ns; final report at {} ns)",
+                s.cycles, s.missed, want.duration_ns, s.elapsed_ns
+            ));
+        }
+        // The final report comes at the requested run time, give or take the
+        // lateness of the last wake-up (lenient: emulated timing is noisy).
+        if s.elapsed_ns < want.duration_ns.saturating_sub(interval)
+            || s.elapsed_ns > want.duration_ns + RUN_TIME_SLACK_NS
+        {
+            bad.push(format!(
+                "thread {t}: ran {} ns, expected {} ns (+ at most {RUN_TIME_SLACK_NS} ns)",
+                s.elapsed_ns, want.duration_ns
             ));
         }
         if !s.last_report {
@@ -167,9 +183,10 @@ pub fn describe(sum: &Summary) -> String {
         let avg = st.sum.checked_div(st.count).unwrap_or(0);
         let _ = writeln!(
             s,
-            "T:{t} C:{} missed:{} min:{} avg:{} max:{} ns faults:{}/{} dropped:{}",
+            "T:{t} C:{} missed:{} elapsed:{} min:{} avg:{} max:{} ns faults:{}/{} dropped:{}",
             st.cycles,
             st.missed,
+            st.elapsed_ns,
             if st.count == 0 { 0 } else { st.min },
             avg,
             st.max,

@@ -182,14 +182,14 @@ fn qemu_user_smoke_armv7() {
 }
 
 /// Encodes statistics and a bye as the target would, for the checks below.
-fn synthetic_stream(cycles: u64, missed: u64, with_bye: bool) -> Vec<u8> {
+fn synthetic_stream(cycles: u64, missed: u64, elapsed_ns: u64, with_bye: bool) -> Vec<u8> {
     use latscope_core::wire::{Body, Bye, ByeReason, Encoder, ThreadStats};
     let mut enc = Box::new(Encoder::new());
     let mut out = Vec::new();
     let stats = ThreadStats {
         thread: 0,
         epoch: 5,
-        elapsed_ns: 1_000_000_000,
+        elapsed_ns,
         cycles,
         count: cycles,
         missed,
@@ -201,7 +201,7 @@ fn synthetic_stream(cycles: u64, missed: u64, with_bye: bool) -> Vec<u8> {
         let bye = Bye {
             reason: ByeReason::Completed,
             epoch: 5,
-            elapsed_ns: 1_000_000_000,
+            elapsed_ns,
             threads: 1,
             cycles,
             max_ns: 0,
@@ -224,14 +224,14 @@ const ONE_SECOND_AT_1KHZ: Expect<'static> = Expect {
 #[test]
 fn stream_check_counts_missed_periods() {
     let good = check(
-        &decode(&synthetic_stream(990, 11, true)),
+        &decode(&synthetic_stream(990, 11, 1_000_000_000, true)),
         &ONE_SECOND_AT_1KHZ,
     );
     assert!(!good.iter().any(|b| b.contains("thread 0")), "{good:?}");
     assert!(!good.iter().any(|b| b.contains("bye")), "{good:?}");
 
     let short = check(
-        &decode(&synthetic_stream(990, 5, true)),
+        &decode(&synthetic_stream(990, 5, 1_000_000_000, true)),
         &ONE_SECOND_AT_1KHZ,
     );
     assert!(
@@ -242,10 +242,37 @@ fn stream_check_counts_missed_periods() {
     );
 }
 
+/// A run that stopped early is caught even when its accounting adds up
+/// to its own run time.
+#[test]
+fn stream_check_wants_the_requested_run_time() {
+    let early = check(
+        &decode(&synthetic_stream(500, 0, 500_000_000, true)),
+        &ONE_SECOND_AT_1KHZ,
+    );
+    assert!(
+        early.iter().any(|b| b.contains("thread 0: ran")),
+        "{early:?}"
+    );
+    assert!(
+        early.iter().any(|b| b.contains("thread 0: cycles 500")),
+        "{early:?}"
+    );
+
+    let late_report = check(
+        &decode(&synthetic_stream(1000, 0, 1_100_000_000, true)),
+        &ONE_SECOND_AT_1KHZ,
+    );
+    assert!(
+        !late_report.iter().any(|b| b.contains("thread 0")),
+        "{late_report:?}"
+    );
+}
+
 /// A corrupted frame shows up as a CRC error, and a lost bye is caught.
 #[test]
 fn stream_check_reports_corruption_and_missing_bye() {
-    let mut bytes = synthetic_stream(1000, 0, false);
+    let mut bytes = synthetic_stream(1000, 0, 1_000_000_000, false);
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x40;
     let bad = check(&decode(&bytes), &ONE_SECOND_AT_1KHZ);
