@@ -1,0 +1,482 @@
+//! Helpers for the end-to-end tests that run `latscope` on this machine and
+//! stream into `latscope-host`: building both binaries, running the target,
+//! reading its `--json`, a pty pair with a pacing (and optionally noisy)
+//! relay, and comparing the host's figures with the target's.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// Paths of the two programs under test, built for this machine.
+#[derive(Debug, Clone)]
+pub struct Bins {
+    /// The target program.
+    pub latscope: PathBuf,
+    /// The host tool.
+    pub host: PathBuf,
+}
+
+fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().unwrap_or(here).to_path_buf()
+}
+
+fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => workspace_root().join("target"),
+    }
+}
+
+/// Build `latscope` and `latscope-host` (release) once per test process,
+/// into a target directory of their own so the build never waits on the
+/// lock of the build running the tests. `LATSCOPE_HOST_BIN` and
+/// `LATSCOPE_NATIVE_BIN` name prebuilt binaries instead.
+pub fn bins() -> Bins {
+    static BINS: OnceLock<Bins> = OnceLock::new();
+    BINS.get_or_init(|| {
+        if let (Some(l), Some(h)) = (
+            std::env::var_os("LATSCOPE_NATIVE_BIN"),
+            std::env::var_os("LATSCOPE_HOST_BIN"),
+        ) {
+            return Bins {
+                latscope: PathBuf::from(l),
+                host: PathBuf::from(h),
+            };
+        }
+        let dir = target_dir().join("host-for-tests");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "latscope",
+                "-p",
+                "latscope-host",
+            ])
+            .current_dir(workspace_root())
+            .env("CARGO_TARGET_DIR", &dir)
+            .status()
+            .expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build of latscope and latscope-host failed"
+        );
+        Bins {
+            latscope: dir.join("release").join("latscope"),
+            host: dir.join("release").join("latscope-host"),
+        }
+    })
+    .clone()
+}
+
+/// A scratch directory removed on drop.
+pub struct Scratch(PathBuf);
+
+impl Scratch {
+    /// A fresh directory named after `tag`.
+    pub fn new(tag: &str) -> Scratch {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "latscope-e2e-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// A file inside it.
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if std::env::var_os("LATSCOPE_KEEP_SCRATCH").is_none() {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// Kills its child on drop (a failed assertion never leaves one behind).
+pub struct Reaper(pub Option<Child>);
+
+impl Reaper {
+    /// Guard `c`.
+    pub fn new(c: Child) -> Reaper {
+        Reaper(Some(c))
+    }
+
+    /// The child.
+    pub fn child(&mut self) -> &mut Child {
+        self.0.as_mut().expect("child")
+    }
+
+    /// Wait for the child to exit within `timeout`; kill it after that.
+    pub fn wait(&mut self, timeout: Duration) -> Output {
+        let mut c = self.0.take().expect("child");
+        let deadline = Instant::now() + timeout;
+        loop {
+            match c.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = c.kill();
+                    let out = c.wait_with_output().expect("wait");
+                    panic!(
+                        "timed out after {timeout:?}; stderr: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+            }
+        }
+        c.wait_with_output().expect("wait")
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The common target arguments: 2 threads on CPUs 0 and 1, 1 ms, no
+/// distance, histogram text range 1000 µs, `--best-effort` so the test
+/// also runs without privileges, quiet.
+pub fn target_args(duration: &str, json: &Path) -> Vec<String> {
+    [
+        "-t",
+        "2",
+        "-a",
+        "0,1",
+        "-i",
+        "1000",
+        "-d",
+        "0",
+        "-h",
+        "1000",
+        "-D",
+        duration,
+        "-q",
+        "--best-effort",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([format!("--json={}", json.display())])
+    .collect()
+}
+
+/// Read a JSON file.
+pub fn read_json(p: &Path) -> Value {
+    let text = fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}\n{text}", p.display()))
+}
+
+/// Run `latscope-host` with `args` to completion.
+pub fn host(args: &[&str]) -> Output {
+    Command::new(bins().host)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run latscope-host")
+}
+
+/// `latscope-host report --format json FILE`: the document and exit status.
+pub fn host_report_json(file: &Path) -> (Value, i32, String) {
+    let out = host(&["report", "--format", "json", &file.display().to_string()]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "report of {} is not JSON ({e}); stderr: {stderr}",
+            file.display()
+        )
+    });
+    (v, out.status.code().unwrap_or(-1), stderr)
+}
+
+/// The first run of a `report --format json` document.
+pub fn first_run(doc: &Value) -> &Value {
+    &doc["runs"][0]
+}
+
+/// Assert that the host's figures for `run` equal the target's own
+/// `--json` exactly: per thread cycles, count, min, max, the histogram
+/// rows below the text range, and the quantiles.
+pub fn assert_matches_target(run: &Value, target: &Value) {
+    assert_eq!(
+        run["exact_at_end"],
+        Value::Bool(true),
+        "host not exact: {run}"
+    );
+    let threads = run["threads"].as_array().expect("threads");
+    let tt = target["thread"].as_object().expect("target threads");
+    assert_eq!(threads.len(), tt.len(), "thread count");
+    for (i, h) in threads.iter().enumerate() {
+        let t = &tt[&i.to_string()];
+        for (hk, tk) in [
+            ("cycles", "cycles"),
+            ("count", "count"),
+            ("min_ns", "min_ns"),
+            ("max_ns", "max_ns"),
+            ("missed", "missed"),
+            ("minflt", "minflt"),
+            ("majflt", "majflt"),
+        ] {
+            assert_eq!(
+                h[hk], t[tk],
+                "thread {i} {hk}: host {} target {}",
+                h[hk], t[tk]
+            );
+        }
+        // Histogram rows 0..hist_us (1 µs each).
+        let mut host_rows = std::collections::BTreeMap::new();
+        for b in h["buckets"].as_array().expect("buckets") {
+            let lo = b["lower_us"].as_u64().expect("lower");
+            if lo < 1000 {
+                host_rows.insert(lo.to_string(), b["count"].as_u64().expect("count"));
+            }
+        }
+        let target_rows: std::collections::BTreeMap<String, u64> = t["histogram"]
+            .as_object()
+            .expect("target histogram")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().expect("count")))
+            .collect();
+        assert_eq!(host_rows, target_rows, "thread {i} histogram");
+        // Quantiles.
+        for q in h["quantiles"].as_array().expect("quantiles") {
+            let name = q[0].as_str().expect("name");
+            assert_eq!(
+                q[1], t["quantiles_ns"][name],
+                "thread {i} {name}: host {} target {}",
+                q[1], t["quantiles_ns"][name]
+            );
+        }
+    }
+}
+
+/// A pseudo-terminal pair: the master side and the path of the slave.
+pub struct Pty {
+    /// The master.
+    pub master: fs::File,
+    /// `/dev/pts/N`.
+    pub slave_path: PathBuf,
+    _slave: OwnedFd,
+}
+
+impl Pty {
+    /// Open a new pair, the slave in raw mode (and held open so the master
+    /// never sees a hangup between users).
+    pub fn open() -> io::Result<Pty> {
+        use rustix::fs::OFlags;
+        use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+        let m = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY)?;
+        grantpt(&m)?;
+        unlockpt(&m)?;
+        let name = ptsname(&m, Vec::new())?;
+        let slave_path = PathBuf::from(name.to_string_lossy().into_owned());
+        let slave = rustix::fs::open(
+            &slave_path,
+            OFlags::RDWR | OFlags::NOCTTY,
+            rustix::fs::Mode::empty(),
+        )?;
+        let mut t = rustix::termios::tcgetattr(&slave)?;
+        t.make_raw();
+        rustix::termios::tcsetattr(&slave, rustix::termios::OptionalActions::Now, &t)?;
+        Ok(Pty {
+            master: fs::File::from(m),
+            slave_path,
+            _slave: slave,
+        })
+    }
+}
+
+/// What the relay did.
+#[derive(Debug, Default)]
+pub struct RelayStats {
+    /// Bytes passed on.
+    pub bytes: AtomicU64,
+    /// Bytes with flipped bits.
+    pub flipped: AtomicU64,
+    /// Bytes dropped.
+    pub dropped: AtomicU64,
+}
+
+/// A relay from one pty master to another at `bytes_per_s`, flipping a
+/// random bit of a byte with probability `flip` and dropping a byte with
+/// probability `drop` (both per byte).
+pub struct Relay {
+    stop: Arc<AtomicBool>,
+    /// Counters.
+    pub stats: Arc<RelayStats>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Relay {
+    /// Start relaying `from` (read) to `to` (write).
+    pub fn start(
+        mut from: fs::File,
+        mut to: fs::File,
+        bytes_per_s: u64,
+        flip: f64,
+        drop: f64,
+        seed: u64,
+    ) -> Relay {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(RelayStats::default());
+        let (s2, st2) = (Arc::clone(&stop), Arc::clone(&stats));
+        // Reads must not block forever, so the relay can stop.
+        let _ = rustix::fs::fcntl_setfl(
+            &from,
+            rustix::fs::fcntl_getfl(&from).unwrap_or(rustix::fs::OFlags::empty())
+                | rustix::fs::OFlags::NONBLOCK,
+        );
+        let handle = thread::spawn(move || {
+            let mut x = seed | 1;
+            let mut rnd = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let flip_t = (flip * u64::MAX as f64) as u64;
+            let drop_t = (drop * u64::MAX as f64) as u64;
+            let start = Instant::now();
+            let mut sent: u64 = 0;
+            let mut buf = [0u8; 256];
+            while !s2.load(Ordering::Relaxed) {
+                let n = match from.read(&mut buf) {
+                    Ok(0) => {
+                        thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        thread::sleep(Duration::from_millis(2));
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    // EIO: the writer closed its side for a moment.
+                    Err(_) => {
+                        thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                };
+                for &b in &buf[..n] {
+                    if rnd() < drop_t {
+                        st2.dropped.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    }
+                    let mut b = b;
+                    let r = rnd();
+                    if r < flip_t {
+                        b ^= 1 << ((r >> 40) % 8);
+                        st2.flipped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    // Pace: byte k leaves no earlier than k / rate seconds.
+                    sent += 1;
+                    let due = Duration::from_nanos(sent * 1_000_000_000 / bytes_per_s);
+                    let now = start.elapsed();
+                    if due > now {
+                        thread::sleep(due - now);
+                    }
+                    if to.write_all(&[b]).is_err() {
+                        return;
+                    }
+                    st2.bytes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        });
+        Relay {
+            stop,
+            stats,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stop the relay.
+    pub fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Read a child's stderr in the background, line by line, and hand each
+/// line to a channel.
+pub fn stderr_lines(child: &mut Child) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().expect("stderr piped");
+    thread::spawn(move || {
+        use std::io::BufRead;
+        for line in io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    rx
+}
+
+/// Wait for a stderr line containing `needle`; returns the text after it.
+pub fn wait_for_line(
+    rx: &std::sync::mpsc::Receiver<String>,
+    needle: &str,
+    timeout: Duration,
+) -> String {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(l) => {
+                if let Some(i) = l.find(needle) {
+                    return l[i + needle.len()..].to_string();
+                }
+            }
+            Err(_) => panic!("no line with {needle:?} within {timeout:?}"),
+        }
+    }
+}
+
+/// An HTTP GET with a plain socket: (status line, body).
+pub fn http_get(addr: &str, path: &str) -> io::Result<(String, String)> {
+    let mut s = std::net::TcpStream::connect(addr)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut resp = String::new();
+    s.read_to_string(&mut resp)?;
+    let (head, body) = resp.split_once("\r\n\r\n").unwrap_or((&resp, ""));
+    Ok((
+        head.lines().next().unwrap_or("").to_string(),
+        body.to_string(),
+    ))
+}
