@@ -571,6 +571,18 @@ pub fn parse_duration(flag: &str, v: &str) -> Result<u64, Error> {
         .ok_or_else(|| Error::usage(format!("{flag} '{v}': too long")))
 }
 
+/// The kernel's name of a policy without the `SCHED_` prefix.
+pub fn policy_upper(p: Policy) -> &'static str {
+    match p {
+        Policy::Other => "OTHER",
+        Policy::Fifo => "FIFO",
+        Policy::Rr => "RR",
+        Policy::Batch => "BATCH",
+        Policy::Idle => "IDLE",
+        Policy::Deadline => "DEADLINE",
+    }
+}
+
 fn parse_policy(v: &str) -> Result<Policy, Error> {
     Ok(match v {
         "other" | "normal" => Policy::Other,
@@ -705,3 +717,141 @@ without it).
 When run as PID 1 (an init= binary), latscope mounts /dev, /proc and /sys,
 takes its arguments from the kernel command line, and powers off at the end.
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(args: &[&str]) -> Config {
+        match parse(args) {
+            Ok(Action::Run(c)) => *c,
+            other => panic!("{args:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cyclictest_spellings() {
+        let c = ok(&[
+            "-t", "2", "-a", "0,1", "-d", "0", "-m", "-p", "80", "-i", "200", "-l", "20000", "-q",
+        ]);
+        assert_eq!(c.threads, Some(Threads::Count(2)));
+        assert_eq!(c.affinity, Some(CpuList::Only(vec![0, 1])));
+        assert_eq!((c.interval_us, c.distance(), c.loops), (200, 0, 20000));
+        assert!(c.quiet && c.mlock);
+        let c = ok(&[
+            "-mq",
+            "-i100",
+            "--duration=1m",
+            "-h",
+            "50",
+            "--json=/tmp/x.json",
+        ]);
+        assert_eq!(
+            (c.interval_us, c.duration_ns, c.hist_us),
+            (100, 60_000_000_000, 50)
+        );
+        assert_eq!(c.distance(), 0, "-h sets the distance to 0");
+        assert_eq!(c.json.as_deref(), Some("/tmp/x.json"));
+        let c = ok(&["-t", "-a"]);
+        assert_eq!(
+            (c.threads, c.affinity),
+            (Some(Threads::PerCpu), Some(CpuList::All))
+        );
+        let c = ok(&["-S", "--policy=rr", "--priospread", "-p", "90"]);
+        assert!(c.smp && c.priospread);
+        assert_eq!((c.policy, c.priority), (Policy::Rr, 90));
+        let c = ok(&["--policy", "other"]);
+        assert_eq!((c.policy, c.priority), (Policy::Other, 0));
+        let c = ok(&["--policy", "deadline", "-i", "1000"]);
+        assert_eq!(
+            (c.dl_runtime_us, c.dl_deadline_us, c.dl_period_us),
+            (100, 1000, 1000)
+        );
+        let c = ok(&[
+            "--no-mlock",
+            "--best-effort",
+            "--warmup",
+            "500ms",
+            "--report-interval",
+            "2s",
+        ]);
+        assert!(!c.mlock && c.best_effort);
+        assert_eq!((c.warmup_ns, c.report_ns), (500_000_000, 2_000_000_000));
+        assert_eq!(ok(&["-c", "realtime"]).clock, ClockKind::Realtime);
+        assert!(ok(&["--default-system", "--latency", "10"]).default_system);
+        assert_eq!(parse(&["--help"]), Ok(Action::Help));
+        assert_eq!(parse(&["-q", "--version"]), Ok(Action::Version));
+    }
+
+    #[test]
+    fn destinations() {
+        assert_eq!(parse_dest("-"), Ok(Dest::Stdout));
+        assert_eq!(
+            parse_dest("/tmp/r.bin"),
+            Ok(Dest::File("/tmp/r.bin".into()))
+        );
+        assert_eq!(
+            parse_dest("tcp:10.0.0.2:5000"),
+            Ok(Dest::Tcp("10.0.0.2:5000".parse().unwrap()))
+        );
+        assert!(matches!(parse_dest("tcp:[::1]:9"), Ok(Dest::Tcp(_))));
+        assert_eq!(
+            parse_dest("serial:/dev/ttyAMA1"),
+            Ok(Dest::Serial {
+                path: "/dev/ttyAMA1".into(),
+                baud: 115_200
+            })
+        );
+        assert_eq!(
+            parse_dest("serial:/dev/ttyUSB0:921600"),
+            Ok(Dest::Serial {
+                path: "/dev/ttyUSB0".into(),
+                baud: 921_600
+            })
+        );
+        for bad in [
+            "tcp:host:1",
+            "tcp:1.2.3.4:0",
+            "serial:tty",
+            "serial:/dev/x:1",
+            "",
+        ] {
+            assert!(parse_dest(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("-D", "10"), Ok(10_000_000_000));
+        assert_eq!(parse_duration("-D", "2h"), Ok(7_200_000_000_000));
+        assert_eq!(parse_duration("-D", "1d"), Ok(86_400_000_000_000));
+        for bad in ["", "s", "1.5s", "-1", "10us", "3w", "99999999999d"] {
+            assert!(parse_duration("-D", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_usage_errors_never_panics() {
+        let table: &[&[&str]] = &[
+            &["-i", "0"],
+            &["-p", "100"],
+            &["-h", "1001"],
+            &["-t", "x"],
+            &["-a", ""],
+            &["--policy"],
+            &["-b", "0"],
+            &["--spike", "-3"],
+            &["--ballast-mib", "x"],
+            &["-", "-"],
+            &["--", "x"],
+            &["-ï"],
+            &["--=x"],
+        ];
+        for args in table {
+            match parse(args) {
+                Err(e) => assert_eq!(e.exit_status(), crate::error::EXIT_USAGE, "{args:?}"),
+                Ok(a) => panic!("{args:?} accepted: {a:?}"),
+            }
+        }
+    }
+}

@@ -29,6 +29,13 @@ pub fn register_tid(index: usize, tid: i32) {
     }
 }
 
+/// Forget measuring thread `index` (it demoted itself and is returning).
+pub fn unregister_tid(index: usize) {
+    if let Some(slot) = TIDS.get(index) {
+        slot.store(0, Ordering::SeqCst);
+    }
+}
+
 /// Mark the process as PID 1.
 pub fn set_pid1(on: bool) {
     PID1.store(on, Ordering::SeqCst);

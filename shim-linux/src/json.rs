@@ -82,6 +82,26 @@ pub fn rfc2822(epoch_s: i64) -> String {
     )
 }
 
+/// `num / den` rounded to two decimals, printed without floating point
+/// (keeps float formatting out of the static binary).
+struct Hundredths(u128);
+
+impl Hundredths {
+    fn of(num: u64, den: u64) -> Self {
+        if den == 0 {
+            return Hundredths(0);
+        }
+        let (n, d) = (num as u128 * 100, den as u128);
+        Hundredths((n + d / 2) / d)
+    }
+}
+
+impl std::fmt::Display for Hundredths {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
+    }
+}
+
 /// The whole document.
 pub fn document(doc: &Doc<'_>, rows: &[Row<'_>]) -> String {
     let mut o = String::with_capacity(4096);
@@ -136,14 +156,10 @@ pub fn document(doc: &Doc<'_>, rows: &[Row<'_>]) -> String {
             }
             o.push_str(if first { "},\n" } else { "\n      },\n" });
         }
-        let avg = if c.totals.count > 0 {
-            c.totals.sum as f64 / c.totals.count as f64 / scale as f64
-        } else {
-            0.0
-        };
+        let avg = Hundredths::of(c.totals.sum, c.totals.count.saturating_mul(scale));
         let _ = write!(
             o,
-            "      \"cycles\": {},\n      \"min\": {},\n      \"max\": {},\n      \"avg\": {avg:.2},\n      \"cpu\": {},\n      \"node\": 0,\n",
+            "      \"cycles\": {},\n      \"min\": {},\n      \"max\": {},\n      \"avg\": {avg},\n      \"cpu\": {},\n      \"node\": 0,\n",
             c.cycles,
             min_ns(c) / scale,
             c.totals.max / scale,

@@ -41,6 +41,27 @@ pub type SpikeQueue = Queue<SpikeRecord, SPIKE_QUEUE>;
 /// The queue of `-v` samples of one thread.
 pub type VerboseQueue = Queue<VerboseSample, VERBOSE_QUEUE>;
 
+/// A placeholder record (for prefaulting queues).
+pub const EMPTY_SPIKE: SpikeRecord = SpikeRecord {
+    thread: 0,
+    cycle: 0,
+    deadline_ns: 0,
+    latency_ns: 0,
+    missed: 0,
+    flags: SpikeFlags {
+        spike: false,
+        overflow: false,
+        brk: false,
+    },
+};
+
+/// Fill a queue once and empty it again, so that its memory is touched
+/// (and, without mlockall, faulted in) before any measuring thread uses it.
+pub fn prefault_queue<T: Copy, const Q: usize>(q: &mut Queue<T, Q>, fill: T) {
+    while q.enqueue(fill).is_ok() {}
+    while q.dequeue().is_some() {}
+}
+
 /// Life cycle of a measuring thread.
 pub mod state {
     /// Setting up.
@@ -292,6 +313,7 @@ pub fn run(mut a: ThreadArgs<'_>) {
     }
     if a.settings.exit_demote {
         let _ = sys::demote(0);
+        exit::unregister_tid(a.index);
     }
     a.shared.state.store(state::DONE, Ordering::SeqCst);
     a.control.finished.fetch_add(1, Ordering::SeqCst);
@@ -329,7 +351,7 @@ fn setup(a: &ThreadArgs<'_>) -> Result<(), Error> {
             ),
             p => format!(
                 "SCHED_{} priority {} refused: {e} (needs CAP_SYS_NICE or RLIMIT_RTPRIO >= {})",
-                p.name().to_uppercase(),
+                crate::cli::policy_upper(p),
                 a.plan.priority,
                 a.plan.priority
             ),

@@ -250,6 +250,12 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
 
     let mut setup_error: Option<Error> = None;
     let mut outcome: Option<Outcome> = None;
+    for q in spike_queues.iter_mut() {
+        measure::prefault_queue(q, measure::EMPTY_SPIKE);
+    }
+    for q in verbose_queues.iter_mut() {
+        measure::prefault_queue(q, (0, 0));
+    }
     let mut spike_rx = Vec::with_capacity(n);
     let mut verbose_rx = Vec::with_capacity(n);
     let mut verbose_tx: Vec<Option<_>> = Vec::with_capacity(n);
@@ -458,7 +464,7 @@ fn collect_degradations(
         deg.flags.no_rt_policy = true;
         deg.warnings.push(format!(
             "degraded: SCHED_{} refused, measuring at SCHED_OTHER with 1 ns timer slack",
-            cfg.policy.name().to_uppercase()
+            crate::cli::policy_upper(cfg.policy)
         ));
     }
     let no_aff = shared.iter().any(|s| s.no_affinity.load(Ordering::SeqCst));

@@ -1,0 +1,112 @@
+//! The command line through the binary: bad values get one line of error
+//! and exit status 2; --help documents every flag.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn bad_command_lines_exit_2_with_one_line() {
+    let table: &[&[&str]] = &[
+        &["-i", "0"],
+        &["-i", "abc"],
+        &["-i"],
+        &["-p", "100"],
+        &["-p", "-1"],
+        &["-h", "5000"],
+        &["-H", "0"],
+        &["-D", "10x"],
+        &["-D", "99999999999999999999d"],
+        &["-l", "1e5"],
+        &["-t", "0"],
+        &["-a", "3-1"],
+        &["-a", "99999"],
+        &["--policy", "fast"],
+        &["--policy", "other", "-p", "80"],
+        &["--stream", "tcp:localhost:5000"],
+        &["--stream", "tcp:1.2.3.4"],
+        &["--stream", "serial:ttyS0"],
+        &["--stream="],
+        &["--report-interval", "10ms"],
+        &["--deadline-runtime", "5"],
+        &[
+            "--policy",
+            "deadline",
+            "--deadline-runtime",
+            "900",
+            "--deadline-period",
+            "500",
+        ],
+        &["-N", "-h", "100"],
+        &["-v", "-q"],
+        &["--tracemark"],
+        &["--histfile", "/tmp/x"],
+        &["--bogus"],
+        &["-Z"],
+        &["stray"],
+        &["--quiet=yes"],
+        &["-c", "tai"],
+        &["--latency", "-5"],
+        &["--mainaffinity", "x"],
+    ];
+    for args in table {
+        let out = run(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: one line, got {err:?}");
+        assert!(err.starts_with("latscope: "), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn help_documents_every_flag_and_version_prints() {
+    let out = run(&["--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for flag in [
+        "-a",
+        "-b",
+        "-c",
+        "-d",
+        "-D",
+        "-h",
+        "-H",
+        "--histfile",
+        "-i",
+        "--json",
+        "-l",
+        "-m",
+        "-N",
+        "-p",
+        "--policy",
+        "--priospread",
+        "-q",
+        "-S",
+        "-t",
+        "-v",
+        "--spike",
+        "--mainaffinity",
+        "--tracemark",
+        "--latency",
+        "--default-system",
+        "--stream",
+        "--no-mlock",
+        "--best-effort",
+        "--warmup",
+        "--report-interval",
+        "--deadline-runtime",
+        "--deadline-deadline",
+        "--deadline-period",
+        "--explain",
+        "--self-check",
+        "--version",
+        "--help",
+        "default",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+    let out = run(&["--version"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("latscope "));
+}

@@ -1,0 +1,152 @@
+//! Whole runs of the binary: signals end a run cleanly with a complete
+//! stream, SIGUSR1 reports status, the self-check counts defects, -b stops.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use latscope_core::wire::{Body, ByeReason};
+use rustix::process::{kill_process, Pid, Signal};
+
+fn wait_for(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("latscope did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal_ends_run_cleanly(sig: Signal, signo: u8) {
+    let _g = serial();
+    let path =
+        std::env::temp_dir().join(format!("latscope-sig-{}-{signo}.bin", std::process::id()));
+    let dest = path.to_str().unwrap().to_string();
+    let mut args = vec!["-t", "2", "-D", "60s", "-q", "--stream", &dest];
+    args.extend(privilege_flags());
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = Pid::from_child(&child);
+    kill_process(pid, Signal::USR1).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    kill_process(pid, sig).unwrap();
+    let status = wait_for(&mut child, Duration::from_secs(10));
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stderr.contains("current status"),
+        "SIGUSR1 status: {stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("T:")).count(),
+        2,
+        "{stdout}"
+    );
+    let frames = decode_all(&std::fs::read(&path).unwrap());
+    let _ = std::fs::remove_file(&path);
+    let Body::Bye(bye) = frames.last().unwrap().body else {
+        panic!("no bye at the end");
+    };
+    assert_eq!(bye.reason, ByeReason::Signal(signo));
+    let finals: Vec<_> = frames
+        .iter()
+        .filter_map(|f| match &f.body {
+            Body::Stats(s) if s.last_report => Some(*s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finals.len(), 2);
+    assert_eq!(finals.iter().map(|s| s.cycles).sum::<u64>(), bye.cycles);
+    assert!(bye.cycles > 1000);
+}
+
+#[test]
+fn sigint_ends_run_cleanly_with_complete_stream() {
+    signal_ends_run_cleanly(Signal::INT, 2);
+}
+
+#[test]
+fn sigterm_ends_run_cleanly_with_complete_stream() {
+    signal_ends_run_cleanly(Signal::TERM, 15);
+}
+
+#[test]
+fn self_check_full_run_and_probe() {
+    let _g = serial();
+    let mut args = vec!["-t", "2", "-l", "500", "-q", "--self-check"];
+    args.extend(privilege_flags());
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("self-check: 0 defect(s)"), "{err}");
+
+    let mut args = vec!["-l", "300", "-q", "--self-check-probe", "--stream", "-"];
+    args.extend(privilege_flags());
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("attempted clone (new process)"), "{err}");
+    let frames = decode_all(&out.stdout);
+    let Body::Bye(bye) = frames.last().unwrap().body else {
+        panic!("no bye");
+    };
+    assert_eq!(bye.defects, 1);
+}
+
+#[test]
+fn break_stops_and_prints_cyclictest_lines() {
+    let _g = serial();
+    // -b 1: the first sample above 1 µs stops the run
+    let mut args = vec!["-t", "2", "-b", "1", "-l", "100000", "-q"];
+    args.extend(privilege_flags());
+    let out = run(&args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("# Thread Ids:"), "{text}");
+    assert!(text.contains("# Break thread: "), "{text}");
+    assert!(text.contains("# Break value: "), "{text}");
+}
+
+#[test]
+fn histogram_text_has_every_row() {
+    let _g = serial();
+    let hist = std::env::temp_dir().join(format!("latscope-hist-{}.txt", std::process::id()));
+    let hf = format!("--histfile={}", hist.display());
+    let mut args = vec!["-t", "2", "-l", "300", "-q", "-H", "40", &hf];
+    args.extend(privilege_flags());
+    let out = run(&args);
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&hist).unwrap();
+    let _ = std::fs::remove_file(&hist);
+    let rows: Vec<&str> = text.lines().skip(1).take(40).collect();
+    for (i, r) in rows.iter().enumerate() {
+        assert!(r.starts_with(&format!("{i:06} ")), "row {i}: {r}");
+        assert_eq!(r.split('\t').count(), 3, "two threads and the sum: {r}");
+    }
+    for key in [
+        "# Total:",
+        "# Min Latencies:",
+        "# Avg Latencies:",
+        "# Max Latencies:",
+        "# Histogram Overflows:",
+        "# Histogram Overflow at cycle number:",
+        "# Thread 0:",
+        "# Thread 1:",
+    ] {
+        assert!(text.contains(key), "{key}");
+    }
+}

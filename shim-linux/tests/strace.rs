@@ -1,0 +1,220 @@
+//! System-call discipline, observed with strace: one clock_nanosleep per
+//! cycle and nothing else, thread clones only, and the exit order.
+//!
+//! These need strace (and root for the RT policy; without root they run
+//! with --best-effort). Under CI=true a missing strace fails the test.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use common::*;
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("latscope-{}-{name}", std::process::id()))
+}
+
+/// `strace -f -c` call counts per syscall of one run.
+fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
+    let out = tmp(&format!("c{loops}.txt"));
+    let l = loops.to_string();
+    let mut args = vec![
+        "-f",
+        "-c",
+        "-o",
+        out.to_str().unwrap(),
+        BIN,
+        "-t",
+        "1",
+        "-i",
+        "200",
+        "-l",
+        &l,
+        "-q",
+    ];
+    args.extend(privilege_flags());
+    let st = Command::new("strace")
+        .args(&args)
+        .output()
+        .expect("strace runs");
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        // % time, seconds, usecs/call, calls, [errors], syscall
+        if f.len() >= 5 && f[0].parse::<f64>().is_ok() {
+            let name = f[f.len() - 1].to_string();
+            if name == "total" {
+                continue;
+            }
+            if let Ok(calls) = f[3].parse::<u64>() {
+                m.insert(name, calls);
+            }
+        }
+    }
+    m
+}
+
+#[test]
+fn one_clock_nanosleep_per_cycle_and_nothing_else() {
+    if !require("strace") {
+        return;
+    }
+    let _g = serial();
+    let short = syscall_counts(20_000);
+    let long = syscall_counts(40_000);
+    let cycles = 20_000f64;
+    let per = |name: &str| {
+        (*long.get(name).unwrap_or(&0) as f64 - *short.get(name).unwrap_or(&0) as f64) / cycles
+    };
+    let sleeps = per("clock_nanosleep");
+    assert!(
+        (0.99..=1.01).contains(&sleeps),
+        "clock_nanosleep per cycle: {sleeps} ({short:?} vs {long:?})"
+    );
+    for name in long.keys().chain(short.keys()) {
+        if name == "clock_nanosleep" {
+            continue;
+        }
+        let p = per(name);
+        assert!(p.abs() <= 0.01, "{name}: {p} per cycle");
+    }
+}
+
+#[test]
+fn only_threads_are_cloned() {
+    if !require("strace") {
+        return;
+    }
+    let _g = serial();
+    let out = tmp("process.txt");
+    let mut args = vec![
+        "-f",
+        "-e",
+        "trace=process",
+        "-o",
+        out.to_str().unwrap(),
+        BIN,
+        "-t",
+        "2",
+        "-l",
+        "300",
+        "-q",
+        "--stream",
+        "-",
+    ];
+    args.extend(privilege_flags());
+    let st = Command::new("strace").args(&args).output().unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let mut clones = 0;
+    let mut execs = 0;
+    for line in text.lines() {
+        if line.contains("execve(") {
+            execs += 1; // strace starting us
+            continue;
+        }
+        for bad in ["fork(", "vfork(", "execveat("] {
+            assert!(!line.contains(bad), "forbidden: {line}");
+        }
+        if line.contains("clone(") || line.contains("clone3(") {
+            assert!(
+                line.contains("CLONE_THREAD"),
+                "a clone that is not a thread: {line}"
+            );
+            clones += 1;
+        }
+    }
+    assert_eq!(execs, 1, "only strace's own exec of latscope:\n{text}");
+    assert!(clones >= 3, "2 measuring threads and the sender:\n{text}");
+}
+
+#[test]
+fn exit_order_demote_then_unlock_then_close_dma() {
+    if !require("strace") {
+        return;
+    }
+    if !is_root() {
+        eprintln!("skipping: needs root for mlockall and /dev/cpu_dma_latency");
+        return;
+    }
+    let _g = serial();
+    let out = tmp("exit.txt");
+    let args = [
+        "-f",
+        "-e",
+        "trace=sched_setattr,munlockall,close,exit_group,openat,open",
+        "-o",
+        out.to_str().unwrap(),
+        BIN,
+        "-t",
+        "2",
+        "-l",
+        "300",
+        "-q",
+    ];
+    let st = Command::new("strace").args(args).output().unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let pid_of = |l: &str| l.split_whitespace().next().unwrap_or("").to_string();
+    let dma_at = lines
+        .iter()
+        .position(|l| l.contains("/dev/cpu_dma_latency") && !l.contains("= -1"))
+        .expect("opens /dev/cpu_dma_latency");
+    let dma = lines[dma_at];
+    let main_pid = pid_of(dma);
+    let dma_fd = dma.rsplit("= ").next().unwrap().trim().to_string();
+    let pos = |pred: &dyn Fn(&str) -> bool| lines.iter().position(|l| pred(l));
+    let rt_threads: Vec<String> = lines
+        .iter()
+        .filter(|l| l.contains("sched_setattr(0") && l.contains("SCHED_FIFO"))
+        .map(|l| pid_of(l))
+        .collect();
+    assert_eq!(rt_threads.len(), 2, "two RT threads:\n{text}");
+    let munlock = pos(&|l| l.contains("munlockall()")).expect("munlockall");
+    let close = lines[dma_at..]
+        .iter()
+        .position(|l| pid_of(l) == main_pid && l.contains(&format!("close({dma_fd})")))
+        .map(|i| i + dma_at)
+        .expect("close of the dma fd");
+    let exit = pos(&|l| l.contains("exit_group(")).expect("exit_group");
+    for tid in rt_threads.iter().chain(std::iter::once(&main_pid)) {
+        let demote = pos(&|l| {
+            pid_of(l) == *tid && l.contains("sched_setattr(0") && l.contains("SCHED_OTHER")
+        })
+        .unwrap_or_else(|| panic!("thread {tid} never demoted itself:\n{text}"));
+        assert!(
+            demote < munlock,
+            "thread {tid} demoted after munlockall:\n{text}"
+        );
+    }
+    assert!(
+        munlock < close,
+        "munlockall before closing the dma fd:\n{text}"
+    );
+    // the last close of that fd number by main is the dma request
+    let last_close = lines
+        .iter()
+        .rposition(|l| pid_of(l) == main_pid && l.contains(&format!("close({dma_fd})")))
+        .unwrap();
+    assert!(last_close > munlock && last_close < exit, "order:\n{text}");
+    assert!(close < exit);
+}
