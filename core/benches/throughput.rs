@@ -24,7 +24,11 @@ impl Lat {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         let base = 2_000 + (self.0 % 38_000);
-        (if self.0 % 1000 == 0 { base * 100 } else { base }) as i64
+        (if self.0.is_multiple_of(1000) {
+            base * 100
+        } else {
+            base
+        }) as i64
     }
 }
 
@@ -73,7 +77,7 @@ fn sample_stream(frames: usize) -> Vec<u8> {
     let mut enc = Encoder::new();
     let mut out = Vec::new();
     for i in 0..frames {
-        let body = if i % 2 == 0 {
+        let body = if i.is_multiple_of(2) {
             let mut d = HistDelta {
                 thread: (i % 4) as u16,
                 epoch: i as u32,

@@ -10,6 +10,8 @@
 //! * [`hist`] and [`stats`]: plain histograms, merging, quantiles and spread;
 //! * [`cycle`]: deadlines, latency and missed periods, driven by a [`cycle::Clock`];
 //! * [`spike`]: a bounded log of the largest and the first spikes;
+//! * [`explain`]: a tracefs text parser and a classifier that attributes a
+//!   spike's time to IRQs, softirqs and tasks, exactly;
 //! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder.
 //!
 //! All memory is sized at compile time and every type that a measuring
@@ -20,6 +22,7 @@
 
 pub mod cycle;
 pub mod error;
+pub mod explain;
 pub mod hist;
 pub mod layout;
 pub mod record;

@@ -13,6 +13,10 @@ pub(crate) const CRC: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC
 pub const MAX_PAYLOAD: usize = Frame::POSTCARD_MAX_SIZE + 4;
 /// Largest encoded frame, both delimiters included.
 pub const MAX_FRAME: usize = cobs::max_encoding_length(MAX_PAYLOAD) + 2;
+const _: () = assert!(
+    MAX_FRAME < 4096,
+    "frames must stay small enough for fixed buffers"
+);
 
 /// Encode `frame` as `00 ‖ COBS(postcard ‖ CRC) ‖ 00` into `buf`, returning
 /// the number of bytes written. `buf` of [`MAX_FRAME`] bytes always suffices.

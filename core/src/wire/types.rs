@@ -6,6 +6,7 @@ use postcard::experimental::max_size::MaxSize;
 use postcard_schema::Schema;
 use serde::{Deserialize, Serialize};
 
+use crate::explain::Attribution;
 use crate::layout::Layout;
 
 /// Most measuring threads one run can describe.
@@ -28,6 +29,11 @@ pub struct Frame {
 }
 
 /// The frame bodies.
+///
+/// The hello is much larger than the others; that is fine here: frames are
+/// decoded into a fixed buffer, never stored in bulk, and there is no
+/// allocator to box it with.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Body {
@@ -45,6 +51,8 @@ pub enum Body {
     Log(LogLine),
     /// The end of the run.
     Bye(Bye),
+    /// A spike explained: where its time went.
+    Explain(Attribution),
 }
 
 /// Scheduling policy of the measuring threads.

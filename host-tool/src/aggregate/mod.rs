@@ -2,10 +2,12 @@
 //! spikes, log lines and the bye, in memory that does not grow with the
 //! length of the stream.
 
+mod explain;
 mod series;
 mod spikes;
 mod thread;
 
+pub use explain::{cause_label, Explained};
 pub use series::Point;
 pub use thread::ThreadAgg;
 
@@ -38,6 +40,8 @@ pub struct Run {
     pub frames: u64,
     /// Frames naming a thread the run does not have.
     pub unknown_thread: u64,
+    /// Explained spikes.
+    pub explained: Explained,
 }
 
 impl Run {
@@ -72,6 +76,7 @@ impl Run {
             bye: None,
             frames: 1,
             unknown_thread: 0,
+            explained: Explained::default(),
         }
     }
 
@@ -129,6 +134,7 @@ impl Run {
                 }
                 self.bye = Some(*b);
             }
+            Body::Explain(a) => self.explained.push(a),
         }
     }
 
