@@ -30,9 +30,9 @@ pub const SPIKE_QUEUE: usize = 256;
 /// Capacity of a `-v` sample queue.
 pub const VERBOSE_QUEUE: usize = 8192;
 /// Stack of a measuring thread: small, explicit, and prefaulted.
-pub const STACK_BYTES: usize = 128 * 1024;
+pub const STACK_BYTES: usize = 64 * 1024;
 /// How much of that stack is touched before measuring.
-const PREFAULT_BYTES: usize = 64 * 1024;
+const PREFAULT_BYTES: usize = 32 * 1024;
 
 /// One `-v` sample: recorded-cycle number and latency in ns.
 pub type VerboseSample = (u64, i64);
@@ -363,7 +363,7 @@ fn setup(a: &ThreadArgs<'_>) -> Result<(), Error> {
             } else {
                 return Err(Error::Privilege {
                     what,
-                    hint: "--policy other --no-mlock (or --best-effort)",
+                    hint: "--policy other (or --best-effort)",
                 });
             }
         } else {

@@ -59,6 +59,13 @@ pub fn main_entry() -> ! {
     exit::leave(status)
 }
 
+/// Stack of the sender thread (unoptimised builds need far more).
+const SENDER_STACK: usize = if cfg!(debug_assertions) {
+    1024 * 1024
+} else {
+    128 * 1024
+};
+
 /// The signals latscope handles synchronously in its main thread.
 const SIGNALS: sys::SigSet =
     sigbit(sig::INT) | sigbit(sig::TERM) | sigbit(sig::USR1) | sigbit(sig::HUP);
@@ -273,6 +280,8 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
     while verbose_tx.len() < n {
         verbose_tx.push(None);
     }
+    // the plan as it turned out (a degraded thread runs at priority 0)
+    let mut effective = plans.clone();
     let tracemark_fds = tracemark.as_ref().map(|(m, o)| (m.as_fd(), o.as_fd()));
 
     std::thread::scope(|scope| {
@@ -322,6 +331,14 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
             return;
         }
         collect_degradations(cfg, &shared, &plans, &mut deg);
+        for (p, s) in effective.iter_mut().zip(shared.iter()) {
+            if s.no_rt_policy.load(Ordering::SeqCst) {
+                p.priority = 0;
+            }
+            if s.no_affinity.load(Ordering::SeqCst) {
+                p.cpu = None;
+            }
+        }
         control.go.store(true, Ordering::SeqCst);
         let start_ns = monotonic_ns();
         for w in &deg.warnings {
@@ -330,7 +347,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
         let hello = make_hello(cfg, &plans, &shared, &deg.flags, dma_latency, &settings);
         let sender_args = sender::Args {
             shared: &shared,
-            plans: &plans,
+            plans: &effective,
             control: &control,
             spikes: std::mem::take(&mut spike_rx),
             verbose: std::mem::take(&mut verbose_rx),
@@ -354,7 +371,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
         };
         let main_cpus = mainaffinity.clone();
         let sender = std::thread::Builder::new()
-            .stack_size(256 * 1024)
+            .stack_size(SENDER_STACK)
             .spawn_scoped(scope, move || {
                 if let Some(c) = &main_cpus {
                     let _ = rustix::thread::sched_setaffinity(None, &cpus::CpuList::to_set(c));
@@ -396,7 +413,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
         EXIT_OK
     };
     final_output(
-        cfg, &plans, &shared, &outcome, &deg, defects, start_s, status,
+        cfg, &effective, &shared, &outcome, &deg, defects, start_s, status,
     )?;
     if let Some(e) = loop_error {
         return Err(e);
@@ -734,8 +751,7 @@ fn final_output(
             "# degraded run: {}",
             deg.warnings
                 .iter()
-                .filter(|w| w.starts_with("degraded"))
-                .cloned()
+                .filter_map(|w| w.strip_prefix("degraded: "))
                 .collect::<Vec<_>>()
                 .join("; ")
         );

@@ -36,6 +36,8 @@ const HELLO_NS: i64 = 10_000_000_000;
 const SNAPSHOT_EVERY: u32 = 5;
 /// `--spike` lines kept for the end (cyclictest's default spike-nodes).
 const SPIKE_NODES: usize = 1024;
+/// Human output buffer; flushed before it would grow.
+const HUMAN_BUF: usize = 64 * 1024;
 /// Snapshot retries (the writer holds its section for a few dozen ns).
 const TRIES: u32 = 100_000;
 
@@ -89,8 +91,9 @@ pub struct View {
 }
 
 impl View {
-    /// Fresh view of thread `index`.
-    pub fn new(index: usize, hist_us: u32) -> View {
+    /// Fresh view of thread `index`; lists are sized for what the run
+    /// asked for (`-h` overflows, `--spike` lines), so nothing grows later.
+    pub fn new(index: usize, hist_us: u32, spikes: bool) -> View {
         View {
             prev: Box::new(Snapshot::new()),
             cur: Box::new(Snapshot::new()),
@@ -99,7 +102,7 @@ impl View {
             faults: Faults::default(),
             dropped: 0,
             overflow_cycles: Vec::with_capacity(hist_us as usize),
-            spikes: Vec::with_capacity(SPIKE_NODES),
+            spikes: Vec::with_capacity(if spikes { SPIKE_NODES } else { 0 }),
             spikes_total: 0,
             spike_log: SpikeLog::new(),
             stat_path: String::new(),
@@ -202,7 +205,10 @@ struct Sender<'a> {
 pub fn run(a: Args<'_>) -> Outcome {
     let _ = rustix::thread::set_name(c"latscope-send");
     let n = a.shared.len();
-    let mut views: Vec<View> = (0..n).map(|i| View::new(i, a.opts.hist_us)).collect();
+    let spikes = a.opts.spike_ns > 0;
+    let mut views: Vec<View> = (0..n)
+        .map(|i| View::new(i, a.opts.hist_us, spikes))
+        .collect();
     for (i, v) in views.iter_mut().enumerate() {
         let tid = a.shared[i].tid.load(Ordering::SeqCst);
         v.stat_path = format!("/proc/self/task/{tid}/stat");
@@ -215,11 +221,11 @@ pub fn run(a: Args<'_>) -> Outcome {
         epoch: 0,
         human: Human {
             fd: human_fd,
-            buf: String::with_capacity(1 << 20),
+            buf: String::with_capacity(HUMAN_BUF),
         },
         err: Human {
             fd: 2,
-            buf: String::with_capacity(64 * 1024),
+            buf: String::with_capacity(16 * 1024),
         },
         live_drawn: false,
     };
@@ -425,9 +431,9 @@ impl Sender<'_> {
         for t in 0..self.a.verbose.len() {
             while let Some((cycle, lat)) = self.a.verbose[t].dequeue() {
                 human::verbose_line(&mut self.human.buf, t, cycle, lat, nsecs);
-            }
-            if self.human.buf.len() > 512 * 1024 {
-                self.human.flush();
+                if self.human.buf.len() > HUMAN_BUF - 256 {
+                    self.human.flush();
+                }
             }
         }
     }
