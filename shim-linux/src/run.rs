@@ -413,7 +413,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
         EXIT_OK
     };
     final_output(
-        cfg, &effective, &shared, &outcome, &deg, defects, start_s, status,
+        cfg, &effective, &shared, &outcome, &deg, defects, start_s, status, tty,
     )?;
     if let Some(e) = loop_error {
         return Err(e);
@@ -678,6 +678,7 @@ fn final_output(
     defects: u32,
     start_s: i64,
     status: i32,
+    tty: bool,
 ) -> Result<(), Error> {
     let tids: Vec<i32> = shared
         .iter()
@@ -690,8 +691,8 @@ fn final_output(
         .map(|(i, v)| v.row(i, &plans[i], tids[i]))
         .collect();
     let mut text = String::with_capacity(64 * 1024);
-    let tty_live = !cfg.quiet && !cfg.verbose;
-    if cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !tty_live) {
+    // a terminal already shows the final figures in the live view
+    if cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !tty) {
         for r in &rows {
             human::thread_line(&mut text, r, cfg.nsecs);
             text.push('\n');

@@ -1,0 +1,209 @@
+//! Stream links: TCP with a reconnect mid-run, and a serial line (a pty
+//! pair standing in for the UART) in raw mode.
+
+mod common;
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use latscope_core::wire::{Body, ByeReason, Decoder, Frame, MAX_FRAME};
+
+/// Decode what a connection delivered, tolerating a cut last frame.
+fn decode_lenient(bytes: &[u8]) -> Vec<Frame> {
+    let mut d: Box<Decoder<MAX_FRAME>> = Box::new(Decoder::new());
+    let mut out = Vec::new();
+    let mut rest = bytes;
+    loop {
+        let (got, r) = d.feed(rest);
+        let none = got.is_none();
+        if let Some(Ok(f)) = got {
+            out.push(f);
+        }
+        if r.is_empty() && none {
+            break;
+        }
+        rest = r;
+    }
+    assert_eq!(d.stats().crc_errors, 0);
+    out
+}
+
+#[test]
+fn tcp_reconnects_and_the_new_connection_is_exact() {
+    let _g = serial();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let dest = format!("tcp:127.0.0.1:{port}");
+    let json = std::env::temp_dir().join(format!("latscope-tcp-{}.json", std::process::id()));
+    let json_arg = format!("--json={}", json.display());
+    let mut args = vec![
+        "-t",
+        "2",
+        "-d",
+        "0",
+        "-D",
+        "4s",
+        "-q",
+        "--stream",
+        &dest,
+        "--report-interval",
+        "200ms",
+        &json_arg,
+    ];
+    args.extend(privilege_flags());
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // first connection: read a while, then hang up on the target
+    let (mut c1, _) = listener.accept().unwrap();
+    c1.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut first = Vec::new();
+    let t0 = Instant::now();
+    let mut buf = [0u8; 4096];
+    while t0.elapsed() < Duration::from_millis(1200) {
+        match c1.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => first.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    drop(c1);
+    let f1 = decode_lenient(&first);
+    assert!(matches!(f1[0].body, Body::Hello(_)), "hello first");
+
+    // the target keeps measuring and comes back
+    let (mut c2, _) = listener.accept().unwrap();
+    let mut second = Vec::new();
+    c2.read_to_end(&mut second).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    let f2 = decode_all(&second);
+    let Body::Hello(h) = &f2[0].body else {
+        panic!("a new connection starts with a hello")
+    };
+    let run_id = h.run_id;
+    let Body::Hello(h1) = &f1[0].body else {
+        unreachable!()
+    };
+    assert_eq!(h1.run_id, run_id, "same run");
+    // then the cumulative snapshot of each thread (stats + chunks)
+    assert!(matches!(f2[1].body, Body::Stats(_)), "{:?}", f2[1].body);
+    let Body::Bye(bye) = f2.last().unwrap().body else {
+        panic!("bye last")
+    };
+    assert_eq!(bye.reason, ByeReason::Completed);
+    let json = std::fs::read_to_string(&json).unwrap();
+    for t in 0..2u16 {
+        let last = f2
+            .iter()
+            .rev()
+            .find_map(|f| match &f.body {
+                Body::Stats(s) if s.thread == t => Some(*s),
+                _ => None,
+            })
+            .unwrap();
+        assert!(last.last_report);
+        let cycles = format!("\"cycles\": {},", last.cycles);
+        assert!(
+            json.contains(&cycles),
+            "thread {t}: {cycles} not in the JSON"
+        );
+        let max = format!("\"max_ns\": {},", last.max);
+        assert!(json.contains(&max), "thread {t}: {max}");
+        // the last snapshot of the second connection sums to the count
+        let total: u64 = f2
+            .iter()
+            .filter_map(|f| match &f.body {
+                Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => {
+                    Some(c.entries.iter().map(|e| e.count).sum::<u64>())
+                }
+                _ => None,
+            })
+            .sum();
+        assert_eq!(total, last.count);
+    }
+}
+
+#[test]
+fn serial_line_in_raw_mode_carries_the_stream() {
+    use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
+    let _g = serial();
+    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).unwrap();
+    grantpt(&master).unwrap();
+    unlockpt(&master).unwrap();
+    let name = ptsname(&master, Vec::new()).unwrap();
+    let path = name.to_str().unwrap().to_string();
+    let dest = format!("serial:{path}:115200");
+    let mut args = vec![
+        "-l",
+        "1500",
+        "-q",
+        "--stream",
+        &dest,
+        "--report-interval",
+        "200ms",
+    ];
+    args.extend(privilege_flags());
+    let mut child = Command::new(BIN)
+        .args(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut bytes = Vec::new();
+    let mut buf = [0u8; 4096];
+    let t0 = Instant::now();
+    loop {
+        let mut p = [rustix::event::PollFd::new(
+            &master,
+            rustix::event::PollFlags::IN,
+        )];
+        let ready = rustix::event::poll(
+            &mut p,
+            Some(&rustix::time::Timespec {
+                tv_sec: 0,
+                tv_nsec: 100_000_000,
+            }),
+        )
+        .unwrap_or(0);
+        if ready > 0 {
+            match rustix::io::read(&master, &mut buf) {
+                Ok(n) if n > 0 => bytes.extend_from_slice(&buf[..n]),
+                _ => {}
+            }
+        }
+        if let Some(s) = child.try_wait().unwrap() {
+            assert!(s.success());
+            // drain what is left
+            while let Ok(n) = rustix::io::read(&master, &mut buf) {
+                if n == 0 {
+                    break;
+                }
+                bytes.extend_from_slice(&buf[..n]);
+                let mut p = [rustix::event::PollFd::new(
+                    &master,
+                    rustix::event::PollFlags::IN,
+                )];
+                if rustix::event::poll(&mut p, Some(&rustix::time::Timespec::default()))
+                    .unwrap_or(0)
+                    == 0
+                {
+                    break;
+                }
+            }
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "run did not end");
+    }
+    let frames = decode_all(&bytes);
+    assert!(matches!(frames[0].body, Body::Hello(_)));
+    assert!(matches!(frames.last().unwrap().body, Body::Bye(_)));
+}
