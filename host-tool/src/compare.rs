@@ -107,5 +107,38 @@ pub fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
             y,
         );
     }
+    causes(&mut out, a, b);
     out
+}
+
+/// How the causes of explained spikes changed from A to B.
+fn causes(out: &mut String, a: &Run, b: &Run) {
+    if a.explained.total == 0 && b.explained.total == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nexplained spikes: A {} , B {}\n{:<48} {:>12} {:>12} {:>9}",
+        a.explained.total, b.explained.total, "cause (total µs)", "A", "B", "B/A"
+    );
+    let ra = a.explained.ranked();
+    let rb = b.explained.ranked();
+    let mut labels: Vec<&str> = ra.iter().map(|c| c.label.as_str()).collect();
+    for c in &rb {
+        if !labels.contains(&c.label.as_str()) {
+            labels.push(c.label.as_str());
+        }
+    }
+    for l in labels.into_iter().take(20) {
+        let x = ra.iter().find(|c| c.label == l).map(|c| c.ns);
+        let y = rb.iter().find(|c| c.label == l).map(|c| c.ns);
+        let _ = writeln!(
+            out,
+            "{:<48} {:>12} {:>12} {:>9}",
+            l,
+            us_opt(x),
+            us_opt(y),
+            ratio(x.map(|v| v as f64), y.map(|v| v as f64))
+        );
+    }
 }

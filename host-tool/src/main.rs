@@ -339,7 +339,33 @@ fn synth(a: SynthArgs) -> Result<u8> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                let _ = e.print();
+                return ExitCode::from(
+                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                        2
+                    } else {
+                        0
+                    },
+                );
+            }
+            // One line: clap's first line, without the usage block.
+            let text = e.render().to_string();
+            let first = text.lines().next().unwrap_or("error: bad usage");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("latscope-host: {first} (see latscope-host --help)");
+            return ExitCode::from(2);
+        }
+    };
     let res = match cli.cmd {
         Cmd::Record(a) => record::run(record::Plan {
             source: match (&a.serial.serial, &a.input) {

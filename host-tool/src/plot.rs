@@ -188,6 +188,8 @@ fn histogram<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
             "Latency (µs); buckets 1 µs wide up to {linear} µs, ≤1 % wide above"
         ))
         .y_desc("Number of latency samples")
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .draw()
@@ -223,8 +225,15 @@ fn histogram<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
         chart.draw_series(dashes).map_err(err)?;
         chart
             .draw_series(std::iter::once(Text::new(
-                format!("max {}", us(s.max_ns)),
-                (max_us, ymax / 3f64.powi(i as i32 + 1)),
+                format!("max {} µs", us(s.max_ns)),
+                (
+                    if max_us > xmax * 0.8 {
+                        max_us - xmax * 0.13
+                    } else {
+                        max_us + xmax * 0.005
+                    },
+                    ymax / 10f64.powi(i as i32 + 2),
+                ),
                 ("sans-serif", 14).into_font().color(&c),
             )))
             .map_err(err)?;
@@ -262,6 +271,7 @@ fn tail<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) ->
     chart
         .configure_mesh()
         .x_desc("Latency (µs, log scale)")
+        .x_label_formatter(&|v| format!("{v:.0}"))
         .y_desc("Fraction of samples ≥ latency")
         .y_label_formatter(&|v| format!("{v:.0e}"))
         .label_style(("sans-serif", 14))
@@ -364,6 +374,7 @@ fn over_time<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
         .configure_mesh()
         .x_desc("Run time (s)")
         .y_desc("Max latency (µs, log scale)")
+        .y_label_formatter(&|v| format!("{v:.0}"))
         .label_style(("sans-serif", 14))
         .axis_desc_style(("sans-serif", 16))
         .draw()

@@ -109,6 +109,12 @@ impl Session {
                 self.name, self.truncated
             ));
         }
+        if self.agg.hello_lost {
+            w.push(format!(
+                "{}: no hello frame decoded: target and settings unknown, default bucket layout assumed",
+                self.name
+            ));
+        }
         if self.agg.before_hello > 0 {
             w.push(format!(
                 "{}: {} frame(s) arrived before the first hello and were not used",

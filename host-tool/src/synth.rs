@@ -208,7 +208,7 @@ impl Synth {
     pub fn report(&mut self, out: &mut dyn FnMut(&[u8])) {
         self.epoch += 1;
         let epoch = self.epoch;
-        if epoch % 10 == 0 {
+        if epoch.is_multiple_of(10) {
             let h = self.hello();
             self.emit(Body::Hello(h), out);
         }
@@ -287,7 +287,7 @@ impl Synth {
                 }
             }
             self.emit(Body::Stats(stats), out);
-            if epoch % self.cfg.snapshot_every == 0 || epoch == self.cfg.reports {
+            if epoch.is_multiple_of(self.cfg.snapshot_every) || epoch == self.cfg.reports {
                 self.snapshot(t, out);
             }
             for r in spikes {

@@ -170,13 +170,19 @@ impl Run {
     }
 }
 
+/// Frames held while no hello has arrived (about 10 s of a large run).
+const PENDING_KEPT: usize = 2048;
+
 /// Frames in, runs out.
 #[derive(Debug, Default)]
 pub struct Aggregator {
     /// Runs in the order they started; the last one is current.
     pub runs: Vec<Run>,
-    /// Frames that arrived before any hello (ignored: no layout yet).
+    /// Frames that arrived before any hello and could not be held.
     pub before_hello: u64,
+    /// Whether the first run was made up because no hello ever arrived.
+    pub hello_lost: bool,
+    pending: std::collections::VecDeque<Frame>,
     /// A hello whose schema differs from this build's, described.
     pub schema_mismatch: Option<String>,
     /// Frames ignored after a schema mismatch.
@@ -214,6 +220,7 @@ impl Aggregator {
                     r.finish();
                 }
                 self.runs.push(Run::new(h.clone()));
+                self.replay();
                 return;
             }
         }
@@ -223,12 +230,35 @@ impl Aggregator {
         }
         match self.runs.last_mut() {
             Some(run) => run.apply(&frame.body),
-            None => self.before_hello += 1,
+            None => {
+                // The hello may have been hit on the line: hold the frames
+                // until one arrives (it is resent about every 10 s).
+                if self.pending.len() >= PENDING_KEPT {
+                    self.pending.pop_front();
+                    self.before_hello += 1;
+                }
+                self.pending.push_back(frame.clone());
+            }
         }
     }
 
-    /// End of input.
+    fn replay(&mut self) {
+        let held = std::mem::take(&mut self.pending);
+        if let Some(run) = self.runs.last_mut() {
+            for f in &held {
+                run.apply(&f.body);
+            }
+        }
+    }
+
+    /// End of input. Frames held for a hello that never came make a run of
+    /// an unknown target with the default bucket layout.
     pub fn finish(&mut self) {
+        if self.runs.is_empty() && !self.pending.is_empty() && !self.ignoring {
+            self.hello_lost = true;
+            self.runs.push(Run::new(unknown_hello()));
+            self.replay();
+        }
         if let Some(r) = self.runs.last_mut() {
             r.finish();
         }
@@ -237,6 +267,44 @@ impl Aggregator {
     /// The current run.
     pub fn current(&self) -> Option<&Run> {
         self.runs.last()
+    }
+}
+
+/// The stand-in hello of a run whose hello was never decoded.
+fn unknown_hello() -> Hello {
+    use latscope_core::wire::{bounded, ClockKind, Degraded, Policy, RunConfig, TargetInfo};
+    Hello {
+        schema: SCHEMA_KEY,
+        tool_version: bounded("?"),
+        run_id: 0,
+        target: TargetInfo {
+            hostname: bounded("unknown"),
+            arch: bounded("?"),
+            kernel: bounded("?"),
+            preempt_model: bounded("?"),
+            ..TargetInfo::default()
+        },
+        config: RunConfig {
+            policy: Policy::Other,
+            priority: 0,
+            interval_ns: 0,
+            distance_ns: 0,
+            clock: ClockKind::Monotonic,
+            mlock: false,
+            dma_latency_us: None,
+            timer_slack_ns: 0,
+            duration_ns: 0,
+            loops: 0,
+            warmup_cycles: 0,
+            report_ns: 0,
+            spike_ns: 0,
+            break_ns: 0,
+            hist_us: 0,
+            layout: Layout::DEFAULT,
+            degraded: Degraded::default(),
+            self_check: false,
+            threads: heapless::Vec::new(),
+        },
     }
 }
 

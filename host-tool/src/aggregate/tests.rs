@@ -323,3 +323,84 @@ fn heavy_corruption_never_panics_and_reports_loss() {
     let s = decode(&bad);
     let _ = s.warnings();
 }
+
+#[test]
+fn explained_spikes_are_listed_with_causes_that_add_up() {
+    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    let mut synth = Synth::new(SynthConfig::default());
+    let mut bytes = Vec::new();
+    synth.start(&mut |b| bytes.extend_from_slice(b));
+    synth.report(&mut |b| bytes.extend_from_slice(b));
+    // The seed's table: network IRQ and NET_RX, audio, the timer, and the
+    // task's own run.
+    let mut a = Attribution::new(0, 18_234, 12_345_678_000, 2_421_000);
+    a.add(CauseKind::Irq, 19, PRIO_UNKNOWN, "eth0", 13, 582_000);
+    a.add(CauseKind::Softirq, 3, PRIO_UNKNOWN, "NET_RX", 13, 620_000);
+    a.add(
+        CauseKind::Irq,
+        30,
+        PRIO_UNKNOWN,
+        "snd_hda_intel",
+        2,
+        119_000,
+    );
+    a.add(
+        CauseKind::Vector,
+        236,
+        PRIO_UNKNOWN,
+        "local_timer",
+        1,
+        23_000,
+    );
+    a.add(CauseKind::Task, 33, 120, "kworker/0:1", 1, 1_065_000);
+    a.add(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", 1, 12_000);
+    assert_eq!(a.total_ns(), a.latency_ns);
+    let mut enc = latscope_core::wire::Encoder::new();
+    // Continue the synthetic sequence numbers loosely: a gap is harmless.
+    let f = enc.frame(Body::Explain(a)).unwrap().to_vec();
+    bytes.extend_from_slice(&f);
+    synth.end(&mut |b| bytes.extend_from_slice(b));
+    let s = decode(&bytes);
+    let run = s.agg.current().unwrap();
+    assert_eq!(run.explained.total, 1);
+    let mut out = String::new();
+    crate::report::text::render(&mut out, "t", run, &s.link());
+    assert!(out.contains("spike 2421.0 µs  CPU0  cycle 18234"), "{out}");
+    assert!(out.contains("irq 19 eth0  ×13  582.0 µs"), "{out}");
+    assert!(out.contains("softirq NET_RX  ×13  620.0 µs"), "{out}");
+    assert!(out.contains("irq local_timer  ×1  23.0 µs"), "{out}");
+    assert!(
+        out.contains("task kworker/0:1 (pid 33, SCHED_OTHER)  1065.0 µs"),
+        "{out}"
+    );
+    assert!(
+        out.contains("irqs or preemption off (untraced)  12.0 µs"),
+        "{out}"
+    );
+    assert!(out.contains("top: task kworker/0:1 (SCHED_OTHER)"), "{out}");
+}
+
+#[test]
+fn a_lost_first_hello_still_gives_a_run() {
+    // With a later hello: the held frames are replayed into its run.
+    let (mut bytes, synth) = Synth::bytes(SynthConfig::default());
+    bytes[5] ^= 0x40;
+    let s = decode(&bytes);
+    assert!(!s.agg.hello_lost);
+    assert_exact(&s, &synth);
+    // Without one: a run of an unknown target, still exact.
+    let (mut bytes, synth) = Synth::bytes(SynthConfig {
+        reports: 8,
+        ..SynthConfig::default()
+    });
+    // Hit the first hello (its bytes start after the leading delimiter).
+    bytes[5] ^= 0x40;
+    let s = decode(&bytes);
+    assert!(s.agg.hello_lost);
+    assert!(s.warnings().iter().any(|w| w.contains("no hello")));
+    let run = s.agg.current().unwrap();
+    assert!(run.exact_at_end());
+    for (i, t) in synth.threads.iter().enumerate() {
+        assert_eq!(run.threads[i].hist, t.hist);
+    }
+}

@@ -238,6 +238,133 @@ pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::session::Session;
+    use crate::synth::{Synth, SynthConfig};
+
+    /// A line's shape: every run of digits becomes `N<len>`.
+    fn shape(line: &str) -> String {
+        let mut out = String::new();
+        let mut digits = 0;
+        for ch in line.chars() {
+            if ch.is_ascii_digit() {
+                digits += 1;
+                continue;
+            }
+            if digits > 0 {
+                out.push_str(&format!("N{digits}"));
+                digits = 0;
+            }
+            out.push(ch);
+        }
+        if digits > 0 {
+            out.push_str(&format!("N{digits}"));
+        }
+        out
+    }
+
+    fn run_text(threads: u16, hist_us: u32, histofall: bool) -> String {
+        let (bytes, _) = Synth::bytes(SynthConfig {
+            threads,
+            hist_us,
+            ..SynthConfig::default()
+        });
+        let mut s = Session::new("golden");
+        s.feed(&bytes);
+        s.finish();
+        let run = s.agg.current().unwrap();
+        let mut out = String::new();
+        hist_text(&mut out, run, range_us(run, None).unwrap(), histofall);
+        out
+    }
+
+    /// Compare with real cyclictest 2.4 output line by line: the same
+    /// lines in the same order with the same field widths; the overflow
+    /// cycle lists may differ in length.
+    fn assert_same_shape(ours: &str, golden: &str, rows_too: bool) {
+        let keep = |l: &&str| rows_too || l.starts_with('#') || l.is_empty();
+        let a: Vec<&str> = ours.lines().filter(keep).collect();
+        let b: Vec<&str> = golden.lines().filter(keep).collect();
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "line count\nours:\n{ours}\ngolden:\n{golden}"
+        );
+        for (x, y) in a.iter().zip(&b) {
+            if y.starts_with("# Thread ") {
+                let (sx, sy) = (shape(x), shape(y));
+                assert_eq!(sx.split(':').next(), sy.split(':').next());
+                let list = |s: &str| {
+                    let rest = s.split_once(':').map(|p| p.1).unwrap_or("");
+                    let (entries, others) = rest.split_once(" # ").unwrap_or((rest, ""));
+                    assert!(entries.split(' ').skip(1).all(|e| e == "N5"), "{s}");
+                    assert!(others.is_empty() || others == "N5 others", "{s}");
+                };
+                list(&sx);
+                list(&sy);
+            } else {
+                assert_eq!(shape(x), shape(y), "{x:?} vs {y:?}");
+            }
+        }
+        assert!(ours.ends_with("\n\n"), "ends with a blank line");
+    }
+
+    #[test]
+    fn hist_text_has_cyclictest_2_4_shape() {
+        let golden = include_str!("../golden/cyclictest-2.4-h20-t2.txt");
+        assert_same_shape(&run_text(2, 20, false), golden, true);
+        let golden = include_str!("../golden/cyclictest-2.4-H30-t2.txt");
+        assert_same_shape(&run_text(2, 30, true), golden, true);
+        // One thread: the summary lines (its rows go to 2000 µs).
+        let golden = include_str!("../golden/cyclictest-2.4-h2000-t1.txt");
+        let ours = run_text(1, 1000, false);
+        let rows = ours
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty());
+        assert_eq!(rows.count(), 1000, "every row, zeros included");
+        let sum: Vec<&str> = ours.lines().filter(|l| l.starts_with("# T")).collect();
+        assert!(sum[0].starts_with("# Total: ") && shape(sum[0]) == "# Total: N9");
+        let g: Vec<String> = golden
+            .lines()
+            .filter(|l| l.starts_with("# ") && !l.starts_with("# Thread"))
+            .map(shape)
+            .collect();
+        let o: Vec<String> = ours
+            .lines()
+            .filter(|l| l.starts_with("# ") && !l.starts_with("# Thread"))
+            .map(shape)
+            .collect();
+        assert_eq!(o, g);
+    }
+
+    #[test]
+    fn json_has_cyclictest_2_4_keys_in_order() {
+        let golden: Value =
+            serde_json::from_str(include_str!("../golden/cyclictest-2.4.json")).unwrap();
+        let (bytes, _) = Synth::bytes(SynthConfig {
+            hist_us: 20,
+            ..SynthConfig::default()
+        });
+        let mut s = Session::new("golden");
+        s.feed(&bytes);
+        s.finish();
+        let run = s.agg.current().unwrap();
+        let ours = json(run, 20, UNIX_EPOCH + Duration::from_secs(1_795_997_122), 0);
+        let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
+        let gk = keys(&golden);
+        assert_eq!(keys(&ours)[..gk.len()], gk[..]);
+        assert_eq!(keys(&ours["sysinfo"]), keys(&golden["sysinfo"]));
+        let gt = keys(&golden["thread"]["0"]);
+        assert_eq!(keys(&ours["thread"]["0"])[..gt.len()], gt[..]);
+        for k in ["cycles", "min", "max", "cpu", "node"] {
+            assert!(ours["thread"]["0"][k].is_u64(), "{k}");
+        }
+        assert!(ours["thread"]["0"]["avg"].is_f64());
+        assert!(ours["start_time"].as_str().unwrap().ends_with("+0000"));
+        // Histogram keys are the rows below the range with samples.
+        let h = ours["thread"]["0"]["histogram"].as_object().unwrap();
+        assert!(h.keys().all(|k| k.parse::<u32>().unwrap() < 20));
+        assert!(h.values().all(|v| v.as_u64().unwrap() > 0));
+    }
 
     #[test]
     fn dates() {

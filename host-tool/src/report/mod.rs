@@ -245,6 +245,19 @@ fn json_run(run: &Run) -> Value {
         "threads": per.iter().map(|s| summary_json(s, run)).collect::<Vec<_>>(),
         "all": summary_json(&all, run),
         "spikes": spikes,
+        "explained": {
+            "total": run.explained.total,
+            "spikes": run.explained.largest.iter().map(|a| json!({
+                "cpu": a.cpu, "cycle": a.cycle, "deadline_ns": a.deadline_ns,
+                "latency_ns": a.latency_ns, "coarse": a.coarse, "partial": a.partial,
+                "causes": a.causes.iter().map(|c| json!({
+                    "cause": crate::aggregate::cause_label(c), "count": c.count, "ns": c.ns,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "causes": run.explained.ranked().iter().map(|c| json!({
+                "cause": c.label, "count": c.count, "ns": c.ns, "spikes": c.spikes,
+            })).collect::<Vec<_>>(),
+        },
         "logs": run.logs.iter().map(|l| json!({"level": format!("{:?}", l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
     })
 }

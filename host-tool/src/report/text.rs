@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use latscope_core::explain::CauseKind;
 use latscope_core::wire::{ByeReason, LinkStats, Policy};
 
 use crate::aggregate::Run;
@@ -264,5 +265,72 @@ pub fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
             }
         }
     }
+    explained(out, run);
     out.push('\n');
+}
+
+/// Explained spikes: one line per spike, one per cause, and the run's
+/// per-cause totals.
+pub fn explained(out: &mut String, run: &Run) {
+    let e = &run.explained;
+    if e.total == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nexplained spikes ({} in all, largest first, up to {}):",
+        e.total,
+        e.largest.len()
+    );
+    for a in &e.largest {
+        let _ = writeln!(
+            out,
+            "  spike {} µs  CPU{}  cycle {}  @ {:.6} s{}{}",
+            us(a.latency_ns),
+            a.cpu,
+            a.cycle,
+            a.deadline_ns as f64 / 1e9,
+            if a.partial { "  (trace partial)" } else { "" },
+            if a.coarse {
+                "  (coarse: /proc/interrupts and /proc/softirqs counts over the report interval)"
+            } else {
+                ""
+            }
+        );
+        for c in &a.causes {
+            let label = crate::aggregate::cause_label(c);
+            let count = if c.count > 1
+                || matches!(
+                    c.kind,
+                    CauseKind::Irq | CauseKind::Softirq | CauseKind::Vector
+                ) {
+                format!("  ×{}", c.count)
+            } else {
+                String::new()
+            };
+            if a.coarse {
+                let _ = writeln!(out, "      {label}{count}");
+            } else {
+                let _ = writeln!(out, "      {label}{count}  {} µs", us(c.ns));
+            }
+        }
+    }
+    let ranked = e.ranked();
+    if let Some(top) = ranked.first() {
+        let _ = writeln!(
+            out,
+            "causes over all explained spikes (most time first; top: {}):",
+            top.label
+        );
+        for t in ranked.iter().take(12) {
+            let _ = writeln!(
+                out,
+                "  {:<48} {:>12} µs  ×{:<6} in {} spikes",
+                t.label,
+                us(t.ns),
+                t.count,
+                t.spikes
+            );
+        }
+    }
 }
