@@ -9,16 +9,28 @@ use rustix::time::{ClockId, Timespec};
 const NS: i64 = 1_000_000_000;
 
 /// `ns` as a timespec (`ns` may be negative).
+#[inline]
 pub fn timespec(ns: i64) -> Timespec {
-    Timespec {
-        tv_sec: ns.div_euclid(NS),
-        tv_nsec: ns.rem_euclid(NS),
+    if ns >= 0 {
+        // the common case, without the euclidean fix-ups
+        Timespec {
+            tv_sec: ns / NS,
+            tv_nsec: ns % NS,
+        }
+    } else {
+        Timespec {
+            tv_sec: ns.div_euclid(NS),
+            tv_nsec: ns.rem_euclid(NS),
+        }
     }
 }
 
-/// A timespec as ns (saturating).
+/// A timespec as ns. Clock readings are below 2^63 ns (292 years) since
+/// boot or the epoch, so the plain arithmetic cannot overflow for them;
+/// other values wrap.
+#[inline]
 pub fn ns_of(t: &Timespec) -> i64 {
-    t.tv_sec.saturating_mul(NS).saturating_add(t.tv_nsec)
+    t.tv_sec.wrapping_mul(NS).wrapping_add(t.tv_nsec)
 }
 
 /// A clock of the given kind.

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::Mutex;
 
 use heapless::spsc::{Producer, Queue};
-use latscope_core::cycle::{Cycle, CycleConfig, Step, StopReason};
+use latscope_core::cycle::{Clock, Cycle, CycleConfig, Step, StopReason};
 use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
 use latscope_core::record::ThreadRecord;
 use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord};
@@ -440,7 +440,7 @@ fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
             *g = f;
         }
     }
-    let start = latscope_core::cycle::Clock::now(&mut clock);
+    let start = clock.now();
     let mut cycle = Cycle::new(cfg, start)?;
     let thread = a.index as u16;
     let mut dropped: u64 = 0;
