@@ -1,0 +1,96 @@
+//! Properties of the fuzz targets. Each takes arbitrary bytes and panics
+//! only on a real defect.
+
+use latscope_core::explain::{classify_text, parse_line, Window};
+use latscope_core::wire::{encode, Decoder, Frame, MAX_FRAME};
+
+/// The frame decoder: arbitrary bytes, fed in arbitrary pieces (the first
+/// byte sets the piece length), never panic; every byte is accounted for;
+/// each decoded frame re-encodes to bytes that decode to the same frame;
+/// and the result does not depend on how the input was split.
+pub fn decoder(data: &[u8]) {
+    let Some((&step, data)) = data.split_first() else {
+        return;
+    };
+    let step = usize::from(step).max(1);
+    let whole = decode_in_pieces(data, usize::MAX);
+    let pieces = decode_in_pieces(data, step);
+    assert_eq!(whole.0, pieces.0, "frames depend on the split");
+    assert_eq!(whole.1, pieces.1, "errors depend on the split");
+    assert_eq!(whole.2, data.len() as u64, "bytes not all counted");
+    assert!(whole.3 <= whole.2, "more bytes skipped than fed");
+    let mut buf = [0u8; MAX_FRAME];
+    for f in &whole.0 {
+        let n = encode(f, &mut buf).expect("a decoded frame re-encodes");
+        let (again, _) = decode_in_pieces(&buf[..n], usize::MAX).split();
+        assert_eq!(again.len(), 1, "a re-encoded frame decodes once");
+        assert_eq!(&again[0], f, "re-encoded frame differs");
+    }
+}
+
+type Decoded = (Vec<Frame>, u64, u64, u64);
+
+trait Split {
+    fn split(self) -> (Vec<Frame>, u64);
+}
+impl Split for Decoded {
+    fn split(self) -> (Vec<Frame>, u64) {
+        (self.0, self.1)
+    }
+}
+
+/// Frames, rejections, bytes counted, bytes skipped.
+fn decode_in_pieces(data: &[u8], step: usize) -> Decoded {
+    let mut d = Decoder::<MAX_FRAME>::new();
+    let mut frames = Vec::new();
+    let mut errors = 0u64;
+    for piece in data.chunks(step.min(data.len().max(1))) {
+        let mut rest = piece;
+        while !rest.is_empty() {
+            let (ev, r) = d.feed(rest);
+            assert!(
+                r.len() < rest.len() || ev.is_some(),
+                "feed made no progress"
+            );
+            rest = r;
+            match ev {
+                Some(Ok(f)) => frames.push(f),
+                Some(Err(_)) => errors += 1,
+                None => {}
+            }
+        }
+    }
+    let s = *d.stats();
+    assert_eq!(s.frames, frames.len() as u64, "frame count differs");
+    (frames, errors, s.bytes, s.bytes_skipped)
+}
+
+/// The target's command line: arbitrary words (NUL- or newline-separated,
+/// lossily UTF-8) never panic the parser; it returns an action or a usage
+/// error whose message is one line.
+pub fn cli(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let words: Vec<&str> = text.split(['\0', '\n']).collect();
+    if let Err(e) = latscope::cli::parse(&words) {
+        let msg = e.to_string();
+        assert!(!msg.contains('\n'), "multi-line error: {msg:?}");
+        assert!(!msg.is_empty(), "empty error message");
+    }
+}
+
+/// The tracefs text parser and the spike classifier: arbitrary text never
+/// panics, line by line or as a whole trace.
+pub fn trace(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for line in text.lines() {
+        let _ = parse_line(line);
+    }
+    let w = Window {
+        cpu: u32::from(data.first().copied().unwrap_or(0) & 3),
+        cycle: 1,
+        deadline_ns: 352_843_000_000,
+        wake_ns: 352_845_421_000,
+        pid: 0,
+    };
+    let _ = classify_text(&w, &text);
+}

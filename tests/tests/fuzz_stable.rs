@@ -1,0 +1,303 @@
+//! The cargo-fuzz targets of `fuzz/` on stable Rust, through proptest: the
+//! same properties (`fuzz/src/checks.rs`, included by path), fed with
+//! random bytes and with mutations of the committed corpus. Also replays
+//! the corpus and every crash reproducer in `fuzz/regressions/`.
+//!
+//! By default each target runs a fixed, seeded number of cases (quick,
+//! reproducible). `FUZZ_STABLE_SECS=N` runs each target for N seconds with
+//! a random seed instead (what `fuzz/run` does without nightly); a failing
+//! input is written to `fuzz/artifacts/<target>/stable-<hash>` and printed
+//! in hex, ready to be committed under `fuzz/regressions/<target>/`.
+
+#[path = "../../fuzz/src/checks.rs"]
+#[allow(dead_code)]
+mod checks;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
+}
+
+fn files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.is_file() && p.file_name().is_some_and(|n| n != "README.md"))
+                .map(|p| {
+                    let b = std::fs::read(&p).unwrap();
+                    (p, b)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn corpus(target: &str) -> Vec<Vec<u8>> {
+    files(&fuzz_dir().join("corpus").join(target))
+        .into_iter()
+        .map(|(_, b)| b)
+        .collect()
+}
+
+/// Replay the corpus and the regressions of `target`.
+fn replay(target: &str, check: fn(&[u8])) -> usize {
+    let mut n = 0;
+    for sub in ["corpus", "regressions"] {
+        for (p, b) in files(&fuzz_dir().join(sub).join(target)) {
+            if catch_unwind(|| check(&b)).is_err() {
+                panic!("{target}: {} fails", p.display());
+            }
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Random mutations of corpus entries: flips, truncation, splices and
+/// insertions, so that the decoder sees nearly-valid frames, not only noise.
+fn mutated(seeds: Vec<Vec<u8>>) -> BoxedStrategy<Vec<u8>> {
+    if seeds.is_empty() {
+        return proptest::collection::vec(any::<u8>(), 0..64).boxed();
+    }
+    let n = seeds.len();
+    (
+        0..n,
+        proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..4), 0..12),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(move |(i, edits, cut)| {
+            let mut b = seeds[i].clone();
+            for (at, byte, op) in edits {
+                if b.is_empty() {
+                    b.push(byte);
+                    continue;
+                }
+                let k = at.index(b.len());
+                match op {
+                    0 => b[k] ^= byte | 1,
+                    1 => b.insert(k, byte),
+                    2 => {
+                        b.remove(k);
+                    }
+                    _ => b[k] = 0,
+                }
+            }
+            if !b.is_empty() && cut.index(4) == 0 {
+                b.truncate(cut.index(b.len()));
+            }
+            b
+        })
+        .boxed()
+}
+
+/// Run `check` on values of `strategy`: a seeded fixed number of cases, or
+/// for `FUZZ_STABLE_SECS` seconds with a random seed.
+fn fuzz(target: &str, strategy: BoxedStrategy<Vec<u8>>, check: fn(&[u8])) {
+    let replayed = replay(target, check);
+    let secs: Option<u64> = std::env::var("FUZZ_STABLE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    let mut runner = match secs {
+        Some(_) => TestRunner::new(Config::default()),
+        None => TestRunner::new_with_rng(
+            Config::default(),
+            TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+        ),
+    };
+    let deadline = secs.map(|s| Instant::now() + Duration::from_secs(s));
+    let mut cases = 0u64;
+    loop {
+        match deadline {
+            Some(d) if Instant::now() >= d => break,
+            None if cases >= 3000 => break,
+            _ => {}
+        }
+        let input = strategy.new_tree(&mut runner).unwrap().current();
+        cases += 1;
+        if catch_unwind(AssertUnwindSafe(|| check(&input))).is_err() {
+            let hash = input.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+                (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+            });
+            let dir = fuzz_dir().join("artifacts").join(target);
+            let _ = std::fs::create_dir_all(&dir);
+            let p = dir.join(format!("stable-{hash:016x}"));
+            let _ = std::fs::write(&p, &input);
+            let hex: String = input.iter().map(|b| format!("{b:02x}")).collect();
+            panic!(
+                "{target}: failing input after {cases} cases, saved to {}: {hex}",
+                p.display()
+            );
+        }
+    }
+    eprintln!("{target}: {replayed} corpus/regression inputs, {cases} generated cases: ok");
+}
+
+#[test]
+fn fuzz_decoder() {
+    let seeds = corpus("decoder");
+    let s = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..2048),
+        // Runs of zeros and small values: delimiters and COBS codes.
+        proptest::collection::vec(0u8..4, 0..512),
+        mutated(seeds.clone()),
+        // Two corpus entries spliced: a frame cut by another stream.
+        (mutated(seeds.clone()), mutated(seeds)).prop_map(|(mut a, b)| {
+            a.truncate(a.len() / 2);
+            a.extend_from_slice(&b);
+            a
+        }),
+    ]
+    .boxed();
+    fuzz("decoder", s, checks::decoder);
+}
+
+/// Words the target's parser knows, and values of every kind.
+const FLAGS: &[&str] = &[
+    "-t",
+    "-a",
+    "-S",
+    "-i",
+    "-d",
+    "-c",
+    "-l",
+    "-D",
+    "-p",
+    "-m",
+    "-q",
+    "-v",
+    "-N",
+    "-h",
+    "-H",
+    "-b",
+    "--threads",
+    "--affinity",
+    "--smp",
+    "--mainaffinity",
+    "--interval",
+    "--distance",
+    "--clock",
+    "--loops",
+    "--duration",
+    "--warmup",
+    "--priority",
+    "--policy",
+    "--priospread",
+    "--deadline-runtime",
+    "--deadline-deadline",
+    "--deadline-period",
+    "--mlockall",
+    "--no-mlock",
+    "--latency",
+    "--default-system",
+    "--best-effort",
+    "--quiet",
+    "--verbose",
+    "--nsecs",
+    "--histogram",
+    "--histofall",
+    "--histfile",
+    "--json",
+    "--spike",
+    "--breaktrace",
+    "--tracemark",
+    "--explain",
+    "--stream",
+    "--report-interval",
+    "--self-check",
+    "--self-check-probe",
+    "--ballast-mib",
+    "--no-exit-demote",
+    "--version",
+    "--help",
+    "--",
+    "-",
+    "--=",
+    "-tq",
+    "-t2",
+    "-a0,1",
+    "-p80",
+];
+const VALUES: &[&str] = &[
+    "0",
+    "1",
+    "2",
+    "-1",
+    "80",
+    "99",
+    "100",
+    "1000",
+    "4294967296",
+    "18446744073709551616",
+    "1s",
+    "2m",
+    "3h",
+    "4d",
+    "5ms",
+    "1.5s",
+    "s",
+    "",
+    "0,1",
+    "0-1",
+    "!0",
+    "1-0",
+    "0,,1",
+    "64",
+    "fifo",
+    "rr",
+    "other",
+    "batch",
+    "idle",
+    "deadline",
+    "normal",
+    "monotonic",
+    "realtime",
+    "tcp:127.0.0.1:1",
+    "tcp:[::1]:9",
+    "tcp:host:1",
+    "serial:/dev/null:115200",
+    "serial:",
+    "/tmp/x",
+    "é",
+    "\u{0}",
+];
+
+#[test]
+fn fuzz_cli() {
+    let word = prop_oneof![
+        3 => prop::sample::select(FLAGS).prop_map(str::to_string),
+        3 => prop::sample::select(VALUES).prop_map(str::to_string),
+        1 => (prop::sample::select(FLAGS), prop::sample::select(VALUES))
+            .prop_map(|(f, v)| format!("{f}={v}")),
+        1 => (prop::sample::select(FLAGS), prop::sample::select(VALUES))
+            .prop_map(|(f, v)| format!("{f}{v}")),
+        1 => ".{0,12}",
+    ];
+    let s = prop_oneof![
+        4 => proptest::collection::vec(word, 0..10).prop_map(|w| w.join("\0").into_bytes()),
+        1 => proptest::collection::vec(any::<u8>(), 0..128),
+        1 => mutated(corpus("cli")),
+    ]
+    .boxed();
+    fuzz("cli", s, checks::cli);
+}
+
+#[test]
+fn fuzz_trace() {
+    let s = prop_oneof![
+        2 => mutated(corpus("trace")),
+        1 => "( *[a-z0-9_:.\\-\\[\\]=<>| ]{0,60}\n){0,8}".prop_map(String::into_bytes),
+        1 => proptest::collection::vec(any::<u8>(), 0..256),
+    ]
+    .boxed();
+    fuzz("trace", s, checks::trace);
+}

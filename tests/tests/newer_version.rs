@@ -1,0 +1,167 @@
+//! A stream from a newer protocol version, on every input path of the host.
+//! `corruption.rs` checks `report FILE`; this covers `report -` (stdin),
+//! `record` from stdin, `record --listen` over TCP, versions 2 and 255, and
+//! a stream that switches version after a valid v1 hello (a target upgraded
+//! behind a recorder). Each gets one clear line naming the version, exit
+//! status 1, and never a panic.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use latscope_core::wire::{encode, Body, Decoder, Frame, MAX_FRAME};
+use latscope_tests::host::{bins, Reaper, Scratch};
+
+/// A real short recording's frames.
+fn real_frames(dir: &Scratch) -> Vec<Frame> {
+    let rec = dir.join("v1.lsr");
+    let st = Command::new(bins().latscope)
+        .args(["-t", "2", "-i", "1000", "-l", "300", "-q", "--best-effort"])
+        .arg(format!("--stream={}", rec.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes = std::fs::read(&rec).unwrap();
+    let mut d = Decoder::<MAX_FRAME>::new();
+    let mut rest = &bytes[..];
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let (ev, r) = d.feed(rest);
+        rest = r;
+        if let Some(Ok(f)) = ev {
+            out.push(f);
+        }
+    }
+    assert!(out.len() > 5);
+    out
+}
+
+/// Encode `frames`, giving version `v` to those from index `from` on.
+fn stream(frames: &[Frame], v: u8, from: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; MAX_FRAME];
+    let mut out = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let mut f = f.clone();
+        if i >= from {
+            f.version = v;
+        }
+        let n = encode(&f, &mut buf).unwrap();
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
+}
+
+fn assert_clear(what: &str, code: Option<i32>, stderr: &[u8], v: u8) {
+    let err = String::from_utf8_lossy(stderr);
+    assert_eq!(code, Some(1), "{what}: exit status; stderr: {err}");
+    // One line says it (`record` may also say where it recorded).
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.contains(": recorded "))
+        .collect();
+    assert_eq!(lines.len(), 1, "{what}: not one line: {err}");
+    assert!(
+        lines[0].contains(&format!("version {v}")),
+        "{what}: does not name version {v}: {err}"
+    );
+    assert!(!err.contains("panicked"), "{what}: {err}");
+}
+
+fn host_with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut c = Command::new(bins().host)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(input).unwrap();
+    c.wait_with_output().unwrap()
+}
+
+#[test]
+fn newer_versions_on_stdin_get_one_clear_line() {
+    let dir = Scratch::new("newer-stdin");
+    let frames = real_frames(&dir);
+    for v in [2u8, 255] {
+        let s = stream(&frames, v, 0);
+        let o = host_with_stdin(&["report", "-"], &s);
+        assert_clear(&format!("report - v{v}"), o.status.code(), &o.stderr, v);
+        assert!(o.stdout.is_empty(), "report - v{v}: wrote a report");
+        let out = dir.join(&format!("rec-v{v}.lsr"));
+        let o = host_with_stdin(&["record", "-q", "-o", &out.display().to_string(), "-"], &s);
+        assert_clear(&format!("record - v{v}"), o.status.code(), &o.stderr, v);
+    }
+}
+
+#[test]
+fn version_switch_after_a_valid_hello_keeps_what_decoded() {
+    let dir = Scratch::new("newer-switch");
+    let frames = real_frames(&dir);
+    assert!(matches!(frames[0].body, Body::Hello(_)));
+    // v1 up to the middle, then v2.
+    let mid = frames.len() / 2;
+    let s = stream(&frames, 2, mid);
+    let p = dir.join("switch.lsr");
+    std::fs::write(&p, &s).unwrap();
+    let o = Command::new(bins().host)
+        .args(["report", "--format", "json"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("version 2"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    // What decoded before the switch is kept and reported.
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report of the v1 part ({e}); stderr: {err}"));
+    assert_eq!(doc["link"]["frames"].as_u64(), Some(mid as u64));
+    assert_eq!(
+        doc["link"]["unknown_version"].as_u64(),
+        Some((frames.len() - mid) as u64)
+    );
+}
+
+#[test]
+fn newer_version_over_tcp_gets_one_clear_line() {
+    let dir = Scratch::new("newer-tcp");
+    let frames = real_frames(&dir);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let out = dir.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut h = Reaper::new(
+        Command::new(bins().host)
+            .args(["record", "-q", "--exit-after", "1", "--listen", &listen])
+            .arg("--out-dir")
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut conn = None;
+    for _ in 0..50 {
+        if let Ok(c) = std::net::TcpStream::connect(&listen) {
+            conn = Some(c);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut c = conn.expect("connect to the host");
+    c.write_all(&stream(&frames, 2, 0)).unwrap();
+    drop(c);
+    let o = h.wait(Duration::from_secs(20));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.code().is_some(), "host died by a signal: {err}");
+    assert!(err.contains("version 2"), "no clear line: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let named: Vec<&str> = err.lines().filter(|l| l.contains("version 2")).collect();
+    assert_eq!(named.len(), 1, "one line per connection: {err}");
+}

@@ -1,0 +1,110 @@
+//! TCP disconnects, harder than `stream_tcp.rs`'s single restart: the
+//! listening host is killed twice (SIGKILL, then SIGTERM), and stays away
+//! for 2 s the second time, so the target's reconnect backoff is exercised.
+//! The target must keep measuring throughout (its cycle count is the full
+//! run's), reconnect each time with a hello and a cumulative snapshot, and
+//! the last connection's final report must be exact: equal to the target's
+//! own `--json`. The earlier recordings are cut, decode, and are flagged
+//! incomplete.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use latscope_tests::host::{
+    assert_matches_target, bins, first_run, host_report_json, read_json, target_args, Reaper,
+    Scratch,
+};
+
+fn recordings(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {
+    let b = bins();
+    let dir = Scratch::new("tcp-restart");
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let listen = format!("127.0.0.1:{port}");
+    let spawn_host = |out: &Path| {
+        std::fs::create_dir_all(out).unwrap();
+        Reaper::new(
+            Command::new(&b.host)
+                .args(["record", "-q", "--exit-after", "1", "--listen", &listen])
+                .arg("--out-dir")
+                .arg(out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let dirs: Vec<PathBuf> = (1..=3).map(|i| dir.join(&format!("conn{i}"))).collect();
+    let mut h1 = spawn_host(&dirs[0]);
+    std::thread::sleep(Duration::from_millis(300));
+    let json = dir.join("t.json");
+    let secs = 9u64;
+    let mut t = Reaper::new(
+        Command::new(&b.latscope)
+            .args(target_args(&secs.to_string(), &json))
+            .arg(format!("--stream=tcp:{listen}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    // First: SIGKILL, restart at once.
+    h1.child().kill().unwrap();
+    let _ = h1.wait(Duration::from_secs(5));
+    let mut h2 = spawn_host(&dirs[1]);
+    std::thread::sleep(Duration::from_secs(2));
+    // Second: SIGTERM, nobody listens for 2 s.
+    let pid = rustix::process::Pid::from_raw(h2.child().id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let _ = h2.wait(Duration::from_secs(5));
+    std::thread::sleep(Duration::from_secs(2));
+    let mut h3 = spawn_host(&dirs[2]);
+    let tr = t.wait(Duration::from_secs(60));
+    assert!(tr.status.success(), "target failed");
+    let r3 = h3.wait(Duration::from_secs(30));
+    assert_eq!(r3.status.code(), Some(0), "last host");
+
+    // The target kept measuring: its cycle count is the whole run's
+    // (1 ms interval), whatever the link did.
+    let target = read_json(&json);
+    for th in ["0", "1"] {
+        let cycles = target["thread"][th]["cycles"].as_u64().unwrap();
+        let missed = target["thread"][th]["missed"].as_u64().unwrap_or(0);
+        assert!(
+            cycles + missed >= secs * 1000 * 95 / 100,
+            "thread {th}: {cycles} cycles + {missed} missed in {secs} s"
+        );
+    }
+    // Cut recordings decode and are flagged incomplete.
+    for d in &dirs[..2] {
+        let p = recordings(d);
+        assert_eq!(p.len(), 1, "{p:?}");
+        let (doc, code, _) = host_report_json(&p[0]);
+        assert_eq!(code, 1, "{}: a cut recording is incomplete", p[0].display());
+        assert!(doc["link"]["frames"].as_u64().unwrap() > 0);
+        assert_eq!(doc["link"]["crc_errors"], 0);
+    }
+    // The last connection is exact at the end.
+    let p3 = recordings(&dirs[2]);
+    assert_eq!(p3.len(), 1, "{p3:?}");
+    let (d3, code3, stderr) = host_report_json(&p3[0]);
+    assert_eq!(code3, 0, "{stderr}");
+    let run = first_run(&d3);
+    assert_eq!(run["exact_at_end"], true);
+    assert_matches_target(run, &target);
+}
