@@ -55,6 +55,9 @@ pub fn bins() -> Bins {
         }
         let dir = target_dir().join("host-for-tests");
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        // Release code without LTO: these tests check behaviour, not the
+        // last percent of speed, and a fat-LTO link of the host tool costs
+        // minutes on a small machine.
         let status = Command::new(cargo)
             .args([
                 "build",
@@ -63,6 +66,10 @@ pub fn bins() -> Bins {
                 "latscope",
                 "-p",
                 "latscope-host",
+                "--config",
+                "profile.release.lto=false",
+                "--config",
+                "profile.release.codegen-units=16",
             ])
             .current_dir(workspace_root())
             .env("CARGO_TARGET_DIR", &dir)

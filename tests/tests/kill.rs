@@ -1,0 +1,56 @@
+//! SIGKILL of the target mid-run: the recording decodes up to its last
+//! whole frame, the host says the run was cut short and exits 1, and never
+//! reports the truncation as corruption.
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use latscope_tests::host::{bins, first_run, host, host_report_json, Reaper, Scratch};
+
+#[test]
+fn killed_target_leaves_a_decodable_recording() {
+    let b = bins();
+    let dir = Scratch::new("kill");
+    let rec = dir.join("killed.lsr");
+    let json = dir.join("t.json");
+    let mut t = Reaper::new(
+        Command::new(&b.latscope)
+            .args(latscope_tests::host::target_args("30", &json))
+            .arg(format!("--stream={}", rec.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(3500));
+    t.child().kill().unwrap(); // SIGKILL
+    let _ = t.child().wait();
+    let (doc, code, stderr) = host_report_json(&rec);
+    assert_eq!(code, 1, "an unfinished run exits 1");
+    assert!(stderr.contains("without a bye"), "{stderr}");
+    assert_eq!(doc["link"]["crc_errors"], 0);
+    assert_eq!(doc["link"]["malformed"], 0);
+    let run = first_run(&doc);
+    assert!(run["bye"].is_null());
+    assert!(run["exact_epoch"].as_u64().unwrap_or(0) >= 1, "{run}");
+    let cycles = run["threads"][0]["cycles"].as_u64().unwrap();
+    assert!(cycles >= 1000, "only {cycles} cycles decoded");
+    // A recording cut inside a frame is reported as truncated, not corrupt.
+    let data = std::fs::read(&rec).unwrap();
+    let cut = dir.join("cut.lsr");
+    std::fs::write(&cut, &data[..data.len() - 3]).unwrap();
+    let (doc2, code2, stderr2) = host_report_json(&cut);
+    assert_eq!(code2, 1);
+    assert!(
+        stderr2.contains("truncated")
+            || doc2["link"]["truncated_bytes"] != 0
+            || stderr2.contains("without a bye"),
+        "{stderr2}"
+    );
+    assert_eq!(doc2["link"]["crc_errors"], 0);
+    // The text report still shows what decoded.
+    let r = host(&["report", &rec.display().to_string()]);
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(text.contains("no bye"), "{text}");
+    assert!(text.contains("T0"), "{text}");
+}
