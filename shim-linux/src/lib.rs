@@ -11,6 +11,7 @@
 //! * [`human`], [`json`]: cyclictest's output formats;
 //! * [`procfs`]: fault counts and system facts;
 //! * [`exit`]: the exit discipline and the panic hook;
+//! * [`explain`]: spike attribution through a private tracefs instance;
 //! * [`selfcheck`]: `--self-check` (seccomp);
 //! * [`init`]: PID 1 mode;
 //! * [`run`]: one run, start to end.
@@ -22,6 +23,7 @@ pub mod clock;
 pub mod cpus;
 pub mod error;
 pub mod exit;
+pub mod explain;
 pub mod human;
 pub mod init;
 pub mod json;

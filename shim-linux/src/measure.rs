@@ -202,70 +202,6 @@ pub struct LoopSettings {
     pub clock: LinuxClock,
 }
 
-/// A rate-limited writer of trace markers (`--explain`, `--tracemark`):
-/// the only extra syscall the loop may make, and only on a flagged sample.
-pub struct Marker<'a> {
-    fd: BorrowedFd<'a>,
-    min_gap_ns: i64,
-    last: i64,
-}
-
-impl<'a> Marker<'a> {
-    /// A marker on a pre-opened `trace_marker` fd, at most one write per
-    /// `min_gap_ns`.
-    pub fn new(fd: BorrowedFd<'a>, min_gap_ns: i64) -> Self {
-        Marker {
-            fd,
-            min_gap_ns,
-            last: i64::MIN / 2,
-        }
-    }
-
-    /// Write `latscope T<thread> <latency>ns` unless one was written recently.
-    #[inline]
-    pub fn mark(&mut self, thread: usize, wake: i64, latency: i64) {
-        if wake.saturating_sub(self.last) < self.min_gap_ns {
-            return;
-        }
-        self.last = wake;
-        let mut buf = [0u8; 64];
-        let n = fmt_marker(&mut buf, thread, latency);
-        let _ = rustix::io::write(self.fd, &buf[..n]);
-    }
-}
-
-/// `latscope T3 lat 123456ns\n` into `buf` without allocating.
-fn fmt_marker(buf: &mut [u8; 64], thread: usize, latency: i64) -> usize {
-    let mut n = 0;
-    let mut put = |b: &[u8], n: &mut usize| {
-        for &c in b {
-            if *n < buf.len() {
-                buf[*n] = c;
-                *n += 1;
-            }
-        }
-    };
-    put(b"latscope T", &mut n);
-    let mut digits = [0u8; 20];
-    let mut put_num = |mut v: u64, n: &mut usize, put: &mut dyn FnMut(&[u8], &mut usize)| {
-        let mut k = digits.len();
-        loop {
-            k -= 1;
-            digits[k] = b'0' + (v % 10) as u8;
-            v /= 10;
-            if v == 0 || k == 0 {
-                break;
-            }
-        }
-        put(&digits[k..], n);
-    };
-    put_num(thread as u64, &mut n, &mut put);
-    put(b" lat ", &mut n);
-    put_num(latency.max(0) as u64, &mut n, &mut put);
-    put(b"ns\n", &mut n);
-    n
-}
-
 /// Everything one measuring thread gets.
 pub struct ThreadArgs<'a> {
     /// Thread index.
@@ -282,8 +218,8 @@ pub struct ThreadArgs<'a> {
     pub spikes: Producer<'a, SpikeRecord>,
     /// Every sample goes here with `-v`.
     pub verbose: Option<Producer<'a, VerboseSample>>,
-    /// Trace marker for flagged samples (`--explain`).
-    pub marker: Option<Marker<'a>>,
+    /// Trace marker for spikes (`--explain`): one rate-limited write.
+    pub marker: Option<crate::explain::Marker>,
     /// Break handling (`--tracemark`): the marker and `tracing_on` fds.
     pub tracemark: Option<(BorrowedFd<'a>, BorrowedFd<'a>)>,
 }
@@ -474,7 +410,12 @@ fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
             }
             if sample.flags.spike {
                 if let Some(m) = a.marker.as_mut() {
-                    m.mark(a.index, sample.wake, sample.latency);
+                    m.mark(
+                        a.plan.cpu.unwrap_or(0),
+                        sample.cycle,
+                        sample.latency.max(0) as u64,
+                        sample.wake.max(0) as u64,
+                    );
                 }
             }
         }
@@ -523,15 +464,6 @@ fn on_break(a: &ThreadArgs<'_>, latency: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn marker_text() {
-        let mut b = [0u8; 64];
-        let n = fmt_marker(&mut b, 3, 123_456);
-        assert_eq!(&b[..n], b"latscope T3 lat 123456ns\n");
-        let n = fmt_marker(&mut b, 0, -5);
-        assert_eq!(&b[..n], b"latscope T0 lat 0ns\n");
-    }
 
     #[test]
     fn attrs_per_policy() {

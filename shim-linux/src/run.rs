@@ -19,6 +19,7 @@ use crate::clock::{monotonic_ns, realtime_s, timespec, LinuxClock};
 use crate::cpus::{self, ThreadPlan};
 use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::exit::{self, Held};
+use crate::explain;
 use crate::human;
 use crate::json;
 use crate::measure::{self, Control, LoopSettings, Shared, SpikeQueue, ThreadArgs, VerboseQueue};
@@ -213,8 +214,12 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
         None
     };
 
-    // everything the run needs, allocated (and so locked) now
+    // --explain: a private trace instance and a marker per pinned thread
     let n = plans.len();
+    let (mut tracer, markers) = open_explain(cfg, &plans, &mut deg);
+    let mut markers = markers.into_iter();
+
+    // everything the run needs, allocated (and so locked) now
     let shared: Vec<Box<Shared>> = (0..n).map(|_| Shared::new()).collect();
     let mut spike_queues: Vec<SpikeQueue> = (0..n).map(|_| SpikeQueue::new()).collect();
     let mut verbose_queues: Vec<Box<VerboseQueue>> = if cfg.verbose {
@@ -301,7 +306,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
                 control: &control,
                 spikes: tx,
                 verbose: vtx,
-                marker: None,
+                marker: markers.next().flatten(),
                 tracemark: tracemark_fds,
             };
             let r = std::thread::Builder::new()
@@ -366,6 +371,8 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
             hello,
             warnings: deg.warnings.clone(),
             sink: sink.take(),
+            tracer: tracer.take(),
+            explain_ns: cfg.explain_us * 1000,
             start_ns,
             defects,
         };
@@ -419,6 +426,44 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
         return Err(e);
     }
     Ok(status)
+}
+
+/// `--explain`: the trace instance for the pinned threads' CPUs and one
+/// marker per pinned thread (threads without a CPU get none).
+fn open_explain(
+    cfg: &Config,
+    plans: &[ThreadPlan],
+    deg: &mut Degradations,
+) -> (Option<explain::Tracer>, Vec<Option<explain::Marker>>) {
+    let none = || (0..plans.len()).map(|_| None).collect();
+    if cfg.explain_us == 0 {
+        return (None, none());
+    }
+    let mut cpus: Vec<usize> = plans.iter().filter_map(|p| p.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    if cpus.is_empty() {
+        deg.warnings.push(
+            "--explain attributes spikes per CPU and needs pinned threads (-a or -S); no attribution"
+                .into(),
+        );
+        return (None, none());
+    }
+    match explain::Tracer::open(&cpus, cfg.explain_us * 1000) {
+        Ok(t) => {
+            let markers = plans
+                .iter()
+                .map(|p| p.cpu.and_then(|_| t.marker().ok()))
+                .collect();
+            (Some(t), markers)
+        }
+        Err(e) => {
+            deg.warnings.push(format!(
+                "--explain: no trace instance ({e}); spikes are not attributed"
+            ));
+            (None, none())
+        }
+    }
 }
 
 fn hold_dma_latency(us: i32) -> Result<OwnedFd, rustix::io::Errno> {

@@ -36,6 +36,8 @@ const HELLO_NS: i64 = 10_000_000_000;
 const SNAPSHOT_EVERY: u32 = 5;
 /// `--spike` lines kept for the end (cyclictest's default spike-nodes).
 const SPIKE_NODES: usize = 1024;
+/// Spikes explained per drain (each reads a CPU's trace buffer).
+const EXPLAIN_PER_TICK: usize = 8;
 /// Human output buffer; flushed before it would grow.
 const HUMAN_BUF: usize = 64 * 1024;
 /// Snapshot retries (the writer holds its section for a few dozen ns).
@@ -150,6 +152,10 @@ pub struct Args<'a> {
     pub warnings: Vec<String>,
     /// The stream.
     pub sink: Option<Sink>,
+    /// `--explain`: the trace instance (closed at the end).
+    pub tracer: Option<crate::explain::Tracer>,
+    /// `--explain` threshold in ns.
+    pub explain_ns: u64,
     /// Measuring start (monotonic ns).
     pub start_ns: i64,
     /// Self-check defects counted by the main thread.
@@ -296,6 +302,11 @@ impl Sender<'_> {
         }
         // The end: last spikes, final report with the full snapshot, bye.
         self.drain();
+        // the measuring threads (and their markers) are gone: remove the
+        // trace instance
+        if let Some(t) = self.a.tracer.take() {
+            let _ = t.close();
+        }
         self.epoch += 1;
         let now = monotonic_ns();
         self.report(now, true, true);
@@ -407,6 +418,8 @@ impl Sender<'_> {
 
     /// Drain the spike and `-v` queues.
     fn drain(&mut self) {
+        let mut explained = 0;
+        let mut skipped = false;
         for t in 0..self.a.spikes.len() {
             while let Some(r) = self.a.spikes[t].dequeue() {
                 let v = &mut self.views[t];
@@ -422,9 +435,26 @@ impl Sender<'_> {
                 }
                 if r.flags.spike {
                     v.spike_log.add(r);
-                    // --explain: attribution of this spike hooks in here.
                 }
                 self.send(Body::Spike(r));
+                let cpu = self.a.plans[t].cpu;
+                if let (Some(tracer), Some(cpu)) = (self.a.tracer.as_mut(), cpu) {
+                    if r.flags.spike && ns >= self.a.explain_ns {
+                        if explained < EXPLAIN_PER_TICK {
+                            explained += 1;
+                            let deadline = r.deadline_ns.max(0) as u64;
+                            let a = tracer.explain(cpu, deadline, deadline + ns, r.cycle);
+                            emit(&mut self.enc, &mut self.a.sink, Body::Explain(a));
+                        } else {
+                            skipped = true;
+                        }
+                    }
+                }
+            }
+        }
+        if skipped {
+            if let Some(tracer) = self.a.tracer.as_mut() {
+                tracer.resume();
             }
         }
         let nsecs = self.a.opts.nsecs;

@@ -1,0 +1,72 @@
+//! `--explain` wired end to end: spikes above the threshold arrive in the
+//! stream with an attribution whose cause lines add up to the spike, and
+//! the trace instance is gone after the run.
+
+mod common;
+
+use common::*;
+use latscope_core::wire::Body;
+
+#[test]
+fn explained_spikes_arrive_and_the_instance_is_removed() {
+    if !is_root() {
+        eprintln!("skipping: tracefs instances need root");
+        return;
+    }
+    let root = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).join("instances").is_dir());
+    let Some(root) = root else {
+        eprintln!("skipping: no tracefs");
+        return;
+    };
+    let _g = serial();
+    // a low threshold: this VM always has samples above 15 µs
+    let out = run(&[
+        "-t",
+        "2",
+        "-a",
+        "0,1",
+        "-D",
+        "3s",
+        "-q",
+        "--explain",
+        "15",
+        "--stream",
+        "-",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let frames = decode_all(&out.stdout);
+    let explained: Vec<_> = frames
+        .iter()
+        .filter_map(|f| match &f.body {
+            Body::Explain(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect();
+    let spikes = frames
+        .iter()
+        .filter(|f| matches!(&f.body, Body::Spike(s) if s.flags.spike))
+        .count();
+    assert!(spikes > 0, "no sample above 15 us in 3 s");
+    assert!(!explained.is_empty(), "{spikes} spikes, none explained");
+    for a in &explained {
+        assert!(a.latency_ns >= 15_000);
+        assert!(a.cpu <= 1);
+        if !a.coarse {
+            let sum: u64 = a.causes.iter().map(|c| c.ns).sum();
+            assert_eq!(sum, a.latency_ns, "cause lines add up: {a:?}");
+        }
+    }
+    let pid_instances: Vec<_> = std::fs::read_dir(format!("{root}/instances"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("latscope-"))
+        .collect();
+    assert!(pid_instances.is_empty(), "left behind: {pid_instances:?}");
+}
