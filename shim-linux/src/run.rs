@@ -373,6 +373,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
             sink: sink.take(),
             tracer: tracer.take(),
             explain_ns: cfg.explain_us * 1000,
+            warmup_ns: cfg.warmup_ns,
             start_ns,
             defects,
         };

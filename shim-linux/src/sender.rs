@@ -156,6 +156,8 @@ pub struct Args<'a> {
     pub tracer: Option<crate::explain::Tracer>,
     /// `--explain` threshold in ns.
     pub explain_ns: u64,
+    /// `--warmup` in ns: faults are counted from its end.
+    pub warmup_ns: u64,
     /// Measuring start (monotonic ns).
     pub start_ns: i64,
     /// Self-check defects counted by the main thread.
@@ -199,6 +201,8 @@ impl Human {
 
 struct Sender<'a> {
     a: Args<'a>,
+    /// Fault baselines re-taken at the end of the warm-up.
+    rebased: bool,
     enc: Encoder,
     views: Vec<View>,
     epoch: u32,
@@ -221,6 +225,7 @@ pub fn run(a: Args<'_>) -> Outcome {
     }
     let human_fd = a.opts.human_fd;
     let mut s = Sender {
+        rebased: a.warmup_ns == 0,
         a,
         enc: Encoder::new(),
         views,
@@ -265,6 +270,9 @@ impl Sender<'_> {
                 .swap(false, Ordering::SeqCst)
             {
                 self.status_to_stderr();
+            }
+            if !self.rebased && now >= start.saturating_add(self.a.warmup_ns as i64) {
+                self.rebase_faults();
             }
             let all_done =
                 self.a.control.finished.load(Ordering::SeqCst) as usize >= self.a.shared.len();
@@ -349,6 +357,18 @@ impl Sender<'_> {
             elapsed_ns,
             frames_dropped: self.dropped(),
             reason,
+        }
+    }
+
+    /// At the end of `--warmup`: count faults from here on.
+    fn rebase_faults(&mut self) {
+        self.rebased = true;
+        for (t, v) in self.views.iter().enumerate() {
+            if let Some(f) = procfs::thread_faults(&v.stat_path) {
+                if let Ok(mut g) = self.a.shared[t].faults_at_start.lock() {
+                    *g = f;
+                }
+            }
         }
     }
 
