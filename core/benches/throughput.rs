@@ -123,10 +123,10 @@ fn decode(data: &[u8]) -> (f64, f64, u64) {
     for chunk in data.chunks(64 * 1024) {
         let mut rest = chunk;
         while !rest.is_empty() {
-            let (ev, r) = dec.feed(rest);
+            let (ev, r) = dec.feed_ref(rest);
             rest = r;
             if let Some(Ok(f)) = ev {
-                black_box(&f);
+                black_box(f);
                 n += 1;
             }
         }
@@ -150,7 +150,8 @@ fn main() {
         match mode.as_str() {
             "record" => black_box(record(n)),
             "cycle" => black_box(cycle(n)),
-            _ => panic!("modes: record, cycle"),
+            "decode" => black_box(decode(&sample_stream(n as usize)).0),
+            _ => panic!("modes: record, cycle, decode"),
         };
         return;
     }

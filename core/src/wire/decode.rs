@@ -86,6 +86,7 @@ pub struct Decoder<const N: usize> {
     overflowed: bool,
     last_seq: Option<u32>,
     stats: LinkStats,
+    slot: Option<Frame>,
 }
 
 impl<const N: usize> Decoder<N> {
@@ -110,6 +111,7 @@ impl<const N: usize> Decoder<N> {
                 restarts: 0,
                 bytes_skipped: 0,
             },
+            slot: None,
         }
     }
 
@@ -126,7 +128,14 @@ impl<const N: usize> Decoder<N> {
 
     /// Feed bytes; returns at most one decoded frame (or rejection) and the
     /// bytes not yet consumed. Call again with the rest until it is empty.
-    pub fn feed<'a>(&mut self, data: &'a [u8]) -> (Option<Result<Frame, DecodeError>>, &'a [u8]) {
+    ///
+    /// The frame is returned by reference to the decoder's own slot, so
+    /// nothing frame-sized is copied: this is the fast path. [`Self::feed`]
+    /// returns an owned copy instead.
+    pub fn feed_ref<'a>(
+        &mut self,
+        data: &'a [u8],
+    ) -> (Option<Result<&Frame, DecodeError>>, &'a [u8]) {
         let mut rest = data;
         while !rest.is_empty() {
             let (chunk, delim, after) = match rest.iter().position(|&b| b == 0) {
@@ -141,12 +150,20 @@ impl<const N: usize> Decoder<N> {
             self.absorb(chunk);
             rest = after;
             if delim {
-                if let Some(result) = self.end_of_frame() {
-                    return (Some(result), rest);
+                match self.end_of_frame() {
+                    None => {}
+                    Some(Err(e)) => return (Some(Err(e)), rest),
+                    Some(Ok(())) => return (self.slot.as_ref().map(Ok), rest),
                 }
             }
         }
         (None, rest)
+    }
+
+    /// As [`Self::feed_ref`], returning an owned frame.
+    pub fn feed<'a>(&mut self, data: &'a [u8]) -> (Option<Result<Frame, DecodeError>>, &'a [u8]) {
+        let (ev, rest) = self.feed_ref(data);
+        (ev.map(|r| r.cloned()), rest)
     }
 
     fn absorb(&mut self, chunk: &[u8]) {
@@ -168,7 +185,7 @@ impl<const N: usize> Decoder<N> {
     }
 
     /// A delimiter arrived: decode what was buffered.
-    fn end_of_frame(&mut self) -> Option<Result<Frame, DecodeError>> {
+    fn end_of_frame(&mut self) -> Option<Result<(), DecodeError>> {
         let was_synced = self.synced;
         self.synced = true;
         if self.overflowed {
@@ -196,7 +213,8 @@ impl<const N: usize> Decoder<N> {
         Some(result)
     }
 
-    fn decode(&mut self, len: usize) -> Result<Frame, DecodeError> {
+    /// Decode the `len` buffered bytes into the slot.
+    fn decode(&mut self, len: usize) -> Result<(), DecodeError> {
         let raw = self.buf.get_mut(..len).ok_or(DecodeError::Oversize)?;
         let n = cobs::decode_in_place(raw).map_err(|_| DecodeError::Cobs)?;
         let payload = self.buf.get(..n).ok_or(DecodeError::Cobs)?;
@@ -213,25 +231,27 @@ impl<const N: usize> Decoder<N> {
             Some(&v) => return Err(DecodeError::UnknownVersion(v)),
             None => return Err(DecodeError::Malformed),
         }
-        let frame: Frame = postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?;
-        self.track_seq(&frame);
-        Ok(frame)
+        self.slot = Some(postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?);
+        if let Some(frame) = self.slot.as_ref() {
+            let (seq, hello) = (frame.seq, matches!(frame.body, Body::Hello(_)));
+            self.track_seq(seq, hello);
+        }
+        Ok(())
     }
 
-    fn track_seq(&mut self, frame: &Frame) {
-        let hello = matches!(frame.body, Body::Hello(_));
+    fn track_seq(&mut self, seq: u32, hello: bool) {
         if let Some(last) = self.last_seq {
             let expected = last.wrapping_add(1);
-            if frame.seq == expected {
+            if seq == expected {
                 // in order
-            } else if frame.seq > expected && !(hello && frame.seq == 0) {
+            } else if seq > expected && !(hello && seq == 0) {
                 self.stats.seq_gaps += 1;
-                self.stats.frames_lost += (frame.seq - expected) as u64;
+                self.stats.frames_lost += (seq - expected) as u64;
             } else {
                 self.stats.restarts += 1;
             }
         }
-        self.last_seq = Some(frame.seq);
+        self.last_seq = Some(seq);
     }
 }
 
