@@ -372,3 +372,62 @@ pub fn probe_process_clone() -> Result<(), Errno> {
     }
     check(ret).map(drop)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sched_attr_round_trips_and_demotes() {
+        // runs on its own thread so the test harness thread stays normal
+        std::thread::spawn(|| {
+            let before = sched_getattr(0).expect("sched_getattr");
+            assert_eq!(before.size, SCHED_ATTR_SIZE);
+            let fifo = SchedAttr {
+                sched_policy: policy::FIFO,
+                sched_priority: 1,
+                sched_flags: policy::RESET_ON_FORK,
+                ..SchedAttr::default()
+            };
+            match sched_setattr(0, &fifo) {
+                Ok(()) => {
+                    let now = sched_getattr(0).unwrap();
+                    assert_eq!((now.sched_policy, now.sched_priority), (policy::FIFO, 1));
+                    assert_eq!(
+                        now.sched_flags & policy::RESET_ON_FORK,
+                        policy::RESET_ON_FORK
+                    );
+                }
+                // without CAP_SYS_NICE the kernel refuses; that is the error we map
+                Err(e) => assert_eq!(e, Errno::PERM),
+            }
+            demote(0).unwrap();
+            assert_eq!(sched_getattr(0).unwrap().sched_policy, policy::OTHER);
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn waiting_for_a_blocked_signal_times_out() {
+        // (delivery is covered by the whole-run tests: a process-directed
+        // signal here could land on a harness thread that has not blocked it)
+        std::thread::spawn(|| {
+            let set = sigbit(sig::USR1);
+            block_signals(set).unwrap();
+            let t = Timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000,
+            };
+            assert_eq!(wait_signal(set, &t), Ok(None));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn signal_bits() {
+        assert_eq!(sigbit(1), 1);
+        assert_eq!(sigbit(sig::INT), 1 << (linux_raw_sys::general::SIGINT - 1));
+    }
+}
