@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -54,7 +54,7 @@ fn tcp_reconnects_and_the_new_connection_is_exact() {
         &json_arg,
     ];
     args.extend(privilege_flags());
-    let mut child = Command::new(BIN)
+    let mut child = tool(BIN)
         .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -152,7 +152,7 @@ fn serial_line_in_raw_mode_carries_the_stream() {
         "200ms",
     ];
     args.extend(privilege_flags());
-    let mut child = Command::new(BIN)
+    let mut child = tool(BIN)
         .args(&args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -5,7 +5,6 @@
 mod common;
 
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 
 use common::*;
 use latscope_core::wire::{Body, ByeReason};
@@ -22,7 +21,7 @@ fn runs_as_pid_1_and_powers_off() {
     let _g = serial();
     let path = std::env::temp_dir().join(format!("latscope-pid1-{}.bin", std::process::id()));
     let dest = path.to_str().unwrap();
-    let out = Command::new("unshare")
+    let out = tool("unshare")
         .args([
             "--pid",
             "--fork",

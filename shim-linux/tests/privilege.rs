@@ -5,8 +5,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::*;
 use latscope_core::wire::{Body, Level};
 
@@ -21,7 +19,7 @@ fn unprivileged(args: &[&str]) -> std::process::Output {
         BIN,
     ];
     all.extend_from_slice(args);
-    Command::new("prlimit").args(&all).output().unwrap()
+    tool("prlimit").args(&all).output().unwrap()
 }
 
 #[test]

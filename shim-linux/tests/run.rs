@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -31,7 +31,7 @@ fn signal_ends_run_cleanly(sig: Signal, signo: u8) {
     let dest = path.to_str().unwrap().to_string();
     let mut args = vec!["-t", "2", "-D", "60s", "-q", "--stream", &dest];
     args.extend(privilege_flags());
-    let mut child = Command::new(BIN)
+    let mut child = tool(BIN)
         .args(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

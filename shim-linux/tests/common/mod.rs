@@ -23,9 +23,16 @@ pub fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
+/// A command for a test tool or the binary under test. Tests start
+/// processes (latscope itself, strace, prlimit, unshare) from this one
+/// place; latscope never does (see the strace and self-check tests).
+pub fn tool(program: &str) -> Command {
+    Command::new(program)
+}
+
 /// Run latscope with `args`, capturing both streams.
 pub fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
+    tool(BIN)
         .args(args)
         .stdin(Stdio::null())
         .output()
