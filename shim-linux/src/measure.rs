@@ -292,6 +292,14 @@ fn setup(a: &ThreadArgs<'_>) -> Result<(), Error> {
                 a.plan.priority
             ),
         };
+        let pinned_deadline = s.policy == Policy::Deadline && a.plan.cpu.is_some();
+        if pinned_deadline && !s.best_effort {
+            // not a missing privilege: the kernel's admission control
+            return Err(Error::Io {
+                what,
+                msg: "run the deadline threads unpinned".into(),
+            });
+        }
         if e == rustix::io::Errno::PERM || e == rustix::io::Errno::BUSY {
             if s.best_effort {
                 a.shared.no_rt_policy.store(true, Ordering::SeqCst);

@@ -217,6 +217,14 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
     // --explain: a private trace instance and a marker per pinned thread
     let n = plans.len();
     let (mut tracer, markers) = open_explain(cfg, &plans, &mut deg);
+    let coarse_cpus: Vec<usize> = if cfg.explain_us > 0 && tracer.is_none() {
+        let mut c: Vec<usize> = plans.iter().filter_map(|p| p.cpu).collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    } else {
+        Vec::new()
+    };
     let mut markers = markers.into_iter();
 
     // everything the run needs, allocated (and so locked) now
@@ -373,6 +381,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
             sink: sink.take(),
             tracer: tracer.take(),
             explain_ns: cfg.explain_us * 1000,
+            coarse_cpus: coarse_cpus.clone(),
             warmup_ns: cfg.warmup_ns,
             start_ns,
             defects,
@@ -460,7 +469,7 @@ fn open_explain(
         }
         Err(e) => {
             deg.warnings.push(format!(
-                "--explain: no trace instance ({e}); spikes are not attributed"
+                "--explain: no trace instance ({e}); coarse attribution from /proc/interrupts and /proc/softirqs per report interval"
             ));
             (None, none())
         }

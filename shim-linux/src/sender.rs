@@ -156,6 +156,9 @@ pub struct Args<'a> {
     pub tracer: Option<crate::explain::Tracer>,
     /// `--explain` threshold in ns.
     pub explain_ns: u64,
+    /// `--explain` without tracefs: the pinned CPUs whose `/proc/interrupts`
+    /// and `/proc/softirqs` deltas explain spikes coarsely, per report.
+    pub coarse_cpus: Vec<usize>,
     /// `--warmup` in ns: faults are counted from its end.
     pub warmup_ns: u64,
     /// Measuring start (monotonic ns).
@@ -203,6 +206,10 @@ struct Sender<'a> {
     a: Args<'a>,
     /// Fault baselines re-taken at the end of the warm-up.
     rebased: bool,
+    /// Coarse attribution: counters at the last report.
+    proc_prev: Option<crate::explain::ProcInterrupts>,
+    /// Coarse attribution: the largest spike of each thread this interval.
+    worst: Vec<Option<SpikeRecord>>,
     enc: Encoder,
     views: Vec<View>,
     epoch: u32,
@@ -226,6 +233,12 @@ pub fn run(a: Args<'_>) -> Outcome {
     let human_fd = a.opts.human_fd;
     let mut s = Sender {
         rebased: a.warmup_ns == 0,
+        proc_prev: if a.coarse_cpus.is_empty() {
+            None
+        } else {
+            crate::explain::ProcInterrupts::snapshot(&a.coarse_cpus).ok()
+        },
+        worst: vec![None; n],
         a,
         enc: Encoder::new(),
         views,
@@ -457,6 +470,12 @@ impl Sender<'_> {
                     v.spike_log.add(r);
                 }
                 self.send(Body::Spike(r));
+                if self.proc_prev.is_some() && r.flags.spike && ns >= self.a.explain_ns {
+                    let w = &mut self.worst[t];
+                    if w.is_none_or(|w| w.latency_ns < r.latency_ns) {
+                        *w = Some(r);
+                    }
+                }
                 let cpu = self.a.plans[t].cpu;
                 if let (Some(tracer), Some(cpu)) = (self.a.tracer.as_mut(), cpu) {
                     if r.flags.spike && ns >= self.a.explain_ns {
@@ -488,8 +507,34 @@ impl Sender<'_> {
         }
     }
 
+    /// Without tracefs: explain each thread's largest spike of the interval
+    /// by the interrupt and softirq counts its CPU took meanwhile (coarse).
+    fn coarse_explain(&mut self) {
+        let Some(prev) = self.proc_prev.as_ref() else {
+            return;
+        };
+        let Ok(now) = crate::explain::ProcInterrupts::snapshot(&self.a.coarse_cpus) else {
+            return;
+        };
+        for t in 0..self.worst.len() {
+            let (Some(r), Some(cpu)) = (self.worst[t].take(), self.a.plans[t].cpu) else {
+                continue;
+            };
+            let a = prev.delta(
+                &now,
+                cpu,
+                r.cycle,
+                r.deadline_ns.max(0) as u64,
+                r.latency_ns.max(0) as u64,
+            );
+            emit(&mut self.enc, &mut self.a.sink, Body::Explain(a));
+        }
+        self.proc_prev = Some(now);
+    }
+
     /// One report: per thread delta, stats, and optionally the snapshot.
     fn report(&mut self, now: i64, last: bool, full: bool) {
+        self.coarse_explain();
         let elapsed = now.saturating_sub(self.a.start_ns).max(0) as u64;
         for t in 0..self.views.len() {
             let shared = &self.a.shared[t];

@@ -70,3 +70,37 @@ fn explained_spikes_arrive_and_the_instance_is_removed() {
         .collect();
     assert!(pid_instances.is_empty(), "left behind: {pid_instances:?}");
 }
+
+#[test]
+fn without_tracefs_spikes_get_a_coarse_attribution() {
+    if !is_root() {
+        eprintln!("skipping: needs a private mount namespace (root)");
+        return;
+    }
+    if !require("unshare") {
+        return;
+    }
+    let _g = serial();
+    // hide tracefs in a private mount namespace, then run
+    let script = format!(
+        "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; \
+         exec {BIN} -t 2 -a 0,1 -D 3s -q --explain 15 --report-interval 500ms --stream -"
+    );
+    let out = tool("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("coarse attribution"), "{err}");
+    let frames = decode_all(&out.stdout);
+    let coarse: Vec<_> = frames
+        .iter()
+        .filter_map(|f| match &f.body {
+            Body::Explain(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(!coarse.is_empty(), "no coarse attribution in 3 s");
+    assert!(coarse.iter().all(|a| a.coarse && a.latency_ns >= 15_000));
+}
