@@ -130,14 +130,24 @@ impl Recording {
         }
         self.named = true;
         let base = format!("{}-{}", sanitize(host), self.stamp);
-        let mut target = self.dir.join(format!("{base}.lsr"));
-        let mut n = 1;
-        while target.exists() {
-            target = self.dir.join(format!("{base}-{n}.lsr"));
-            n += 1;
-        }
-        if fs::rename(&self.path, &target).is_ok() {
-            self.path = target;
+        // Link, not rename: linking never replaces a file, so two targets
+        // with the same host name that connect in the same second each
+        // keep their own recording.
+        for n in 0..1000 {
+            let target = if n == 0 {
+                self.dir.join(format!("{base}.lsr"))
+            } else {
+                self.dir.join(format!("{base}-{n}.lsr"))
+            };
+            match fs::hard_link(&self.path, &target) {
+                Ok(()) => {
+                    let _ = fs::remove_file(&self.path);
+                    self.path = target;
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(_) => return,
+            }
         }
     }
 }
@@ -160,7 +170,12 @@ fn record_stream(
 ) -> (Session, PathBuf, Option<io::Error>) {
     let mut s = Session::new(name);
     let mut last = Instant::now();
-    let mut label = rec.path.display().to_string();
+    let file_label = |p: &Path| {
+        p.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| p.display().to_string())
+    };
+    let mut label = file_label(&rec.path);
     let res = pump(r, |bytes| {
         rec.write(bytes)?;
         s.feed(bytes);
@@ -168,7 +183,7 @@ fn record_stream(
             if let Some(run) = s.agg.current() {
                 let host = run.hostname().to_string();
                 rec.name_after(&host);
-                label = rec.path.display().to_string();
+                label = file_label(&rec.path);
             }
         }
         if last.elapsed() >= Duration::from_millis(250) {
@@ -181,9 +196,9 @@ fn record_stream(
     s.finish();
     if !rec.named {
         rec.name_after("unknown");
-        label = rec.path.display().to_string();
+        label = file_label(&rec.path);
     }
-    s.name = label.clone();
+    s.name = rec.path.display().to_string();
     board.publish(slot, TargetView::of(&label, &s, false));
     (s, rec.path, res.err())
 }
