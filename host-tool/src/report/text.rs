@@ -93,6 +93,18 @@ fn policy(p: Policy, prio: u8) -> String {
     }
 }
 
+/// `s` cut to `n` characters, with an ellipsis if it was longer (the JSON
+/// formats keep it whole).
+fn clip(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(n).collect();
+        c.push('…');
+        c
+    }
+}
+
 /// The header lines describing a run.
 pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
     let h = &run.hello;
@@ -135,7 +147,9 @@ pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
     let _ = writeln!(
         out,
         "system:   clocksource {}, sched_rt_runtime_us {}, cmdline {}",
-        t.clocksource, t.rt_runtime_us, t.cmdline
+        t.clocksource,
+        t.rt_runtime_us,
+        clip(&t.cmdline, 120)
     );
     let d = degraded(run);
     if !d.is_empty() {
