@@ -1,0 +1,123 @@
+# Shared helpers of the bench scripts (sourced, not run).
+# shellcheck shell=bash
+
+ROOT=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+LATSCOPE=$TARGET_DIR/release/latscope
+LATSCOPE_MUSL=$TARGET_DIR/x86_64-unknown-linux-musl/release/latscope
+HOST=$TARGET_DIR/release/latscope-host
+EVICT=$TARGET_DIR/release/evict
+FORK_REPRO=$TARGET_DIR/release/fork_repro
+
+log() { printf '# %s\n' "$*" >&2; }
+die() {
+	printf 'error: %s\n' "$*" >&2
+	exit 1
+}
+
+# Install the Debian packages that provide the given commands, if missing.
+# Usage: need_tools cmd:package ...
+need_tools() {
+	local missing=() t
+	for t in "$@"; do
+		command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t##*:}")
+	done
+	((${#missing[@]} == 0)) && return 0
+	[[ $(id -u) == 0 ]] || die "missing ${missing[*]}; install them (apt-get install ${missing[*]})"
+	log "installing ${missing[*]}"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null ||
+		{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >/dev/null; } ||
+		die "could not install ${missing[*]}"
+}
+
+build_release() {
+	log "building latscope, latscope-host and the test helpers (release)"
+	(cd "$ROOT" && cargo build -q --release -p latscope -p latscope-host -p latscope-tests --bins) ||
+		die "cargo build failed"
+}
+
+build_musl() {
+	rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl ||
+		rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1 || return 1
+	(cd "$ROOT" && cargo build -q --release -p latscope --target x86_64-unknown-linux-musl)
+}
+
+# The machine, for every results file.
+machine_description() {
+	echo "- \`uname -a\`: $(uname -a)"
+	echo "- \`nproc\`: $(nproc)"
+	echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	echo "- memory: $(awk '/MemTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo); swap: $(awk '/SwapTotal/ {printf "%.1f GiB", $2/1048576}' /proc/meminfo)"
+	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- cyclictest: $(dpkg-query -W -f '${Package} ${Version}' rt-tests 2>/dev/null || echo unknown)"
+	echo "- latscope: $("$LATSCOPE" --version 2>/dev/null | head -1), commit $(git -C "$ROOT" rev-parse --short HEAD)"
+}
+
+# Median of the numbers on stdin ("-" when there are none).
+median() {
+	sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+}
+
+# ratio A B: A/B with two decimals, "-" if either is missing or B is 0.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {if (a=="-"||b=="-"||b+0==0) print "-"; else printf "%.2f\n", a/b}'
+}
+
+# Sample a running process until it exits, every 0.1 s:
+#   t_ms M vmlck_kB vmrss_kB locked_kB
+#   t_ms T tid policy minflt majflt        (one line per thread)
+# With MEM=1 also Locked from smaps_rollup (reading it takes the target's
+# mm lock, so only in runs whose latency is not reported). Only bash
+# builtins in the loop: no fork per sample.
+sample_proc() {
+	local pid=$1 mem=${2:-0} t0 now line rest f tid locked vmlck vmrss k v u sfd
+	exec {sfd}<> <(:)
+	t0=${EPOCHREALTIME/./}
+	while [[ -d /proc/$pid ]]; do
+		now=${EPOCHREALTIME/./}
+		now=$(((now - t0) / 1000))
+		vmlck=0 vmrss=0 locked=0
+		while read -r k v u; do
+			case $k in
+			VmLck:) vmlck=$v ;;
+			VmRSS:) vmrss=$v ;;
+			esac
+		done </proc/"$pid"/status 2>/dev/null || break
+		if [[ $mem == 1 ]]; then
+			while read -r k v u; do
+				[[ $k == Locked: ]] && locked=$v
+			done </proc/"$pid"/smaps_rollup 2>/dev/null
+		fi
+		echo "$now M $vmlck $vmrss $locked"
+		for f in /proc/"$pid"/task/*/stat; do
+			read -r line <"$f" 2>/dev/null || continue
+			tid=${f%/stat}
+			tid=${tid##*/}
+			rest=${line##*) }
+			# shellcheck disable=SC2206
+			rest=($rest)
+			# fields 3.. of stat: minflt is field 10, majflt 12, policy 41
+			echo "$now T $tid ${rest[38]:-0} ${rest[7]:-0} ${rest[9]:-0}"
+		done
+		read -r -t 0.1 -u "$sfd" _ 2>/dev/null || true
+	done
+	exec {sfd}>&-
+}
+
+# From a sample_proc log: peak VmLck, VmRSS and Locked (kB) after the first
+# second, and the minor and major faults of the threads that were ever
+# real-time (the measuring threads) from the first sample after 1 s to
+# their last sample.
+summarize_samples() {
+	awk '$1 < 1000 {next}
+	$2 == "M" { n++; if ($3 > lck) lck = $3; if ($4 > rss) rss = $4; if ($5 > lk) lk = $5 }
+	$2 == "T" {
+		if ($4 != 0) rt[$3] = 1
+		if (!($3 in f0)) { f0[$3] = $5; g0[$3] = $6 }
+		f1[$3] = $5; g1[$3] = $6
+	} END {
+		if (!n) { print "- - - - -"; exit }
+		for (t in rt) { mi += f1[t] - f0[t]; ma += g1[t] - g0[t] }
+		print lck, rss, lk, mi + 0, ma + 0
+	}' "$1"
+}
