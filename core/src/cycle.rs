@@ -11,7 +11,8 @@
 //! * interval 1 ms, wake at `D + 2.4 ms`: latency 2.4 ms, 2 missed, next `D + 3 ms`;
 //! * wake at exactly `D + 2.0 ms`: 1 missed, next `D + 2 ms` (due at once).
 //!
-//! So `cycles + missed` always equals the number of deadlines that passed.
+//! So `cycles + missed` always equals the number of deadlines that passed;
+//! with a duration, deadlines after its end are never counted as missed.
 
 use crate::error::Error;
 
@@ -232,12 +233,19 @@ impl Cycle {
         let deadline = self.next;
         let latency = now.saturating_sub(deadline);
         let interval = self.cfg.interval_ns as i64;
-        let missed = if latency > interval {
+        let mut missed = if latency > interval {
             ((latency - 1) / interval) as u64
         } else {
             0
         };
         self.next = deadline.saturating_add(interval.saturating_mul(missed as i64 + 1));
+        if self.cfg.duration_ns > 0 {
+            // Deadlines after the end of the run were never due: a late last
+            // wake-up must not count them as missed.
+            let end = self.start.saturating_add(self.cfg.duration_ns as i64);
+            let due = (end.saturating_sub(deadline) / interval).max(0) as u64;
+            missed = missed.min(due);
+        }
         self.wakeups = self.wakeups.saturating_add(1);
 
         let in_warmup = self.wakeups <= self.cfg.warmup_cycles
@@ -402,6 +410,36 @@ mod tests {
             }
         }
         assert_eq!(cycles + missed, 40);
+    }
+
+    #[test]
+    fn a_late_last_wakeup_does_not_count_periods_after_the_end() {
+        // duration 10 ms: the wake-up for the 9 ms deadline is 5.5 ms late;
+        // only the 10 ms deadline was due before the end, not 11..14 ms
+        let mut c = Cycle::new(
+            CycleConfig {
+                duration_ns: 10 * MS as u64,
+                ..cfg(MS)
+            },
+            0,
+        )
+        .unwrap();
+        let (mut cycles, mut missed) = (0, 0);
+        loop {
+            let late = if c.deadline() == 9 * MS { 5_500_000 } else { 0 };
+            match c.on_wake(c.deadline() + late) {
+                Step::Sample { sample, stop } => {
+                    cycles += 1;
+                    missed += sample.missed;
+                    if stop.is_some() {
+                        assert_eq!(stop, Some(StopReason::Duration));
+                        break;
+                    }
+                }
+                Step::Warmup => unreachable!(),
+            }
+        }
+        assert_eq!((cycles, missed), (9, 1));
     }
 
     #[test]
