@@ -36,10 +36,12 @@ impl Session {
     pub fn feed(&mut self, bytes: &[u8]) {
         let mut rest = bytes;
         while !rest.is_empty() {
-            let (ev, r) = self.dec.feed(rest);
+            // By reference: a frame is kilobytes (the hello dominates) and
+            // most are tens of bytes on the wire.
+            let (ev, r) = self.dec.feed_ref(rest);
             rest = r;
             match ev {
-                Some(Ok(frame)) => self.agg.frame(&frame),
+                Some(Ok(frame)) => self.agg.frame(frame),
                 Some(Err(DecodeError::UnknownVersion(v))) => {
                     self.other_version.get_or_insert(v);
                 }
