@@ -161,10 +161,22 @@ pub enum Step {
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct Cycle {
     cfg: CycleConfig,
-    start: i64,
     next: i64,
     wakeups: u64,
     recorded: u64,
+    // Derived once, so a wake-up does little more than compare:
+    /// `interval_ns` as a clock value.
+    interval: i64,
+    /// Deadlines after this are past the duration (`i64::MAX`: none).
+    end: i64,
+    /// Deadlines at or before this are warm-up (`i64::MIN`: none).
+    warm_until: i64,
+    /// Still inside the warm-up.
+    warming: bool,
+    /// Recorded wake-ups after which to stop (`u64::MAX`: none).
+    loops: u64,
+    /// Latencies at or above this cross some threshold (`u64::MAX`: none).
+    flag_from: u64,
 }
 
 impl Cycle {
@@ -176,12 +188,47 @@ impl Cycle {
                 "interval must be between 1 ns and 2^61 ns",
             ));
         }
+        /// The smaller of two thresholds, 0 meaning "off".
+        const fn lower(a: u64, b: u64) -> u64 {
+            if a < b {
+                a
+            } else {
+                b
+            }
+        }
+        /// A `>` threshold as the `>=` one it is, 0 meaning "off".
+        const fn above(t: u64) -> u64 {
+            if t == 0 {
+                u64::MAX
+            } else {
+                t.saturating_add(1)
+            }
+        }
+        let overflow = if cfg.overflow_ns == 0 {
+            u64::MAX
+        } else {
+            cfg.overflow_ns
+        };
+        let flag_from = lower(lower(above(cfg.spike_ns), above(cfg.break_ns)), overflow);
         Ok(Cycle {
             cfg,
-            start,
             next: start.saturating_add(cfg.interval_ns as i64),
             wakeups: 0,
             recorded: 0,
+            interval: cfg.interval_ns as i64,
+            end: if cfg.duration_ns == 0 || cfg.duration_ns > i64::MAX as u64 {
+                i64::MAX
+            } else {
+                start.saturating_add(cfg.duration_ns as i64)
+            },
+            warm_until: if cfg.warmup_ns == 0 || cfg.warmup_ns > i64::MAX as u64 {
+                i64::MIN
+            } else {
+                start.saturating_add(cfg.warmup_ns as i64)
+            },
+            warming: cfg.warmup_cycles > 0 || cfg.warmup_ns > 0,
+            loops: if cfg.loops == 0 { u64::MAX } else { cfg.loops },
+            flag_from,
         })
     }
 
@@ -229,38 +276,41 @@ impl Cycle {
     }
 
     /// Account a wake-up at `now` for the current deadline and advance it.
+    #[inline]
     pub fn on_wake(&mut self, now: i64) -> Step {
         let deadline = self.next;
         let latency = now.saturating_sub(deadline);
-        let interval = self.cfg.interval_ns as i64;
-        let mut missed = if latency > interval {
-            ((latency - 1) / interval) as u64
-        } else {
-            0
-        };
-        self.next = deadline.saturating_add(interval.saturating_mul(missed as i64 + 1));
-        if self.cfg.duration_ns > 0 {
+        let interval = self.interval;
+        let mut missed = 0;
+        if latency > interval {
+            let m = (latency - 1) / interval;
+            self.next = deadline.saturating_add(interval.saturating_mul(m + 1));
             // Deadlines after the end of the run were never due: a late last
             // wake-up must not count them as missed.
-            let end = self.start.saturating_add(self.cfg.duration_ns as i64);
-            let due = (end.saturating_sub(deadline) / interval).max(0) as u64;
-            missed = missed.min(due);
-        }
-        self.wakeups = self.wakeups.saturating_add(1);
-
-        let in_warmup = self.wakeups <= self.cfg.warmup_cycles
-            || (self.cfg.warmup_ns > 0
-                && deadline.saturating_sub(self.start) <= self.cfg.warmup_ns as i64);
-        if in_warmup {
-            return Step::Warmup;
+            let due = (self.end.saturating_sub(deadline) / interval).max(0);
+            missed = m.min(due) as u64;
+        } else {
+            self.next = deadline.saturating_add(interval);
         }
 
-        let c = &self.cfg;
+        if self.warming {
+            self.wakeups = self.wakeups.wrapping_add(1);
+            if self.wakeups <= self.cfg.warmup_cycles || deadline <= self.warm_until {
+                return Step::Warmup;
+            }
+            self.warming = false;
+        }
+
         let lat_u = if latency > 0 { latency as u64 } else { 0 };
-        let flags = Flags {
-            spike: c.spike_ns > 0 && lat_u > c.spike_ns,
-            overflow: c.overflow_ns > 0 && lat_u >= c.overflow_ns,
-            brk: c.break_ns > 0 && lat_u > c.break_ns,
+        let flags = if lat_u < self.flag_from {
+            Flags::default()
+        } else {
+            let c = &self.cfg;
+            Flags {
+                spike: c.spike_ns > 0 && lat_u > c.spike_ns,
+                overflow: c.overflow_ns > 0 && lat_u >= c.overflow_ns,
+                brk: c.break_ns > 0 && lat_u > c.break_ns,
+            }
         };
         let sample = Sample {
             cycle: self.recorded,
@@ -270,13 +320,13 @@ impl Cycle {
             missed,
             flags,
         };
-        self.recorded = self.recorded.saturating_add(1);
+        self.recorded = self.recorded.wrapping_add(1);
 
         let stop = if flags.brk {
             Some(StopReason::Break)
-        } else if c.loops > 0 && self.recorded >= c.loops {
+        } else if self.recorded >= self.loops {
             Some(StopReason::Loops)
-        } else if c.duration_ns > 0 && self.next.saturating_sub(self.start) > c.duration_ns as i64 {
+        } else if self.next > self.end {
             Some(StopReason::Duration)
         } else {
             None

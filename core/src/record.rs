@@ -7,8 +7,9 @@
 //!
 //! # Memory ordering
 //!
-//! Every field is a 32-bit atomic (thumbv7em has no 64-bit atomics, so
-//! 64-bit figures are split into halves). The protocol is the classic
+//! Every field is an atomic: 64-bit figures are one `AtomicU64` where the
+//! target has them and two 32-bit halves where it does not (thumbv7em);
+//! the seqlock makes either consistent. The protocol is the classic
 //! fence-based seqlock (H. Boehm, "Can seqlocks get along with programming
 //! language memory models?", 2012):
 //!
@@ -22,16 +23,21 @@
 //! release fence and the reader's acquire fence synchronise, so the reader's
 //! second load of `seq` sees at least the odd value and the copy is discarded.
 //! The writer's stores are plain stores (no read-modify-write): it keeps
-//! its own copy of the statistics and publishes them.
+//! its own copy of the statistics and the sequence number, and publishes
+//! only the fields a sample changed.
 //!
 //! Bucket counters are u32 and wrap; readers widen them wrap-aware into u64
 //! ([`crate::hist::Histogram::absorb_raw`]), which is exact as long as a
 //! reader looks at least once per 2^32 samples of one bucket (five days at
 //! 10 kHz). Totals are 64-bit.
 
+#[cfg(all(loom, target_has_atomic = "64"))]
+use loom::sync::atomic::AtomicU64;
 #[cfg(loom)]
 use loom::sync::atomic::{fence, AtomicBool, AtomicU32};
 
+#[cfg(all(not(loom), target_has_atomic = "64"))]
+use core::sync::atomic::AtomicU64;
 #[cfg(not(loom))]
 use core::sync::atomic::{fence, AtomicBool, AtomicU32};
 
@@ -41,12 +47,42 @@ use crate::error::Error;
 use crate::hist::Totals;
 use crate::layout::Layout;
 
+/// A 64-bit value published under the seqlock: one 64-bit atomic where
+/// the target has them, two 32-bit halves where it does not (thumbv7em).
+#[cfg(target_has_atomic = "64")]
+struct Split64(AtomicU64);
+
+#[cfg(target_has_atomic = "64")]
+impl Split64 {
+    #[cfg(not(loom))]
+    const fn new(v: u64) -> Self {
+        Split64(AtomicU64::new(v))
+    }
+
+    #[cfg(loom)]
+    fn new(v: u64) -> Self {
+        Split64(AtomicU64::new(v))
+    }
+
+    #[inline]
+    fn store(&self, v: u64) {
+        self.0.store(v, Relaxed);
+    }
+
+    #[inline]
+    fn load(&self) -> u64 {
+        self.0.load(Relaxed)
+    }
+}
+
 /// A 64-bit value published as two 32-bit atomics (under the seqlock).
+#[cfg(not(target_has_atomic = "64"))]
 struct Split64 {
     lo: AtomicU32,
     hi: AtomicU32,
 }
 
+#[cfg(not(target_has_atomic = "64"))]
 impl Split64 {
     #[cfg(not(loom))]
     const fn new(v: u64) -> Self {
@@ -209,6 +245,7 @@ impl<const N: usize> ThreadRecord<N> {
         Some(Writer {
             rec: self,
             local: Counters::ZERO,
+            seq: self.seq.load(Relaxed),
         })
     }
 
@@ -256,6 +293,7 @@ impl<const N: usize> ThreadRecord<N> {
 pub struct Writer<'a, const N: usize> {
     rec: &'a ThreadRecord<N>,
     local: Counters,
+    seq: u32,
 }
 
 impl<const N: usize> Writer<'_, N> {
@@ -269,26 +307,53 @@ impl<const N: usize> Writer<'_, N> {
     /// histogram. Never waits, never fails.
     #[inline]
     pub fn record(&mut self, latency_ns: i64, missed: u64) {
-        let l = &mut self.local;
-        l.cycles = l.cycles.saturating_add(1);
-        l.missed = l.missed.saturating_add(missed);
-        l.last = latency_ns;
-        let bucket = if latency_ns < 0 {
-            l.early = l.early.saturating_add(1);
-            None
-        } else {
-            let ns = latency_ns as u64;
-            l.totals.add(ns);
-            Some(self.rec.layout.bucket_of(ns))
-        };
-
         let r = self.rec;
-        let s = r.seq.load(Relaxed);
+        let l = &mut self.local;
+        let s = self.seq;
         r.seq.store(s.wrapping_add(1), Relaxed);
         fence(Release);
-        if let Some(b) = bucket.and_then(|i| r.buckets.get(i)) {
-            b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+        l.cycles = l.cycles.wrapping_add(1);
+        l.last = latency_ns;
+        if latency_ns >= 0 {
+            let ns = latency_ns as u64;
+            let t = &mut l.totals;
+            t.count = t.count.wrapping_add(1);
+            t.sum = t.sum.saturating_add(ns);
+            if let Some(b) = r.buckets.get(r.layout.bucket_of(ns)) {
+                b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+            }
+            r.count.store(t.count);
+            r.sum.store(t.sum);
+            if ns < t.min {
+                t.min = ns;
+                r.min.store(ns);
+            }
+            if ns > t.max {
+                t.max = ns;
+                r.max.store(ns);
+            }
+        } else {
+            l.early = l.early.wrapping_add(1);
+            r.early.store(l.early);
         }
+        if missed > 0 {
+            l.missed = l.missed.saturating_add(missed);
+            r.missed.store(l.missed);
+        }
+        r.cycles.store(l.cycles);
+        r.last.store(l.last as u64);
+        self.seq = s.wrapping_add(2);
+        r.seq.store(self.seq, Release);
+    }
+
+    /// Start from given counters instead of zero (used to test that
+    /// counters seeded at their 10-year values do not overflow); publishes
+    /// all of them.
+    pub fn seed(&mut self, counters: Counters) {
+        self.local = counters;
+        let (r, l, s) = (self.rec, &self.local, self.seq);
+        r.seq.store(s.wrapping_add(1), Relaxed);
+        fence(Release);
         r.count.store(l.totals.count);
         r.sum.store(l.totals.sum);
         r.min.store(l.totals.min);
@@ -297,13 +362,8 @@ impl<const N: usize> Writer<'_, N> {
         r.missed.store(l.missed);
         r.early.store(l.early);
         r.last.store(l.last as u64);
-        r.seq.store(s.wrapping_add(2), Release);
-    }
-
-    /// Start from given counters instead of zero (used to test that
-    /// counters seeded at their 10-year values do not overflow).
-    pub fn seed(&mut self, counters: Counters) {
-        self.local = counters;
+        self.seq = s.wrapping_add(2);
+        r.seq.store(self.seq, Release);
     }
 }
 
@@ -321,7 +381,7 @@ mod tests {
     fn default_record_fits_budget() {
         // 3028 × 4 B of counters, 8 split u64, seq, flag and layout
         let size = size_of::<Rec>();
-        assert!(size <= DEFAULT_BUCKETS * 4 + 8 * 8 + 16, "{size}");
+        assert!(size <= DEFAULT_BUCKETS * 4 + 8 * 8 + 24, "{size}");
         assert!(size <= 16 * 1024);
     }
 
