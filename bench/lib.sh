@@ -31,6 +31,12 @@ need_tools() {
 }
 
 build_release() {
+	# BENCH_NO_BUILD=1: use the binaries already built (e.g. while others
+	# keep changing the tree).
+	if [[ ${BENCH_NO_BUILD:-0} == 1 && -x $LATSCOPE && -x $EVICT && -x $FORK_REPRO ]]; then
+		log "BENCH_NO_BUILD=1: using the binaries in $TARGET_DIR/release"
+		return 0
+	fi
 	log "building latscope, latscope-host and the test helpers (release)"
 	(cd "$ROOT" && cargo build -q --release -p latscope -p latscope-host -p latscope-tests --bins) ||
 		die "cargo build failed"
@@ -77,16 +83,16 @@ sample_proc() {
 		now=${EPOCHREALTIME/./}
 		now=$(((now - t0) / 1000))
 		vmlck=0 vmrss=0 locked=0
-		while read -r k v u; do
+		{ while read -r k v u; do
 			case $k in
 			VmLck:) vmlck=$v ;;
 			VmRSS:) vmrss=$v ;;
 			esac
-		done </proc/"$pid"/status 2>/dev/null || break
+		done </proc/"$pid"/status; } 2>/dev/null || break
 		if [[ $mem == 1 ]]; then
-			while read -r k v u; do
+			{ while read -r k v u; do
 				[[ $k == Locked: ]] && locked=$v
-			done </proc/"$pid"/smaps_rollup 2>/dev/null
+			done </proc/"$pid"/smaps_rollup; } 2>/dev/null || true
 		fi
 		echo "$now M $vmlck $vmrss $locked"
 		for f in /proc/"$pid"/task/*/stat; do
@@ -102,6 +108,7 @@ sample_proc() {
 		read -r -t 0.1 -u "$sfd" _ 2>/dev/null || true
 	done
 	exec {sfd}>&-
+	return 0
 }
 
 # From a sample_proc log: peak VmLck, VmRSS and Locked (kB) after the first
@@ -120,4 +127,14 @@ summarize_samples() {
 		for (t in rt) { mi += f1[t] - f0[t]; ma += g1[t] - g0[t] }
 		print lck, rss, lk, mi + 0, ma + 0
 	}' "$1"
+}
+
+# Make the outputs under DIR free of this machine's paths: the target
+# directory becomes `target/`, the checkout `.`.
+scrub_paths() {
+	local dir=$1
+	grep -rIl -e "$ROOT" -e "$TARGET_DIR" "$dir" 2>/dev/null | while read -r f; do
+		sed -i -e "s#$TARGET_DIR/#target/#g" -e "s#$TARGET_DIR#target#g" -e "s#$ROOT/##g" -e "s#$ROOT#.#g" "$f"
+	done
+	return 0
 }

@@ -1,0 +1,1 @@
+fork_repro none 5 200 0 1

@@ -1,0 +1,1 @@
+fork_repro separate 5 200 0 1
