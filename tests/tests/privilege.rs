@@ -2,7 +2,7 @@
 //! drop every capability (`setpriv --inh-caps=-all --bounding-set=-all`)
 //! under `prlimit --memlock=0 --rtprio=0`. A plain unprivileged user would
 //! not do: `nobody` has an 8 MiB RLIMIT_MEMLOCK (mlockall may succeed) and
-//! cannot read a checkout under /root.
+//! cannot read a checkout in root's home.
 //!
 //! Expected: one clear line naming what is missing and the flags that run
 //! without it, exit status 3 (documented in `latscope --help`); with
