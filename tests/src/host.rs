@@ -360,7 +360,14 @@ impl Relay {
                 | rustix::fs::OFlags::NONBLOCK,
         );
         let handle = thread::spawn(move || {
-            let mut x = seed | 1;
+            // splitmix64 of the seed: xorshift from a small seed starts with
+            // small numbers, which would hit the first bytes every time.
+            let mut x = {
+                let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                (z ^ (z >> 31)) | 1
+            };
             let mut rnd = move || {
                 x ^= x << 13;
                 x ^= x >> 7;

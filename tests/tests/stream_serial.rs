@@ -131,6 +131,10 @@ fn noisy_serial_line_recovers_and_counts() {
             assert!(errors > 0, "{flipped} hits, no link error counted: {link}");
         }
         let run = first_run(&doc);
+        assert!(
+            run["target"].is_object(),
+            "no run decoded at flip {flip}: {doc}"
+        );
         if run["exact_at_end"] == true {
             // Every figure the host calls exact is the target's.
             assert_matches_target(run, &read_json(&json));
