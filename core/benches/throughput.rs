@@ -144,6 +144,19 @@ fn main() {
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
+    // `throughput FILE`: decode speed on a real recording (repeated to 100 MB)
+    if let [path] = args.as_slice() {
+        let one = std::fs::read(path).expect("a readable recording");
+        let reps = (100_000_000 / one.len().max(1)).max(1);
+        let data: Vec<u8> = one.iter().copied().cycle().take(one.len() * reps).collect();
+        let (mbs, fps, errs) = decode(&data);
+        println!(
+            "decode {path}: {mbs:7.1} MB/s  {fps:10.0} frames/s  ({} bytes x {reps}, mean frame {} B, {errs} CRC errors)",
+            one.len(),
+            (data.len() as f64 / (fps * data.len() as f64 / mbs / 1e6)) as u64
+        );
+        return;
+    }
     // `throughput MODE N` runs one mode N times (for callgrind differences)
     if let [mode, n] = args.as_slice() {
         let n: u64 = n.parse().expect("a count");
