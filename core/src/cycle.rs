@@ -352,7 +352,6 @@ impl Cycle {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
     use std::vec::Vec;
 

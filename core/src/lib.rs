@@ -16,7 +16,7 @@
 //!
 //! All memory is sized at compile time and every type that a measuring
 //! thread holds is const-constructible.
-#![no_std]
+#![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 

@@ -369,7 +369,6 @@ impl<const N: usize> Writer<'_, N> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    extern crate std;
     use super::*;
     use crate::layout::DEFAULT_BUCKETS;
     use core::mem::size_of;

@@ -129,7 +129,6 @@ pub fn sqrt(x: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
     use std::vec::Vec;
 

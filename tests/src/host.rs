@@ -330,6 +330,24 @@ pub struct RelayStats {
     pub dropped: AtomicU64,
 }
 
+/// A xorshift64 generator seeded through splitmix64: xorshift from a small
+/// seed starts with small numbers, which would hit the first bytes of a
+/// noisy line every time.
+pub fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        (z ^ (z >> 31)) | 1
+    };
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
 /// A relay from one pty master to another at `bytes_per_s`, flipping a
 /// random bit of a byte with probability `flip` and dropping a byte with
 /// probability `drop` (both per byte).
@@ -360,20 +378,7 @@ impl Relay {
                 | rustix::fs::OFlags::NONBLOCK,
         );
         let handle = thread::spawn(move || {
-            // splitmix64 of the seed: xorshift from a small seed starts with
-            // small numbers, which would hit the first bytes every time.
-            let mut x = {
-                let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                (z ^ (z >> 31)) | 1
-            };
-            let mut rnd = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rnd = rng(seed);
             let flip_t = (flip * u64::MAX as f64) as u64;
             let drop_t = (drop * u64::MAX as f64) as u64;
             let start = Instant::now();

@@ -459,7 +459,6 @@ pub fn classify_text(window: &Window, text: &str) -> Attribution {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::super::{CauseKind, UNTRACED_LABEL};
     use super::*;
     use proptest::prelude::*;

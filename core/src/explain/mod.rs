@@ -286,7 +286,6 @@ pub fn bounded(s: &str) -> Name {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
     use postcard::experimental::max_size::MaxSize;
 

@@ -391,7 +391,6 @@ fn parse_kind<'a>(name: &'a str, f: &'a str) -> Option<EventKind<'a>> {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
     use proptest::prelude::*;
 

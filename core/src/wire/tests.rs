@@ -1,5 +1,3 @@
-extern crate std;
-
 use std::vec::Vec;
 
 use postcard::experimental::max_size::MaxSize;
