@@ -238,6 +238,10 @@ impl Aggregator {
                     self.before_hello += 1;
                 }
                 self.pending.push_back(frame.clone());
+                // No hello follows a bye: the run ended without one.
+                if matches!(frame.body, Body::Bye(_)) {
+                    self.adopt_unknown();
+                }
             }
         }
     }
@@ -254,13 +258,19 @@ impl Aggregator {
     /// End of input. Frames held for a hello that never came make a run of
     /// an unknown target with the default bucket layout.
     pub fn finish(&mut self) {
+        self.adopt_unknown();
+        if let Some(r) = self.runs.last_mut() {
+            r.finish();
+        }
+    }
+
+    /// Frames held for a hello that never came become a run of an unknown
+    /// target with the default bucket layout.
+    fn adopt_unknown(&mut self) {
         if self.runs.is_empty() && !self.pending.is_empty() && !self.ignoring {
             self.hello_lost = true;
             self.runs.push(Run::new(unknown_hello()));
             self.replay();
-        }
-        if let Some(r) = self.runs.last_mut() {
-            r.finish();
         }
     }
 

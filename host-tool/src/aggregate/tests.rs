@@ -395,6 +395,11 @@ fn a_lost_first_hello_still_gives_a_run() {
     });
     // Hit the first hello (its bytes start after the leading delimiter).
     bytes[5] ^= 0x40;
+    // A recorder on a serial line has no end of input: the bye alone must
+    // end the run, so that `record` can stop.
+    let mut live = Session::new("line");
+    live.feed(&bytes);
+    assert!(live.agg.current().is_some_and(|r| r.bye.is_some()));
     let s = decode(&bytes);
     assert!(s.agg.hello_lost);
     assert!(s.warnings().iter().any(|w| w.contains("no hello")));
