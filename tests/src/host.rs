@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use latscope_core::wire::{Decoder, Frame, LinkStats, MAX_FRAME};
+
 /// Paths of the two programs under test, built for this machine.
 #[derive(Debug, Clone)]
 pub struct Bins {
@@ -328,6 +330,22 @@ pub struct RelayStats {
     pub flipped: AtomicU64,
     /// Bytes dropped.
     pub dropped: AtomicU64,
+}
+
+/// Decode every good frame of a byte stream; the link statistics tell what
+/// was rejected.
+pub fn decode_frames(bytes: &[u8]) -> (Vec<Frame>, LinkStats) {
+    let mut d = Decoder::<MAX_FRAME>::new();
+    let mut rest = bytes;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let (ev, r) = d.feed(rest);
+        rest = r;
+        if let Some(Ok(f)) = ev {
+            out.push(f);
+        }
+    }
+    (out, *d.stats())
 }
 
 /// A xorshift64 generator seeded through splitmix64: xorshift from a small

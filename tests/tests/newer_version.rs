@@ -9,8 +9,8 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use latscope_core::wire::{encode, Body, Decoder, Frame, MAX_FRAME};
-use latscope_tests::host::{bins, Reaper, Scratch};
+use latscope_core::wire::{encode, Body, Frame, MAX_FRAME};
+use latscope_tests::host::{bins, decode_frames, Reaper, Scratch};
 
 /// A real short recording's frames.
 fn real_frames(dir: &Scratch) -> Vec<Frame> {
@@ -24,16 +24,7 @@ fn real_frames(dir: &Scratch) -> Vec<Frame> {
         .unwrap();
     assert!(st.success());
     let bytes = std::fs::read(&rec).unwrap();
-    let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = &bytes[..];
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        let (ev, r) = d.feed(rest);
-        rest = r;
-        if let Some(Ok(f)) = ev {
-            out.push(f);
-        }
-    }
+    let (out, _) = decode_frames(&bytes);
     assert!(out.len() > 5);
     out
 }

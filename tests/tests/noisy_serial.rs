@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
 use latscope_tests::host::{
-    assert_matches_target, bins, first_run, host_report_json, read_json, target_args, Pty, Reaper,
-    Scratch,
+    assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
+    target_args, Pty, Reaper, Scratch,
 };
 
 const LINE_RATE: u64 = 11_520;
@@ -130,17 +130,7 @@ fn frames_with_spans(clean: &[u8]) -> Vec<(Frame, usize, usize)> {
 }
 
 fn decode(bytes: &[u8]) -> Vec<Frame> {
-    let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = bytes;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        let (ev, r) = d.feed(rest);
-        rest = r;
-        if let Some(Ok(f)) = ev {
-            out.push(f);
-        }
-    }
-    out
+    decode_frames(bytes).0
 }
 
 fn run_case(flip: f64, drop: f64, seed: u64) {

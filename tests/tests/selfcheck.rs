@@ -13,8 +13,8 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use latscope_core::wire::{Body, ByeReason, Decoder, Frame, MAX_FRAME};
-use latscope_tests::host::{bins, host_report_json, Reaper, Scratch};
+use latscope_core::wire::{Body, ByeReason, Frame};
+use latscope_tests::host::{bins, decode_frames, host_report_json, Reaper, Scratch};
 
 fn rt_or_skip() -> bool {
     if rustix::process::geteuid().is_root() {
@@ -29,17 +29,8 @@ fn rt_or_skip() -> bool {
 }
 
 fn decode(bytes: &[u8]) -> Vec<Frame> {
-    let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = bytes;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        let (ev, r) = d.feed(rest);
-        rest = r;
-        if let Some(Ok(f)) = ev {
-            out.push(f);
-        }
-    }
-    assert_eq!(d.stats().crc_errors, 0);
+    let (out, link) = decode_frames(bytes);
+    assert_eq!(link.crc_errors, 0);
     out
 }
 
