@@ -402,10 +402,7 @@ mod tests {
     }
 
     fn sample(step: Step) -> Sample {
-        match step {
-            Step::Sample { sample, .. } => sample,
-            Step::Warmup => panic!("unexpected warm-up"),
-        }
+        sample_and_stop(step).0
     }
 
     #[test]
@@ -432,6 +429,27 @@ mod tests {
         assert_eq!(s.missed, 0);
     }
 
+    /// Run steps until the duration stops them; returns (cycles, missed).
+    fn until_duration_ends(mut step: impl FnMut() -> Step) -> (u64, u64) {
+        let (mut cycles, mut missed) = (0, 0);
+        loop {
+            let s = sample_and_stop(step());
+            cycles += 1;
+            missed += s.0.missed;
+            if let Some(stop) = s.1 {
+                assert_eq!(stop, StopReason::Duration);
+                return (cycles, missed);
+            }
+        }
+    }
+
+    fn sample_and_stop(step: Step) -> (Sample, Option<StopReason>) {
+        match step {
+            Step::Sample { sample, stop } => (sample, stop),
+            Step::Warmup => panic!("unexpected warm-up"),
+        }
+    }
+
     #[test]
     fn cycles_plus_missed_equals_deadlines_passed() {
         let late = [0, 5_000, 3_500_000, 0, 900_000, 12_000_000, 1];
@@ -444,20 +462,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let (mut cycles, mut missed) = (0, 0);
-        loop {
-            match c.run_once(&mut clock).unwrap() {
-                Step::Sample { sample, stop } => {
-                    cycles += 1;
-                    missed += sample.missed;
-                    if stop.is_some() {
-                        assert_eq!(stop, Some(StopReason::Duration));
-                        break;
-                    }
-                }
-                Step::Warmup => unreachable!(),
-            }
-        }
+        let (cycles, missed) = until_duration_ends(|| c.run_once(&mut clock).unwrap());
         assert_eq!(cycles + missed, 40);
     }
 
@@ -473,21 +478,10 @@ mod tests {
             0,
         )
         .unwrap();
-        let (mut cycles, mut missed) = (0, 0);
-        loop {
+        let (cycles, missed) = until_duration_ends(|| {
             let late = if c.deadline() == 9 * MS { 5_500_000 } else { 0 };
-            match c.on_wake(c.deadline() + late) {
-                Step::Sample { sample, stop } => {
-                    cycles += 1;
-                    missed += sample.missed;
-                    if stop.is_some() {
-                        assert_eq!(stop, Some(StopReason::Duration));
-                        break;
-                    }
-                }
-                Step::Warmup => unreachable!(),
-            }
-        }
+            c.on_wake(c.deadline() + late)
+        });
         assert_eq!((cycles, missed), (9, 1));
     }
 
