@@ -117,6 +117,13 @@ pub struct Flags {
 }
 
 impl Flags {
+    /// No flag set.
+    pub const NONE: Flags = Flags {
+        spike: false,
+        overflow: false,
+        brk: false,
+    };
+
     /// Whether any flag is set (the sample must be reported individually).
     pub const fn any(&self) -> bool {
         self.spike || self.overflow || self.brk
@@ -177,6 +184,13 @@ pub struct Cycle {
     loops: u64,
     /// Latencies at or above this cross some threshold (`u64::MAX`: none).
     flag_from: u64,
+    /// The fast path of [`Cycle::plain_wake`] holds for deadlines before
+    /// this: warm-up is over, and the next deadline neither passes the end
+    /// nor overflows (`i64::MIN` while warming up).
+    fast_before: i64,
+    /// ... and for latencies from 0 up to this: no period missed and no
+    /// threshold crossed.
+    fast_max: u64,
 }
 
 impl Cycle {
@@ -210,26 +224,41 @@ impl Cycle {
             cfg.overflow_ns
         };
         let flag_from = lower(lower(above(cfg.spike_ns), above(cfg.break_ns)), overflow);
+        let end = if cfg.duration_ns == 0 || cfg.duration_ns > i64::MAX as u64 {
+            i64::MAX
+        } else {
+            start.saturating_add(cfg.duration_ns as i64)
+        };
+        let interval = cfg.interval_ns as i64;
+        let warming = cfg.warmup_cycles > 0 || cfg.warmup_ns > 0;
         Ok(Cycle {
             cfg,
-            next: start.saturating_add(cfg.interval_ns as i64),
+            next: start.saturating_add(interval),
             wakeups: 0,
             recorded: 0,
-            interval: cfg.interval_ns as i64,
-            end: if cfg.duration_ns == 0 || cfg.duration_ns > i64::MAX as u64 {
-                i64::MAX
-            } else {
-                start.saturating_add(cfg.duration_ns as i64)
-            },
+            interval,
+            end,
             warm_until: if cfg.warmup_ns == 0 || cfg.warmup_ns > i64::MAX as u64 {
                 i64::MIN
             } else {
                 start.saturating_add(cfg.warmup_ns as i64)
             },
-            warming: cfg.warmup_cycles > 0 || cfg.warmup_ns > 0,
+            warming,
             loops: if cfg.loops == 0 { u64::MAX } else { cfg.loops },
             flag_from,
+            fast_before: if warming {
+                i64::MIN
+            } else {
+                Self::fast_before(end, interval)
+            },
+            // flag_from >= 1: every threshold is positive or off
+            fast_max: lower(cfg.interval_ns, flag_from - 1),
         })
+    }
+
+    /// The first deadline whose successor could pass `end` (or `i64::MAX`).
+    const fn fast_before(end: i64, interval: i64) -> i64 {
+        end.saturating_sub(interval).saturating_add(1)
     }
 
     /// A cycle whose first deadline is aligned to a multiple of `align_ns`
@@ -275,9 +304,49 @@ impl Cycle {
         self.recorded
     }
 
+    /// The common wake-up, in a few instructions: if the wake-up at `now`
+    /// is a plain sample (after warm-up, 0 to one period late, under every
+    /// threshold, and neither the last by count nor by duration), account
+    /// it and return its latency. Otherwise change nothing and return
+    /// `None`: [`Cycle::on_wake`] then accounts it in full.
+    #[inline]
+    pub fn plain_wake(&mut self, now: i64) -> Option<u64> {
+        let deadline = self.next;
+        // wraps only for far-apart times, which then fail the range check
+        let latency = now.wrapping_sub(deadline) as u64;
+        let recorded = self.recorded.wrapping_add(1);
+        if deadline < self.fast_before && latency <= self.fast_max && recorded < self.loops {
+            // cannot overflow: deadline < fast_before <= i64::MAX - interval + 1
+            self.next = deadline.wrapping_add(self.interval);
+            self.recorded = recorded;
+            Some(latency)
+        } else {
+            None
+        }
+    }
+
     /// Account a wake-up at `now` for the current deadline and advance it.
     #[inline]
     pub fn on_wake(&mut self, now: i64) -> Step {
+        match self.plain_wake(now) {
+            Some(latency) => Step::Sample {
+                sample: Sample {
+                    cycle: self.recorded - 1,
+                    deadline: self.next - self.interval,
+                    wake: now,
+                    latency: latency as i64,
+                    missed: 0,
+                    flags: Flags::NONE,
+                },
+                stop: None,
+            },
+            None => self.on_wake_full(now),
+        }
+    }
+
+    /// [`Cycle::on_wake`] for every case, including the plain one.
+    #[inline(never)]
+    fn on_wake_full(&mut self, now: i64) -> Step {
         let deadline = self.next;
         let latency = now.saturating_sub(deadline);
         let interval = self.interval;
@@ -299,6 +368,7 @@ impl Cycle {
                 return Step::Warmup;
             }
             self.warming = false;
+            self.fast_before = Self::fast_before(self.end, interval);
         }
 
         let lat_u = if latency > 0 { latency as u64 } else { 0 };
@@ -334,18 +404,24 @@ impl Cycle {
         Step::Sample { sample, stop }
     }
 
-    /// Sleep until the deadline (retrying EINTR with the same deadline),
-    /// read the clock, and account the wake-up.
+    /// Sleep until the deadline (retrying EINTR with the same deadline)
+    /// and read the clock: the time of the wake-up, to account with
+    /// [`Cycle::plain_wake`] or [`Cycle::on_wake`].
     #[inline]
-    pub fn run_once<C: Clock>(&mut self, clock: &mut C) -> Result<Step, Error> {
+    pub fn sleep<C: Clock>(&self, clock: &mut C) -> Result<i64, Error> {
         loop {
             match clock.sleep_until(self.next) {
-                Ok(()) => break,
+                Ok(()) => return Ok(clock.now()),
                 Err(SleepError::Interrupted) => continue,
                 Err(SleepError::Os(e)) => return Err(Error::Sleep(e)),
             }
         }
-        let now = clock.now();
+    }
+
+    /// Sleep until the deadline, read the clock, and account the wake-up.
+    #[inline]
+    pub fn run_once<C: Clock>(&mut self, clock: &mut C) -> Result<Step, Error> {
+        let now = self.sleep(clock)?;
         Ok(self.on_wake(now))
     }
 }
@@ -615,6 +691,102 @@ mod tests {
         let c = Cycle::aligned(cfg(MS), 1_500_000_000, 1_000_000_000, 0).unwrap();
         assert_eq!(c.deadline(), 2_000_000_000);
         assert!(Cycle::new(cfg(0), 0).is_err());
+    }
+
+    /// A seeded xorshift generator (no dependency, reproducible).
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    #[test]
+    fn the_fast_path_accounts_exactly_as_the_full_one() {
+        // Two copies of each configuration see the same wake-ups: one goes
+        // through on_wake (fast path first), one only through the full
+        // accounting. Every step and every next deadline must agree.
+        let mut seed = 0x9e37_79b9_7f4a_7c15;
+        let configs = [
+            cfg(MS),
+            CycleConfig {
+                warmup_cycles: 3,
+                loops: 500,
+                spike_ns: 300_000,
+                ..cfg(MS)
+            },
+            CycleConfig {
+                warmup_ns: 5 * MS as u64,
+                duration_ns: 300 * MS as u64,
+                break_ns: 3_900_000,
+                overflow_ns: 350_000,
+                ..cfg(MS)
+            },
+            CycleConfig {
+                duration_ns: 1_000 * MS as u64,
+                ..cfg(250_000)
+            },
+        ];
+        for (n, c) in configs.into_iter().enumerate() {
+            let start = (lcg(&mut seed) % 1_000_000_000) as i64 - 500_000_000;
+            let (mut fast, mut full) =
+                (Cycle::new(c, start).unwrap(), Cycle::new(c, start).unwrap());
+            let (mut plain, mut steps) = (0, 0);
+            for i in 0..2_000 {
+                steps += 1;
+                let r = lcg(&mut seed);
+                // mostly on time, some early, some late by whole periods
+                let late = match r % 16 {
+                    0 => -(((r >> 8) % 50_000) as i64),
+                    1 => ((r >> 8) % (4 * MS as u64)) as i64,
+                    _ => ((r >> 8) % 400_000) as i64,
+                };
+                let now = fast.deadline() + late;
+                let before = fast.clone().plain_wake(now).is_some();
+                plain += before as u32;
+                let (a, b) = (fast.on_wake(now), full.on_wake_full(now));
+                assert_eq!(a, b, "config {n}, wake-up {i}");
+                assert_eq!(fast.deadline(), full.deadline(), "config {n}, wake-up {i}");
+                if matches!(a, Step::Sample { stop: Some(_), .. }) {
+                    break;
+                }
+            }
+            assert!(
+                plain * 2 > steps,
+                "config {n}: the fast path was taken {plain} times in {steps}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_fast_path_declines_every_special_wakeup() {
+        let c = CycleConfig {
+            warmup_cycles: 1,
+            loops: 3,
+            spike_ns: 100_000,
+            duration_ns: 10 * MS as u64,
+            ..cfg(MS)
+        };
+        let mut cy = Cycle::new(c, 0).unwrap();
+        // `late` after the current deadline is not plain: nothing changes
+        let untouched = |cy: &mut Cycle, late: i64| {
+            let now = cy.deadline() + late;
+            let before = (cy.deadline(), cy.recorded());
+            assert_eq!(cy.plain_wake(now), None, "at {now}");
+            assert_eq!((cy.deadline(), cy.recorded()), before);
+        };
+        untouched(&mut cy, 0); // warm-up
+        assert_eq!(cy.on_wake(cy.deadline()), Step::Warmup);
+        let d = cy.deadline();
+        assert!(matches!(cy.on_wake(d), Step::Sample { .. }));
+        untouched(&mut cy, -1); // early
+        untouched(&mut cy, MS + 1); // a period missed
+        untouched(&mut cy, 100_001); // a spike
+        let d = cy.deadline();
+        assert_eq!(cy.plain_wake(d + 100_000), Some(100_000));
+        untouched(&mut cy, 0); // the last by count
+        let mut cy = Cycle::new(cfg(MS), i64::MAX - 3 * MS / 2).unwrap();
+        untouched(&mut cy, 0); // the next deadline would overflow
     }
 
     #[test]

@@ -118,7 +118,8 @@ impl Split64 {
 pub struct Counters {
     /// Count, sum, min and max of the recorded (non-early) samples.
     pub totals: Totals,
-    /// Wake-ups measured (recorded plus early ones).
+    /// Wake-ups measured: recorded plus early ones (a snapshot derives it
+    /// as `totals.count + early`; the writer does not publish it).
     pub cycles: u64,
     /// Whole periods skipped because a wake-up was that late.
     pub missed: u64,
@@ -183,7 +184,6 @@ pub struct ThreadRecord<const N: usize> {
     sum: Split64,
     min: Split64,
     max: Split64,
-    cycles: Split64,
     missed: Split64,
     early: Split64,
     last: Split64,
@@ -205,7 +205,6 @@ impl<const N: usize> ThreadRecord<N> {
             sum: Split64::new(0),
             min: Split64::new(u64::MAX),
             max: Split64::new(0),
-            cycles: Split64::new(0),
             missed: Split64::new(0),
             early: Split64::new(0),
             last: Split64::new(0),
@@ -224,7 +223,6 @@ impl<const N: usize> ThreadRecord<N> {
             sum: Split64::new(0),
             min: Split64::new(u64::MAX),
             max: Split64::new(0),
-            cycles: Split64::new(0),
             missed: Split64::new(0),
             early: Split64::new(0),
             last: Split64::new(0),
@@ -246,6 +244,7 @@ impl<const N: usize> ThreadRecord<N> {
             rec: self,
             local: Counters::ZERO,
             seq: self.seq.load(Relaxed),
+            linear_ns: self.layout.linear_us as u64 * 1000,
         })
     }
 
@@ -266,7 +265,7 @@ impl<const N: usize> ThreadRecord<N> {
             min: self.min.load(),
             max: self.max.load(),
         };
-        c.cycles = self.cycles.load();
+        c.cycles = c.totals.count.wrapping_add(self.early.load());
         c.missed = self.missed.load();
         c.early = self.early.load();
         c.last = self.last.load() as i64;
@@ -294,61 +293,93 @@ pub struct Writer<'a, const N: usize> {
     rec: &'a ThreadRecord<N>,
     local: Counters,
     seq: u32,
+    /// The end of the linear range in ns: below it, a bucket is `ns / 1000`.
+    linear_ns: u64,
 }
 
 impl<const N: usize> Writer<'_, N> {
-    /// The statistics as the writer last published them.
-    pub const fn counters(&self) -> &Counters {
-        &self.local
-    }
-
     /// Publish one wake-up: `latency_ns` (negative = early) and the whole
     /// periods it `missed`. Early wake-ups are counted, not put in the
     /// histogram. Never waits, never fails.
     #[inline]
     pub fn record(&mut self, latency_ns: i64, missed: u64) {
-        let r = self.rec;
-        let l = &mut self.local;
-        let s = self.seq;
+        if latency_ns >= 0 && missed == 0 {
+            self.record_plain(latency_ns as u64);
+        } else {
+            self.record_other(latency_ns, missed);
+        }
+    }
+
+    /// [`Writer::record`] of the common sample: on time or late by
+    /// `latency_ns`, no period missed.
+    #[inline]
+    pub fn record_plain(&mut self, latency_ns: u64) {
+        let (r, s) = (self.rec, self.seq);
         r.seq.store(s.wrapping_add(1), Relaxed);
         fence(Release);
-        l.cycles = l.cycles.wrapping_add(1);
-        l.last = latency_ns;
-        if latency_ns >= 0 {
-            let ns = latency_ns as u64;
-            let t = &mut l.totals;
-            t.count = t.count.wrapping_add(1);
-            t.sum = t.sum.saturating_add(ns);
-            if let Some(b) = r.buckets.get(r.layout.bucket_of(ns)) {
-                b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
-            }
-            r.count.store(t.count);
-            r.sum.store(t.sum);
-            if ns < t.min {
-                t.min = ns;
-                r.min.store(ns);
-            }
-            if ns > t.max {
-                t.max = ns;
-                r.max.store(ns);
-            }
-        } else {
-            l.early = l.early.wrapping_add(1);
-            r.early.store(l.early);
-        }
-        if missed > 0 {
-            l.missed = l.missed.saturating_add(missed);
-            r.missed.store(l.missed);
-        }
-        r.cycles.store(l.cycles);
-        r.last.store(l.last as u64);
+        self.add_latency(latency_ns);
+        self.local.last = latency_ns as i64;
+        r.last.store(latency_ns);
         self.seq = s.wrapping_add(2);
         r.seq.store(self.seq, Release);
     }
 
+    /// The rare samples: early, or late by whole periods.
+    #[inline(never)]
+    fn record_other(&mut self, latency_ns: i64, missed: u64) {
+        let (r, s) = (self.rec, self.seq);
+        r.seq.store(s.wrapping_add(1), Relaxed);
+        fence(Release);
+        let l = &mut self.local;
+        if latency_ns >= 0 {
+            self.add_latency(latency_ns as u64);
+        } else {
+            l.early = l.early.wrapping_add(1);
+            r.early.store(l.early);
+        }
+        let l = &mut self.local;
+        if missed > 0 {
+            l.missed = l.missed.saturating_add(missed);
+            r.missed.store(l.missed);
+        }
+        l.last = latency_ns;
+        r.last.store(latency_ns as u64);
+        self.seq = s.wrapping_add(2);
+        r.seq.store(self.seq, Release);
+    }
+
+    /// Count a latency in the histogram and the totals (inside the write
+    /// section).
+    #[inline]
+    fn add_latency(&mut self, ns: u64) {
+        let r = self.rec;
+        let t = &mut self.local.totals;
+        t.count = t.count.wrapping_add(1);
+        t.sum = t.sum.saturating_add(ns);
+        let i = if ns < self.linear_ns {
+            (ns / 1000) as usize
+        } else {
+            r.layout.bucket_of(ns)
+        };
+        if let Some(b) = r.buckets.get(i) {
+            b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+        }
+        r.count.store(t.count);
+        r.sum.store(t.sum);
+        if ns < t.min {
+            t.min = ns;
+            r.min.store(ns);
+        }
+        if ns > t.max {
+            t.max = ns;
+            r.max.store(ns);
+        }
+    }
+
     /// Start from given counters instead of zero (used to test that
     /// counters seeded at their 10-year values do not overflow); publishes
-    /// all of them.
+    /// all of them except `cycles`, which snapshots derive from the count
+    /// and the early wake-ups.
     pub fn seed(&mut self, counters: Counters) {
         self.local = counters;
         let (r, l, s) = (self.rec, &self.local, self.seq);
@@ -358,7 +389,6 @@ impl<const N: usize> Writer<'_, N> {
         r.sum.store(l.totals.sum);
         r.min.store(l.totals.min);
         r.max.store(l.totals.max);
-        r.cycles.store(l.cycles);
         r.missed.store(l.missed);
         r.early.store(l.early);
         r.last.store(l.last as u64);
@@ -416,6 +446,32 @@ mod tests {
         assert_eq!(s.counters.totals.max, 4_000);
         assert_eq!(s.counters.last, 4_000);
         assert_eq!(*s.buckets.last().unwrap(), 0);
+    }
+
+    #[test]
+    fn writer_buckets_agree_with_the_layout_at_every_edge() {
+        let r = Rec::new(1000);
+        let mut w = r.writer().unwrap();
+        let mut s = Snapshot::new();
+        let edges = [
+            0,
+            999,
+            1_000,
+            998_999,
+            999_000,
+            999_999,
+            1_000_000,
+            1_000_001,
+            70e9 as u64,
+        ];
+        let mut want = [0u32; DEFAULT_BUCKETS];
+        for &ns in &edges {
+            w.record(ns as i64, 0);
+            want[r.layout().bucket_of(ns)] += 1;
+            r.snapshot(&mut s, 4).unwrap();
+            assert!(s.buckets == want, "after {ns} ns");
+            assert_eq!(s.counters.last, ns as i64);
+        }
     }
 
     #[test]

@@ -12,16 +12,23 @@ const NS: i64 = 1_000_000_000;
 #[inline]
 pub fn timespec(ns: i64) -> Timespec {
     if ns >= 0 {
-        // the common case, without the euclidean fix-ups
+        // the only case in the measuring loop: one unsigned division
+        let u = ns as u64;
         Timespec {
-            tv_sec: ns / NS,
-            tv_nsec: ns % NS,
+            tv_sec: (u / NS as u64) as i64,
+            tv_nsec: (u % NS as u64) as i64,
         }
     } else {
-        Timespec {
-            tv_sec: ns.div_euclid(NS),
-            tv_nsec: ns.rem_euclid(NS),
-        }
+        negative_timespec(ns)
+    }
+}
+
+/// [`timespec`] before the clock's epoch, kept out of the hot path.
+#[cold]
+fn negative_timespec(ns: i64) -> Timespec {
+    Timespec {
+        tv_sec: ns.div_euclid(NS),
+        tv_nsec: ns.rem_euclid(NS),
     }
 }
 

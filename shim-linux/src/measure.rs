@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicU8, O
 use std::sync::Mutex;
 
 use heapless::spsc::{Producer, Queue};
-use latscope_core::cycle::{Clock, Cycle, CycleConfig, Step, StopReason};
+use latscope_core::cycle::{Clock, Cycle, CycleConfig, Sample, Step, StopReason};
 use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
 use latscope_core::record::ThreadRecord;
 use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord};
@@ -386,52 +386,30 @@ fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
     }
     let start = clock.now();
     let mut cycle = Cycle::new(cfg, start)?;
-    let thread = a.index as u16;
-    let mut dropped: u64 = 0;
-    let mut vdropped: u64 = 0;
     let stop = &a.control.stop;
     loop {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let (sample, end) = match cycle.run_once(&mut clock)? {
+        let now = cycle.sleep(&mut clock)?;
+        // the common case: a plain sample, nothing else to do
+        if let Some(latency) = cycle.plain_wake(now) {
+            w.record_plain(latency);
+            if a.verbose.is_some() {
+                verbose(a, cycle.recorded() - 1, latency as i64);
+            }
+            continue;
+        }
+        let (sample, end) = match cycle.on_wake(now) {
             Step::Warmup => continue,
             Step::Sample { sample, stop } => (sample, stop),
         };
         w.record(sample.latency, sample.missed);
         if sample.flags.any() {
-            let r = SpikeRecord {
-                thread,
-                cycle: sample.cycle,
-                deadline_ns: sample.deadline,
-                latency_ns: sample.latency,
-                missed: sample.missed,
-                flags: SpikeFlags {
-                    spike: sample.flags.spike,
-                    overflow: sample.flags.overflow,
-                    brk: sample.flags.brk,
-                },
-            };
-            if a.spikes.enqueue(r).is_err() {
-                dropped += 1;
-                a.shared.dropped.store(dropped, Ordering::Relaxed);
-            }
-            if sample.flags.spike {
-                if let Some(m) = a.marker.as_mut() {
-                    m.mark(
-                        a.plan.cpu.unwrap_or(0),
-                        sample.cycle,
-                        sample.latency.max(0) as u64,
-                        sample.wake.max(0) as u64,
-                    );
-                }
-            }
+            flagged(a, &sample);
         }
-        if let Some(v) = a.verbose.as_mut() {
-            if v.enqueue((sample.cycle, sample.latency)).is_err() {
-                vdropped += 1;
-                a.shared.verbose_dropped.store(vdropped, Ordering::Relaxed);
-            }
+        if a.verbose.is_some() {
+            verbose(a, sample.cycle, sample.latency);
         }
         if let Some(reason) = end {
             if let Ok(mut g) = a.shared.stop.lock() {
@@ -444,6 +422,47 @@ fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// A sample over a threshold: queue it for the sender (or count it as
+/// dropped), and with `--explain` mark the trace.
+#[cold]
+fn flagged(a: &mut ThreadArgs<'_>, sample: &Sample) {
+    let r = SpikeRecord {
+        thread: a.index as u16,
+        cycle: sample.cycle,
+        deadline_ns: sample.deadline,
+        latency_ns: sample.latency,
+        missed: sample.missed,
+        flags: SpikeFlags {
+            spike: sample.flags.spike,
+            overflow: sample.flags.overflow,
+            brk: sample.flags.brk,
+        },
+    };
+    if a.spikes.enqueue(r).is_err() {
+        a.shared.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+    if sample.flags.spike {
+        if let Some(m) = a.marker.as_mut() {
+            m.mark(
+                a.plan.cpu.unwrap_or(0),
+                sample.cycle,
+                sample.latency.max(0) as u64,
+                sample.wake.max(0) as u64,
+            );
+        }
+    }
+}
+
+/// `-v`: queue every sample (or count it as dropped).
+#[inline(never)]
+fn verbose(a: &mut ThreadArgs<'_>, cycle: u64, latency: i64) {
+    if let Some(v) = a.verbose.as_mut() {
+        if v.enqueue((cycle, latency)).is_err() {
+            a.shared.verbose_dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 /// `-b`: record the first break, stop everyone, and with `--tracemark`
