@@ -67,6 +67,10 @@ const SENDER_STACK: usize = if cfg!(debug_assertions) {
     128 * 1024
 };
 
+/// glibc's heap grows in steps of this (its default, 128 KiB, would all
+/// be locked and resident under mlockall).
+const MALLOC_TOP_PAD: i32 = 16 * 1024;
+
 /// The signals latscope handles synchronously in its main thread.
 const SIGNALS: sys::SigSet =
     sigbit(sig::INT) | sigbit(sig::TERM) | sigbit(sig::USR1) | sigbit(sig::HUP);
@@ -117,6 +121,8 @@ struct Degradations {
 }
 
 fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
+    // one small allocator heap: nothing locked for arenas no thread uses
+    sys::malloc_single_arena(MALLOC_TOP_PAD);
     // 2. signals, before any thread exists (threads inherit the mask)
     sys::block_signals(SIGNALS).map_err(|e| Error::sys("blocking signals", e))?;
     // 3. the vDSO clock, whose first call can allocate

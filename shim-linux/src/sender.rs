@@ -39,7 +39,7 @@ const SPIKE_NODES: usize = 1024;
 /// Spikes explained per drain (each reads a CPU's trace buffer).
 const EXPLAIN_PER_TICK: usize = 8;
 /// Human output buffer; flushed before it would grow.
-const HUMAN_BUF: usize = 64 * 1024;
+const HUMAN_BUF: usize = 16 * 1024;
 /// Snapshot retries (the writer holds its section for a few dozen ns).
 const TRIES: u32 = 100_000;
 

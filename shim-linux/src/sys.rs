@@ -169,6 +169,35 @@ pub fn demote(tid: i32) -> Result<(), Errno> {
     )
 }
 
+/// `mallopt(M_ARENA_MAX, 1)` and `mallopt(M_TOP_PAD, pad)`—keeps glibc's
+/// allocator to the main heap with a small top pad.
+///
+/// By default glibc gives every thread that allocates its own arena, and
+/// under `mlockall(MCL_FUTURE)` each arena's first 132 KiB is locked and
+/// resident, although the measuring threads never allocate after set-up.
+/// Call it before any thread exists. Other C libraries (musl) have no
+/// arenas; there it does nothing.
+pub fn malloc_single_arena(top_pad: i32) {
+    #[cfg(target_env = "gnu")]
+    {
+        extern "C" {
+            fn mallopt(param: i32, value: i32) -> i32;
+        }
+        /// glibc's `M_ARENA_MAX` and `M_TOP_PAD` (malloc.h).
+        const M_ARENA_MAX: i32 = -8;
+        const M_TOP_PAD: i32 = -2;
+        // SAFETY: mallopt only sets allocator parameters; it takes plain
+        // integers, and glibc documents both parameters as valid at any
+        // time (they take effect for later allocations).
+        unsafe {
+            mallopt(M_ARENA_MAX, 1);
+            mallopt(M_TOP_PAD, top_pad);
+        }
+    }
+    #[cfg(not(target_env = "gnu"))]
+    let _ = top_pad;
+}
+
 /// A kernel signal set (64 signals, 8 bytes on every supported arch).
 pub type SigSet = u64;
 const SIGSET_SIZE: usize = core::mem::size_of::<SigSet>();
