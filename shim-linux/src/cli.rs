@@ -106,8 +106,9 @@ pub struct Config {
     pub explain_us: u64,
     /// `--self-check`.
     pub self_check: bool,
-    /// Hidden `--self-check-probe`: make one forbidden request to prove the
-    /// self-check counts it.
+    /// Hidden `--self-check-probe`: make every forbidden request once
+    /// (clone of a process, fork, vfork, execve, execveat, clone3) to prove
+    /// the self-check refuses and counts each.
     pub self_check_probe: bool,
     /// Hidden `--ballast-mib`.
     pub ballast_mib: u64,

@@ -178,11 +178,16 @@ impl SelfCheck {
             rustix::io::Errno::PERM.raw_os_error(),
         );
         self.defects.fetch_add(1, Ordering::SeqCst);
+        // only clone's first argument is flags; exec's is a pointer
+        let flags = if n.nr as u32 == g::__NR_clone {
+            format!(" (flags {:#x})", n.arg0)
+        } else {
+            String::new()
+        };
         Some(format!(
-            "self-check defect: thread {} attempted {} (flags {:#x}); refused with EPERM",
+            "self-check defect: thread {} attempted {}{flags}; refused with EPERM",
             n.tid,
             syscall_name(n.nr),
-            n.arg0
         ))
     }
 }

@@ -731,19 +731,21 @@ impl Sender<'_> {
         }
     }
 
-    /// `--self-check-probe`: one forbidden process-creation request.
+    /// `--self-check-probe`: every forbidden process-creation request once.
     fn probe(&mut self) {
-        let text = match crate::sys::probe_process_clone() {
-            Err(e) => format!("self-check probe: process creation refused ({e})"),
-            Ok(()) => "self-check probe: process creation was NOT refused".to_string(),
-        };
-        self.err.buf.push_str("# ");
-        self.err.buf.push_str(&text);
-        self.err.buf.push('\n');
-        self.send(Body::Log(LogLine {
-            level: Level::Warn,
-            text: bounded(&text),
-        }));
+        for (name, result) in crate::sys::probe_process_creation() {
+            let text = match result {
+                Err(e) => format!("self-check probe: {name} refused ({e})"),
+                Ok(()) => format!("self-check probe: {name} was NOT refused"),
+            };
+            self.err.buf.push_str("# ");
+            self.err.buf.push_str(&text);
+            self.err.buf.push('\n');
+            self.send(Body::Log(LogLine {
+                level: Level::Warn,
+                text: bounded(&text),
+            }));
+        }
     }
 }
 

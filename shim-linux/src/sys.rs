@@ -4,7 +4,7 @@
 //! clock, memory locking, affinity, files, sockets and termios; what it
 //! deliberately leaves out (it calls them "libc internals") is here:
 //! `sched_setattr`/`sched_getattr`, signal masking and waiting, seccomp with
-//! its user-notification ioctls, and one raw process-clone probe for the
+//! its user-notification ioctls, and the raw process-creation probes of the
 //! self-check. Numbers and structures come from `linux-raw-sys`; the trap
 //! itself is `core::arch::asm!` for x86_64, aarch64 and 32-bit ARM (ARM mode,
 //! where r7 may carry the syscall number; Thumb mode is refused at compile
@@ -382,17 +382,70 @@ pub fn seccomp_deny(fd: rustix::fd::BorrowedFd<'_>, id: u64, errno: i32) -> Resu
     .map(drop)
 }
 
-/// `clone(SIGCHLD, 0, 0, 0)`—a raw new-process request, made only by the
-/// self-check probe while the seccomp filter is active, to prove that such
-/// a request is refused and counted. Returns the errno it failed with.
+/// One request that `--self-check` must refuse: its name, and what the
+/// kernel answered (`Ok` means it was **not** refused).
+pub type Probe = (&'static str, Result<(), Errno>);
+
+/// A path that does not exist, so that an exec the filter failed to refuse
+/// still fails harmlessly (ENOENT instead of EPERM).
+const PROBE_PATH: &core::ffi::CStr = c"/latscope-self-check-probe/none";
+
+/// The self-check probe: every process-creation and exec request the
+/// filter must refuse, made once each by raw syscall while the filter is
+/// active. Each should fail with EPERM (and be counted as a defect),
+/// `clone3` with ENOSYS. Should the filter not be active:
+/// - `clone(SIGCHLD)`, `fork` and `vfork` would create a child, which
+///   leaves at once through `exit(0)` without running any Rust code;
+/// - `execve` and `execveat` name a path that does not exist (ENOENT);
+/// - `clone3` with a size of 0 is rejected by the kernel (EINVAL).
+pub fn probe_process_creation() -> Vec<Probe> {
+    let mut v = Vec::with_capacity(6);
+    // SAFETY: new-process requests with no pointer argument (flags
+    // SIGCHLD, a NULL stack): the kernel copies the caller's memory. A
+    // child that came into being would only make the `exit` syscall.
+    let child_exits = |nr: u32, a0: usize| unsafe { leave_if_child(syscall4(nr, a0, 0, 0, 0)) };
+    v.push((
+        "clone (new process)",
+        child_exits(g::__NR_clone, sig::CHLD as usize),
+    ));
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    {
+        v.push(("fork", child_exits(g::__NR_fork, 0)));
+        v.push(("vfork", child_exits(g::__NR_vfork, 0)));
+    }
+    let path = PROBE_PATH.as_ptr() as usize;
+    // SAFETY: execve(path, NULL, NULL): `path` is a NUL-terminated static
+    // string; NULL argv and envp are accepted by Linux. The path does not
+    // exist, so even an unrefused call returns.
+    v.push((
+        "execve",
+        check(unsafe { syscall4(g::__NR_execve, path, 0, 0, 0) }).map(drop),
+    ));
+    // SAFETY: execveat(AT_FDCWD, path, NULL, NULL, flags), as execve above.
+    // This 4-argument trap leaves the flags register unset: whatever it
+    // holds, the call fails (the path does not exist, or EINVAL).
+    v.push((
+        "execveat",
+        check(unsafe { syscall4(g::__NR_execveat, g::AT_FDCWD as isize as usize, path, 0, 0) })
+            .map(drop),
+    ));
+    // SAFETY: clone3(NULL, 0): a size below the first version's makes the
+    // kernel reject it before reading the (NULL) pointer.
+    v.push((
+        "clone3",
+        check(unsafe { syscall4(g::__NR_clone3, 0, 0, 0, 0) }).map(drop),
+    ));
+    v
+}
+
+/// The raw return of a process-creation request: in a child (0), `exit(0)`
+/// at once; in the caller, the result.
 ///
-/// If the filter were somehow not active and a child came into being, the
-/// child leaves at once through `exit(0)` without running any Rust code.
-pub fn probe_process_clone() -> Result<(), Errno> {
-    // SAFETY: with flags = SIGCHLD and a NULL stack, the kernel's new-process
-    // path copies the caller's memory; no pointer is passed. The child (ret
-    // 0) calls `exit` immediately, so it never returns into Rust code.
-    let ret = unsafe { syscall4(g::__NR_clone, sig::CHLD as usize, 0, 0, 0) };
+/// # Safety
+/// Must be called right after the request, before any other code runs in
+/// the child (a vfork child shares the caller's memory).
+#[inline(always)]
+unsafe fn leave_if_child(ret: isize) -> Result<(), Errno> {
     if ret == 0 {
         // SAFETY: `exit` takes no pointer and does not return.
         unsafe {

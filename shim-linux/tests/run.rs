@@ -99,12 +99,30 @@ fn self_check_full_run_and_probe() {
     let out = run(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("attempted clone (new process)"), "{err}");
+    // every process-creation and exec request, refused and counted
+    let refused: &[&str] = if cfg!(target_arch = "aarch64") {
+        &["clone (new process)", "execve", "execveat"]
+    } else {
+        &["clone (new process)", "fork", "vfork", "execve", "execveat"]
+    };
+    for name in refused {
+        assert!(err.contains(&format!("attempted {name}")), "{name}: {err}");
+        assert!(
+            err.contains(&format!("probe: {name} refused (Operation not permitted")),
+            "{name}: {err}"
+        );
+    }
+    // clone3 hides its flags from the filter: refused outright, not counted
+    assert!(
+        err.contains("probe: clone3 refused (Function not implemented"),
+        "{err}"
+    );
+    assert!(!err.contains("NOT refused"), "{err}");
     let frames = decode_all(&out.stdout);
     let Body::Bye(bye) = frames.last().unwrap().body else {
         panic!("no bye");
     };
-    assert_eq!(bye.defects, 1);
+    assert_eq!(bye.defects as usize, refused.len());
 }
 
 #[test]
