@@ -220,7 +220,7 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
         None
     };
 
-    // --explain: a private trace instance and a marker per pinned thread
+    // --explain: a private trace instance and a marker per thread
     let n = plans.len();
     let (mut tracer, markers) = open_explain(cfg, &plans, &mut deg);
     let coarse_cpus: Vec<usize> = if cfg.explain_us > 0 && tracer.is_none() {
@@ -444,8 +444,9 @@ fn run_inner(cfg: &Config, held: &mut Held) -> Result<i32, Error> {
     Ok(status)
 }
 
-/// `--explain`: the trace instance for the pinned threads' CPUs and one
-/// marker per pinned thread (threads without a CPU get none).
+/// `--explain`: the trace instance and one marker per thread. It traces
+/// the pinned threads' CPUs, and every CPU the process may run on if a
+/// thread is unpinned (its spikes are explained on the CPU it woke on).
 fn open_explain(
     cfg: &Config,
     plans: &[ThreadPlan],
@@ -456,21 +457,14 @@ fn open_explain(
         return (None, none());
     }
     let mut cpus: Vec<usize> = plans.iter().filter_map(|p| p.cpu).collect();
+    if plans.iter().any(|p| p.cpu.is_none()) {
+        cpus.extend(cpus::available());
+    }
     cpus.sort_unstable();
     cpus.dedup();
-    if cpus.is_empty() {
-        deg.warnings.push(
-            "--explain attributes spikes per CPU and needs pinned threads (-a or -S); no attribution"
-                .into(),
-        );
-        return (None, none());
-    }
     match explain::Tracer::open(&cpus, cfg.explain_us * 1000) {
         Ok(t) => {
-            let markers = plans
-                .iter()
-                .map(|p| p.cpu.and_then(|_| t.marker().ok()))
-                .collect();
+            let markers = plans.iter().map(|_| t.marker().ok()).collect();
             (Some(t), markers)
         }
         Err(e) => {

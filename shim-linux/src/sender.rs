@@ -477,12 +477,19 @@ impl Sender<'_> {
                     }
                 }
                 let cpu = self.a.plans[t].cpu;
-                if let (Some(tracer), Some(cpu)) = (self.a.tracer.as_mut(), cpu) {
+                if let Some(tracer) = self.a.tracer.as_mut() {
                     if r.flags.spike && ns >= self.a.explain_ns {
                         if explained < EXPLAIN_PER_TICK {
                             explained += 1;
                             let deadline = r.deadline_ns.max(0) as u64;
-                            let a = tracer.explain(cpu, deadline, deadline + ns, r.cycle);
+                            let a = match cpu {
+                                Some(cpu) => tracer.explain(cpu, deadline, deadline + ns, r.cycle),
+                                None => {
+                                    let tid = self.a.shared[t].tid.load(Ordering::SeqCst);
+                                    let tid = u32::try_from(tid).unwrap_or(0);
+                                    tracer.explain_unpinned(tid, deadline, deadline + ns, r.cycle)
+                                }
+                            };
                             emit(&mut self.enc, &mut self.a.sink, Body::Explain(a));
                         } else {
                             skipped = true;

@@ -369,7 +369,85 @@ impl Tracer {
         let marks_before = self.marks.load(Ordering::Acquire);
         let read_start = mono_ns();
         let text = self.read_trace(cpu).unwrap_or_default();
-        let marks = find_mark(&text, cpu32, cycle);
+        let marks = find_mark(&text, cpu32, cycle, None);
+        let spike = Spike {
+            cpu: cpu32,
+            tid: None,
+            deadline_ns,
+            wake_ns,
+            cycle,
+        };
+        self.attribute(&spike, &text, marks, marks_before, read_start)
+    }
+
+    /// [`Tracer::explain`] for a thread `tid` that is not pinned: it reads
+    /// every traced CPU and explains the spike on the CPU the thread woke
+    /// on. That is the CPU whose buffer holds the thread's marker for
+    /// `cycle` (the thread writes it on the CPU it runs on), or else, on
+    /// the `mono` trace clock, the CPU that switched the thread in between
+    /// the deadline and the wake-up. If neither is found the spike is one
+    /// "untraced" line on CPU `u32::MAX`, `partial`.
+    pub fn explain_unpinned(
+        &mut self,
+        tid: u32,
+        deadline_ns: u64,
+        wake_ns: u64,
+        cycle: u64,
+    ) -> Attribution {
+        let latency = wake_ns.saturating_sub(deadline_ns);
+        if latency < self.threshold_ns {
+            return Attribution::new(u32::MAX, cycle, deadline_ns, latency);
+        }
+        let marks_before = self.marks.load(Ordering::Acquire);
+        let read_start = mono_ns();
+        let mut texts: Vec<(u32, String)> = Vec::with_capacity(self.cpus.len());
+        for &c in &self.cpus {
+            let cpu = u32::try_from(c).unwrap_or(u32::MAX);
+            texts.push((cpu, self.read_trace(c).unwrap_or_default()));
+        }
+        let by_mark = texts.iter().enumerate().find_map(|(i, (cpu, t))| {
+            let m = find_mark(t, *cpu, cycle, Some(tid));
+            m.ours.map(|_| (i, m))
+        });
+        let found = by_mark.or_else(|| {
+            let i = self
+                .mono
+                .then(|| switched_in(&texts, tid, deadline_ns, wake_ns))
+                .flatten()?;
+            Some((i, find_mark(&texts[i].1, texts[i].0, cycle, Some(tid))))
+        });
+        let (cpu, text, marks) = match found {
+            Some((i, m)) => (texts[i].0, texts.swap_remove(i).1, m),
+            None => (u32::MAX, String::new(), Marks::default()),
+        };
+        let spike = Spike {
+            cpu,
+            tid: Some(tid),
+            deadline_ns,
+            wake_ns,
+            cycle,
+        };
+        self.attribute(&spike, &text, marks, marks_before, read_start)
+    }
+
+    /// Classifies one CPU's trace `text` for `spike`, whose marker search
+    /// gave `marks`; then turns recording back on (unless a later marker
+    /// froze it again) and remembers the stretch without recording.
+    fn attribute(
+        &mut self,
+        spike: &Spike,
+        text: &str,
+        marks: Marks,
+        marks_before: u64,
+        read_start: u64,
+    ) -> Attribution {
+        let Spike {
+            cpu,
+            tid,
+            deadline_ns,
+            wake_ns,
+            cycle,
+        } = *spike;
         let mark = marks.ours;
         // Unfreeze, unless a later spike's marker froze the buffer, before
         // or during our read: its own explain will.
@@ -388,15 +466,17 @@ impl Tracer {
         };
         self.note_blind(from, mono_ns());
 
-        let pid = self
-            .tids
-            .iter()
-            .find(|&&(c, _)| c == cpu)
-            .map(|&(_, t)| t)
+        let pid = tid
+            .or_else(|| {
+                self.tids
+                    .iter()
+                    .find(|&&(c, _)| c as u32 == cpu)
+                    .map(|&(_, t)| t)
+            })
             .or(mark.map(|(_, pid)| pid))
             .unwrap_or(0);
         let mut window = Window {
-            cpu: cpu32,
+            cpu,
             cycle,
             deadline_ns,
             wake_ns,
@@ -430,7 +510,7 @@ impl Tracer {
         }
         let mut a = c.finish();
         a.deadline_ns = deadline_ns;
-        a.partial |= !self.mono;
+        a.partial |= !self.mono || cpu == u32::MAX;
         a
     }
 
@@ -496,6 +576,30 @@ impl Drop for Tracer {
     }
 }
 
+/// The spike [`Tracer::attribute`] explains.
+#[derive(Debug, Clone, Copy)]
+struct Spike {
+    /// The CPU whose trace is read (`u32::MAX`: none found).
+    cpu: u32,
+    /// The measuring thread, when known (unpinned threads).
+    tid: Option<u32>,
+    deadline_ns: u64,
+    wake_ns: u64,
+    cycle: u64,
+}
+
+/// Which of the `(cpu, trace)` texts shows `tid` switched in between
+/// `deadline_ns` and `wake_ns` (mono trace clock): the CPU it woke on.
+fn switched_in(texts: &[(u32, String)], tid: u32, deadline_ns: u64, wake_ns: u64) -> Option<usize> {
+    texts.iter().position(|(_, t)| {
+        t.lines().filter_map(parse_line).any(|e| {
+            matches!(e.kind, EventKind::Switch { next, .. } if next.pid == tid)
+                && e.ts_ns >= deadline_ns
+                && e.ts_ns <= wake_ns
+        })
+    })
+}
+
 /// What the trace says about our markers on one CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Marks {
@@ -505,9 +609,9 @@ struct Marks {
     newest_cycle: Option<u64>,
 }
 
-/// Finds our marker for `cycle` on `cpu`, searching from the end, where a
-/// freezing marker is.
-fn find_mark(text: &str, cpu: u32, cycle: u64) -> Marks {
+/// Finds our marker for `cycle` on `cpu` (written by thread `tid`, if
+/// given), searching from the end, where a freezing marker is.
+fn find_mark(text: &str, cpu: u32, cycle: u64, tid: Option<u32>) -> Marks {
     let mut marks = Marks::default();
     for line in text.lines().rev() {
         if !line.contains(MARK_PREFIX) {
@@ -529,7 +633,7 @@ fn find_mark(text: &str, cpu: u32, cycle: u64) -> Marks {
                 y = v.parse::<u64>().ok();
             }
         }
-        if c != Some(cpu) {
+        if c != Some(cpu) || tid.is_some_and(|t| t != e.task.pid) {
             continue;
         }
         if marks.newest_cycle.is_none() {
@@ -691,10 +795,35 @@ pub(crate) mod tests {
     fn find_mark_matches_cpu_and_cycle() {
         let t = "  x-5 [000] ...1. 1.000010: tracing_mark_write: latscope spike cpu=0 cycle=7 lat=5\n\
                  x-6 [000] ...1. 1.000020: tracing_mark_write: latscope spike cpu=0 cycle=8 lat=5\n";
-        let m = find_mark(t, 0, 7);
+        let m = find_mark(t, 0, 7, None);
         assert_eq!(m.ours, Some((1_000_010_000, 5)));
         assert_eq!(m.newest_cycle, Some(8));
-        assert_eq!(find_mark(t, 1, 8), Marks::default());
+        assert_eq!(find_mark(t, 1, 8, None), Marks::default());
+        // a thread's own marker only
+        assert_eq!(find_mark(t, 0, 7, Some(6)).ours, None);
+        assert_eq!(find_mark(t, 0, 8, Some(6)).ours, Some((1_000_020_000, 6)));
+    }
+
+    #[test]
+    fn an_unpinned_thread_is_found_where_it_was_switched_in() {
+        let switch = |cpu: u32, ts: &str, pid: u32| {
+            format!(
+                " t-9 [{cpu:03}] d..2. {ts}: sched_switch: prev_comm=t prev_pid=9 prev_prio=120 \
+                 prev_state=R ==> next_comm=me next_pid={pid} next_prio=19\n"
+            )
+        };
+        let texts = vec![
+            (0, switch(0, "0.010060", 8)),
+            (1, switch(1, "0.009000", 7) + &switch(1, "0.010050", 7)),
+            (2, switch(2, "0.010040", 7)),
+        ];
+        // thread 7, due at 10.000 ms, woke at 10.055 ms: CPU 1 (the first
+        // text with a switch-in inside the window)
+        assert_eq!(switched_in(&texts, 7, 10_000_000, 10_055_000), Some(1));
+        // before the window only, or another thread only: not found
+        assert_eq!(switched_in(&texts[..1], 7, 10_000_000, 10_055_000), None);
+        assert_eq!(switched_in(&texts, 7, 10_000_000, 10_030_000), None);
+        assert_eq!(switched_in(&texts, 8, 10_000_000, 10_070_000), Some(0));
     }
 
     /// Live: needs root and tracefs; skipped (with a note) otherwise.
