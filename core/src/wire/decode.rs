@@ -231,7 +231,9 @@ impl<const N: usize> Decoder<N> {
             Some(&v) => return Err(DecodeError::UnknownVersion(v)),
             None => return Err(DecodeError::Malformed),
         }
-        self.slot = Some(postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?);
+        if !super::fast::decode_into(body, &mut self.slot) {
+            self.slot = Some(postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?);
+        }
         if let Some(frame) = self.slot.as_ref() {
             let (seq, hello) = (frame.seq, matches!(frame.body, Body::Hello(_)));
             self.track_seq(seq, hello);

@@ -16,6 +16,7 @@
 
 mod decode;
 mod encode;
+mod fast;
 mod types;
 
 pub use decode::{DecodeError, Decoder, LinkStats};
