@@ -35,11 +35,15 @@ pub(super) fn find_zero(s: &[u8]) -> Option<usize> {
 
 /// Walk the code bytes of `src` (no zeros): `None` if a block runs past the
 /// end (invalid), else whether a block other than the last is a full one.
+/// A zero code (never passed in) is rejected too, so nothing loops on it.
 #[inline]
 fn walk(src: &[u8]) -> Option<bool> {
     let mut s = 0;
     let mut full = false;
     while let Some(&code) = src.get(s) {
+        if code == 0 {
+            return None;
+        }
         s += code as usize;
         if s > src.len() {
             return None;
@@ -175,6 +179,13 @@ mod tests {
                     assert_eq!(ours(&e).0.as_deref(), Some(&data[..]));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn zero_codes_are_rejected_not_looped_on() {
+        for src in [&[0u8][..], &[2, 5, 0, 1], &[1, 0], &[3, 1, 1, 0, 0]] {
+            assert_eq!(ours(src), (None, None), "{src:02x?}");
         }
     }
 
