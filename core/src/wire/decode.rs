@@ -1,5 +1,6 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
+use super::cobs_fast::{self, find_zero};
 use super::{Body, Frame, PROTOCOL_VERSION};
 
 /// CRC-32 (ISO-HDLC) with a 16-way table: the same checksum as the
@@ -138,7 +139,7 @@ impl<const N: usize> Decoder<N> {
     ) -> (Option<Result<&Frame, DecodeError>>, &'a [u8]) {
         let mut rest = data;
         while !rest.is_empty() {
-            let (chunk, delim, after) = match rest.iter().position(|&b| b == 0) {
+            let (chunk, delim, after) = match find_zero(rest) {
                 Some(i) => (
                     rest.get(..i).unwrap_or(&[]),
                     true,
@@ -147,10 +148,15 @@ impl<const N: usize> Decoder<N> {
                 None => (rest, false, &[][..]),
             };
             self.stats.bytes += (chunk.len() + delim as usize) as u64;
-            self.absorb(chunk);
             rest = after;
+            // A whole frame in this input is decoded straight from it.
+            let direct =
+                delim && self.len == 0 && self.synced && !self.overflowed && chunk.len() <= N;
+            if !direct {
+                self.absorb(chunk);
+            }
             if delim {
-                match self.end_of_frame() {
+                match self.end_of_frame(direct.then_some(chunk)) {
                     None => {}
                     Some(Err(e)) => return (Some(Err(e)), rest),
                     Some(Ok(())) => return (self.slot.as_ref().map(Ok), rest),
@@ -184,8 +190,9 @@ impl<const N: usize> Decoder<N> {
         }
     }
 
-    /// A delimiter arrived: decode what was buffered.
-    fn end_of_frame(&mut self) -> Option<Result<(), DecodeError>> {
+    /// A delimiter arrived: decode what was buffered, or `direct`, the
+    /// whole frame, if nothing was.
+    fn end_of_frame(&mut self, direct: Option<&[u8]>) -> Option<Result<(), DecodeError>> {
         let was_synced = self.synced;
         self.synced = true;
         if self.overflowed {
@@ -193,11 +200,14 @@ impl<const N: usize> Decoder<N> {
             self.stats.oversize += 1;
             return Some(Err(DecodeError::Oversize));
         }
-        let len = core::mem::take(&mut self.len);
+        let len = match direct {
+            Some(frame) => frame.len(),
+            None => core::mem::take(&mut self.len),
+        };
         if len == 0 || !was_synced {
             return None;
         }
-        let result = self.decode(len);
+        let result = self.decode(direct, len);
         match &result {
             Ok(_) => self.stats.frames += 1,
             Err(e) => {
@@ -213,10 +223,15 @@ impl<const N: usize> Decoder<N> {
         Some(result)
     }
 
-    /// Decode the `len` buffered bytes into the slot.
-    fn decode(&mut self, len: usize) -> Result<(), DecodeError> {
-        let raw = self.buf.get_mut(..len).ok_or(DecodeError::Oversize)?;
-        let n = cobs::decode_in_place(raw).map_err(|_| DecodeError::Cobs)?;
+    /// Decode `direct` or else the `len` buffered bytes into the slot.
+    fn decode(&mut self, direct: Option<&[u8]>, len: usize) -> Result<(), DecodeError> {
+        let n = match direct {
+            Some(frame) => cobs_fast::decode_into(frame, &mut self.buf),
+            None => {
+                cobs_fast::decode_in_place(self.buf.get_mut(..len).ok_or(DecodeError::Oversize)?)
+            }
+        }
+        .ok_or(DecodeError::Cobs)?;
         let payload = self.buf.get(..n).ok_or(DecodeError::Cobs)?;
         if n < 5 {
             return Err(DecodeError::Crc);
@@ -231,7 +246,9 @@ impl<const N: usize> Decoder<N> {
             Some(&v) => return Err(DecodeError::UnknownVersion(v)),
             None => return Err(DecodeError::Malformed),
         }
-        self.slot = Some(postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?);
+        if !super::fast::decode_into(body, &mut self.slot) {
+            self.slot = Some(postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?);
+        }
         if let Some(frame) = self.slot.as_ref() {
             let (seq, hello) = (frame.seq, matches!(frame.body, Body::Hello(_)));
             self.track_seq(seq, hello);

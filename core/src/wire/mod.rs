@@ -14,8 +14,10 @@
 //! snapshot in [`SnapshotChunk`]s of at most [`MAX_SMALL_FRAME`] bytes; any
 //! [`SpikeRecord`]s and [`LogLine`]s; and at the end a [`Bye`].
 
+mod cobs_fast;
 mod decode;
 mod encode;
+mod fast;
 mod types;
 
 pub use decode::{DecodeError, Decoder, LinkStats};

@@ -80,7 +80,7 @@ fn hello() -> Hello {
 }
 
 /// One frame of every type.
-fn every_body() -> Vec<Body> {
+pub(super) fn every_body() -> Vec<Body> {
     let mut delta = HistDelta {
         thread: 1,
         epoch: 7,

@@ -1,0 +1,448 @@
+//! A hand-written postcard decoder for the frequent frame bodies (stats,
+//! deltas, snapshot chunks), writing straight into the decoder's slot.
+//!
+//! Through serde every nested `Result<T>` of a 2.4 KiB [`Frame`] is moved
+//! several times per frame; these bodies are small, so decoding them by hand
+//! saves most of the decoder's time. It accepts only what postcard accepts
+//! and yields exactly postcard's value; on anything else it returns `None`
+//! and the caller falls back to postcard, which then gives the verdict.
+
+use super::{Body, DeltaEntry, Frame, HistDelta, SnapshotChunk, SnapshotEntry, ThreadStats};
+
+/// Postcard's variant indices of the fast bodies (declaration order).
+const STATS: u32 = 1;
+const DELTA: u32 = 2;
+const CHUNK: u32 = 3;
+
+/// A cursor over a postcard payload.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    #[inline(always)]
+    fn byte(&mut self) -> Option<u8> {
+        let (&b, rest) = self.0.split_first()?;
+        self.0 = rest;
+        Some(b)
+    }
+
+    /// A postcard varint of a `BITS`-bit integer: at most `ceil(BITS / 7)`
+    /// bytes, the last of which may not carry bits beyond `BITS`
+    /// (non-canonical encodings are accepted, as postcard does).
+    #[inline(always)]
+    fn varint<const BITS: u32>(&mut self) -> Option<u64> {
+        let max = BITS.div_ceil(7);
+        let last_max = (1u8 << (BITS % 7)) - 1;
+        let b = self.byte()?;
+        if b & 0x80 == 0 {
+            return (max > 1 || b <= last_max).then_some(u64::from(b));
+        }
+        let mut out = u64::from(b & 0x7F);
+        for i in 1..max {
+            let b = self.byte()?;
+            out |= u64::from(b & 0x7F) << (7 * i);
+            if b & 0x80 == 0 {
+                return (i != max - 1 || b <= last_max).then_some(out);
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    fn u16(&mut self) -> Option<u16> {
+        self.varint::<16>().map(|v| v as u16)
+    }
+
+    #[inline(always)]
+    fn u32(&mut self) -> Option<u32> {
+        self.varint::<32>().map(|v| v as u32)
+    }
+
+    #[inline(always)]
+    fn u64(&mut self) -> Option<u64> {
+        self.varint::<64>()
+    }
+
+    #[inline(always)]
+    fn i64(&mut self) -> Option<i64> {
+        let n = self.varint::<64>()?;
+        Some(((n >> 1) as i64) ^ (-((n & 1) as i64)))
+    }
+
+    #[inline(always)]
+    fn usize(&mut self) -> Option<usize> {
+        self.varint::<{ usize::BITS }>().map(|v| v as usize)
+    }
+
+    #[inline(always)]
+    fn bool(&mut self) -> Option<bool> {
+        match self.byte()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+}
+
+/// Decode `payload` (a whole postcard [`Frame`], trailing bytes ignored as
+/// `postcard::from_bytes` does) into `slot` if it is one of the fast bodies
+/// and valid. Returns `false`, leaving `slot` untouched, otherwise.
+pub(super) fn decode_into(payload: &[u8], slot: &mut Option<Frame>) -> bool {
+    let mut r = Reader(payload);
+    let Some(version) = r.byte() else {
+        return false;
+    };
+    let Some(seq) = r.u32() else {
+        return false;
+    };
+    match r.u32() {
+        Some(STATS) => match stats(&mut r) {
+            Some(s) => {
+                match slot {
+                    Some(Frame {
+                        version: v,
+                        seq: q,
+                        body: Body::Stats(b),
+                    }) => {
+                        (*v, *q, *b) = (version, seq, s);
+                    }
+                    _ => {
+                        *slot = Some(Frame {
+                            version,
+                            seq,
+                            body: Body::Stats(s),
+                        })
+                    }
+                }
+                true
+            }
+            None => false,
+        },
+        Some(DELTA) => {
+            let Some((thread, epoch, part, parts)) = head(&mut r) else {
+                return false;
+            };
+            let mut entries = heapless::Vec::new();
+            let Some(len) = r.usize() else {
+                return false;
+            };
+            if len > entries.capacity() {
+                return false;
+            }
+            for _ in 0..len {
+                let (Some(bucket), Some(count)) = (r.u16(), r.u32()) else {
+                    return false;
+                };
+                // cannot fail: len <= capacity
+                let _ = entries.push(DeltaEntry { bucket, count });
+            }
+            let d = HistDelta {
+                thread,
+                epoch,
+                part,
+                parts,
+                entries,
+            };
+            match slot {
+                Some(Frame {
+                    version: v,
+                    seq: q,
+                    body: Body::Delta(b),
+                }) => {
+                    (*v, *q, *b) = (version, seq, d);
+                }
+                _ => {
+                    *slot = Some(Frame {
+                        version,
+                        seq,
+                        body: Body::Delta(d),
+                    })
+                }
+            }
+            true
+        }
+        Some(CHUNK) => {
+            let Some((thread, epoch, index, total)) = head(&mut r) else {
+                return false;
+            };
+            let mut entries = heapless::Vec::new();
+            let Some(len) = r.usize() else {
+                return false;
+            };
+            if len > entries.capacity() {
+                return false;
+            }
+            for _ in 0..len {
+                let (Some(bucket), Some(count)) = (r.u16(), r.u64()) else {
+                    return false;
+                };
+                // cannot fail: len <= capacity
+                let _ = entries.push(SnapshotEntry { bucket, count });
+            }
+            let c = SnapshotChunk {
+                thread,
+                epoch,
+                index,
+                total,
+                entries,
+            };
+            match slot {
+                Some(Frame {
+                    version: v,
+                    seq: q,
+                    body: Body::Chunk(b),
+                }) => {
+                    (*v, *q, *b) = (version, seq, c);
+                }
+                _ => {
+                    *slot = Some(Frame {
+                        version,
+                        seq,
+                        body: Body::Chunk(c),
+                    })
+                }
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The `thread, epoch, u16, u16` head shared by deltas and chunks.
+#[inline(always)]
+fn head(r: &mut Reader<'_>) -> Option<(u16, u32, u16, u16)> {
+    Some((r.u16()?, r.u32()?, r.u16()?, r.u16()?))
+}
+
+#[inline(always)]
+fn stats(r: &mut Reader<'_>) -> Option<ThreadStats> {
+    Some(ThreadStats {
+        thread: r.u16()?,
+        epoch: r.u32()?,
+        elapsed_ns: r.u64()?,
+        cycles: r.u64()?,
+        count: r.u64()?,
+        sum: r.u64()?,
+        min: r.u64()?,
+        max: r.u64()?,
+        interval_max: r.u64()?,
+        last: r.i64()?,
+        missed: r.u64()?,
+        early: r.u64()?,
+        minflt: r.u64()?,
+        majflt: r.u64()?,
+        dropped: r.u64()?,
+        last_report: r.bool()?,
+    })
+}
+
+/// Postcard's answer, for the tests: the fast path must agree with it.
+#[cfg(test)]
+pub(super) fn decode_fast(payload: &[u8]) -> Option<Frame> {
+    let mut slot = None;
+    decode_into(payload, &mut slot).then(|| slot.expect("filled"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::vec::Vec;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Postcard's result, restricted to the bodies the fast path handles.
+    fn reference(payload: &[u8]) -> Option<Frame> {
+        postcard::from_bytes::<Frame>(payload)
+            .ok()
+            .filter(|f| matches!(f.body, Body::Stats(_) | Body::Delta(_) | Body::Chunk(_)))
+    }
+
+    fn payload(frame: &Frame) -> Vec<u8> {
+        let mut buf = [0u8; super::super::MAX_PAYLOAD];
+        postcard::to_slice(frame, &mut buf).unwrap().to_vec()
+    }
+
+    fn frame(seq: u32, body: Body) -> Frame {
+        Frame {
+            version: super::super::PROTOCOL_VERSION,
+            seq,
+            body,
+        }
+    }
+
+    #[test]
+    fn every_body_agrees_with_postcard() {
+        for (i, body) in crate::wire::tests::every_body().into_iter().enumerate() {
+            let f = frame(i as u32 * 1000, body);
+            let p = payload(&f);
+            assert_eq!(decode_fast(&p), reference(&p), "{f:?}");
+            // postcard ignores trailing bytes; so must the fast path
+            let mut longer = p.clone();
+            longer.extend_from_slice(&[0xFF, 0, 7]);
+            assert_eq!(decode_fast(&longer), reference(&longer));
+            // every truncation is rejected by both
+            for n in 0..p.len() {
+                assert_eq!(decode_fast(&p[..n]), reference(&p[..n]), "{f:?} cut at {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn varint_edges_agree_with_postcard() {
+        // head: version, seq, variant 2 (delta); then thread as a u16 varint
+        let cases: &[&[u8]] = &[
+            &[0xFF, 0xFF, 0x03],       // u16::MAX
+            &[0xFF, 0xFF, 0x04],       // one bit too many
+            &[0x80, 0x00],             // non-canonical zero, accepted
+            &[0x80, 0x80, 0x00],       // non-canonical, three bytes
+            &[0x80, 0x80, 0x80, 0x00], // four bytes: too long for u16
+        ];
+        for thread in cases {
+            for seq in [
+                &[0x00][..],
+                &[0xFF, 0xFF, 0xFF, 0xFF, 0x0F],
+                &[0xFF, 0xFF, 0xFF, 0xFF, 0x10],
+                &[0x80, 0x80, 0x80, 0x80, 0x80, 0x00],
+            ] {
+                let mut p = std::vec![1u8];
+                p.extend_from_slice(seq);
+                p.push(2);
+                p.extend_from_slice(thread);
+                p.extend_from_slice(&[5, 0, 1, 1, 3, 9]);
+                assert_eq!(decode_fast(&p), reference(&p), "{p:02x?}");
+            }
+        }
+    }
+
+    #[test]
+    fn overwrites_a_slot_of_any_body() {
+        let bodies = crate::wire::tests::every_body();
+        for (i, old) in bodies.iter().enumerate() {
+            for (j, new) in bodies.iter().enumerate() {
+                let p = payload(&frame(j as u32, new.clone()));
+                let mut slot = Some(frame(i as u32, old.clone()));
+                let before = slot.clone();
+                let taken = decode_into(&p, &mut slot);
+                match reference(&p) {
+                    Some(want) => assert!(taken && slot == Some(want)),
+                    None => assert!(!taken && slot == before),
+                }
+            }
+        }
+    }
+
+    fn any_stats() -> impl Strategy<Value = ThreadStats> {
+        (
+            (any::<u16>(), any::<u32>(), any::<[u64; 7]>()),
+            (any::<i64>(), any::<[u64; 5]>(), any::<bool>()),
+        )
+            .prop_map(|((thread, epoch, a), (last, b, last_report))| ThreadStats {
+                thread,
+                epoch,
+                elapsed_ns: a[0],
+                cycles: a[1],
+                count: a[2],
+                sum: a[3],
+                min: a[4],
+                max: a[5],
+                interval_max: a[6],
+                last,
+                missed: b[0],
+                early: b[1],
+                minflt: b[2],
+                majflt: b[3],
+                dropped: b[4],
+                last_report,
+            })
+    }
+
+    fn any_body() -> impl Strategy<Value = Body> {
+        let head = (any::<u16>(), any::<u32>(), any::<u16>(), any::<u16>());
+        prop_oneof![
+            any_stats().prop_map(Body::Stats),
+            (
+                head,
+                proptest::collection::vec((any::<u16>(), any::<u32>()), 0..=DELTA_ENTRIES_MAX)
+            )
+                .prop_map(|((thread, epoch, part, parts), e)| Body::Delta(HistDelta {
+                    thread,
+                    epoch,
+                    part,
+                    parts,
+                    entries: e
+                        .into_iter()
+                        .map(|(bucket, count)| DeltaEntry { bucket, count })
+                        .collect(),
+                })),
+            (
+                head,
+                proptest::collection::vec((any::<u16>(), any::<u64>()), 0..=CHUNK_ENTRIES_MAX)
+            )
+                .prop_map(|((thread, epoch, index, total), e)| Body::Chunk(
+                    SnapshotChunk {
+                        thread,
+                        epoch,
+                        index,
+                        total,
+                        entries: e
+                            .into_iter()
+                            .map(|(bucket, count)| SnapshotEntry { bucket, count })
+                            .collect(),
+                    }
+                )),
+        ]
+    }
+
+    const DELTA_ENTRIES_MAX: usize = super::super::DELTA_ENTRIES;
+    const CHUNK_ENTRIES_MAX: usize = super::super::CHUNK_ENTRIES;
+
+    /// Bytes that hit the varint and bool edges often.
+    fn edgy_byte() -> impl Strategy<Value = u8> {
+        prop_oneof![
+            any::<u8>(),
+            prop::sample::select(std::vec![
+                0u8, 1, 2, 3, 4, 0x0F, 0x10, 0x7F, 0x80, 0x81, 0xFF
+            ]),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2048))]
+
+        /// Valid frames of the fast bodies decode to exactly themselves.
+        #[test]
+        fn fast_bodies_round_trip(seq in any::<u32>(), body in any_body()) {
+            let f = frame(seq, body);
+            prop_assert_eq!(decode_fast(&payload(&f)), Some(f));
+        }
+
+        /// Corrupted payloads: the fast path agrees with postcard exactly.
+        #[test]
+        fn corrupted_payloads_agree_with_postcard(
+            seq in any::<u32>(),
+            body in any_body(),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), edgy_byte()), 1..4),
+            cut in any::<prop::sample::Index>(),
+        ) {
+            let mut p = payload(&frame(seq, body));
+            for (at, b) in edits {
+                let i = at.index(p.len());
+                p[i] = b;
+            }
+            let n = cut.index(p.len() + 1);
+            prop_assert_eq!(decode_fast(&p), reference(&p));
+            prop_assert_eq!(decode_fast(&p[..n]), reference(&p[..n]));
+        }
+
+        /// Random payloads after a plausible head agree with postcard.
+        #[test]
+        fn random_payloads_agree_with_postcard(
+            variant in 0u8..9,
+            rest in proptest::collection::vec(edgy_byte(), 0..200),
+        ) {
+            let mut p = std::vec![1u8, 5, variant];
+            p.extend_from_slice(&rest);
+            prop_assert_eq!(decode_fast(&p), reference(&p));
+        }
+    }
+}
