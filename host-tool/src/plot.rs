@@ -7,7 +7,7 @@ use std::sync::Once;
 
 use latscope_core::layout::Layout;
 use latscope_core::stats::{quantile, Ppm};
-use plotters::coord::ranged1d::AsRangedCoord;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -181,6 +181,35 @@ fn panel<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
         .map_err(err)
 }
 
+/// A label formatter for an axis.
+type Labels<'f> = &'f dyn Fn(&f64) -> String;
+
+/// The grid and the axes: their descriptions and tick labels (`x_labels`
+/// `None`: plotters' own).
+fn axes<'a, DB, X, Y>(
+    chart: &mut Chart<'a, DB, X, Y>,
+    x_desc: &str,
+    x_labels: Option<Labels<'_>>,
+    y_desc: &str,
+    y_labels: Labels<'_>,
+) -> DrawResult
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_label_formatter(y_labels)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16));
+    if let Some(f) = x_labels {
+        mesh.x_label_formatter(f);
+    }
+    mesh.draw().map_err(err)
+}
+
 /// One series' line in colour `c`, with its entry in the legend.
 fn line<'a, DB, X, Y>(
     chart: &mut Chart<'a, DB, X, Y>,
@@ -240,18 +269,13 @@ fn histogram<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
         0f64..xmax,
         (0.8f64..ymax).log_scale(),
     )?;
-    chart
-        .configure_mesh()
-        .x_desc(format!(
-            "Latency (µs); buckets 1 µs wide up to {linear} µs, ≤1 % wide above"
-        ))
-        .y_desc("Number of latency samples")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(err)?;
+    axes(
+        &mut chart,
+        &format!("Latency (µs); buckets 1 µs wide up to {linear} µs, ≤1 % wide above"),
+        Some(&|v| format!("{v:.0}")),
+        "Number of latency samples",
+        &|v| format!("{v:.0}"),
+    )?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let last = s.hist.iter().rposition(|&x| x > 0).unwrap_or(0);
@@ -315,16 +339,13 @@ fn tail<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) ->
         (1f64..xmax).log_scale(),
         (min_frac..1.5f64).log_scale(),
     )?;
-    chart
-        .configure_mesh()
-        .x_desc("Latency (µs, log scale)")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_desc("Fraction of samples ≥ latency")
-        .y_label_formatter(&|v| format!("{v:.0e}"))
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(err)?;
+    axes(
+        &mut chart,
+        "Latency (µs, log scale)",
+        Some(&|v| format!("{v:.0}")),
+        "Fraction of samples ≥ latency",
+        &|v| format!("{v:.0e}"),
+    )?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let total = s.total();
@@ -401,15 +422,13 @@ fn over_time<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
         0f64..tmax.max(1.0),
         (1f64..ymax.max(10.0)).log_scale(),
     )?;
-    chart
-        .configure_mesh()
-        .x_desc("Run time (s)")
-        .y_desc("Max latency (µs, log scale)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(err)?;
+    axes(
+        &mut chart,
+        "Run time (s)",
+        None,
+        "Max latency (µs, log scale)",
+        &|v| format!("{v:.0}"),
+    )?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let pts: Vec<(f64, f64)> = s
