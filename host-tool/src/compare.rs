@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use crate::aggregate::Run;
-use crate::summary::{summarize, us_opt, Summary};
+use crate::summary::{avg_us, or_dash, summarize, us_opt, Summary};
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
@@ -47,12 +47,8 @@ fn block(out: &mut String, title: &str, a: &Summary, b: &Summary) {
         out,
         "{:<10} {:>12} {:>12} {:>9}",
         "avg",
-        a.avg_ns
-            .map(|x| format!("{:.1}", x / 1000.0))
-            .unwrap_or("-".into()),
-        b.avg_ns
-            .map(|x| format!("{:.1}", x / 1000.0))
-            .unwrap_or("-".into()),
+        avg_us(a.avg_ns),
+        avg_us(b.avg_ns),
         ratio(a.avg_ns, b.avg_ns)
     );
     for ((n, qa), (_, qb)) in a.quantiles.iter().zip(&b.quantiles) {
@@ -75,34 +71,23 @@ fn block(out: &mut String, title: &str, a: &Summary, b: &Summary) {
 /// The comparison table of two runs: all CPUs, then thread by thread.
 pub fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "A: {name_a}: {} ({}, kernel {}), run {:016x}",
-        a.hostname(),
-        a.hello.target.arch,
-        a.hello.target.kernel,
-        a.hello.run_id
-    );
-    let _ = writeln!(
-        out,
-        "B: {name_b}: {} ({}, kernel {}), run {:016x}",
-        b.hostname(),
-        b.hello.target.arch,
-        b.hello.target.kernel,
-        b.hello.run_id
-    );
+    for (side, name, run) in [("A", name_a, a), ("B", name_b, b)] {
+        let _ = writeln!(
+            out,
+            "{side}: {name}: {} ({}, kernel {}), run {:016x}",
+            run.hostname(),
+            run.hello.target.arch,
+            run.hello.target.kernel,
+            run.hello.run_id
+        );
+    }
     let (pa, aa) = summarize(a);
     let (pb, ab) = summarize(b);
     block(&mut out, "all CPUs", &aa, &ab);
     for (x, y) in pa.iter().zip(&pb) {
         block(
             &mut out,
-            &format!(
-                "{} (CPU {} vs {})",
-                x.label,
-                x.cpu.map(|c| c.to_string()).unwrap_or("-".into()),
-                y.cpu.map(|c| c.to_string()).unwrap_or("-".into())
-            ),
+            &format!("{} (CPU {} vs {})", x.label, or_dash(x.cpu), or_dash(y.cpu)),
             x,
             y,
         );

@@ -7,6 +7,7 @@ use std::sync::Once;
 
 use latscope_core::layout::Layout;
 use latscope_core::stats::{quantile, Ppm};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
@@ -84,6 +85,9 @@ pub fn run_all(run: &Run, label: &str) -> Series {
 
 type DrawResult = std::result::Result<(), String>;
 
+/// A panel's chart, drawing on `DB` with `X` by `Y` coordinates.
+type Chart<'a, DB, X, Y> = ChartContext<'a, DB, Cartesian2d<X, Y>>;
+
 fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
@@ -99,16 +103,8 @@ pub fn draw(file: &Path, title: &str, series: &[Series], time_series: bool) -> R
         .and_then(|e| e.to_str())
         .map(|e| e.to_ascii_lowercase());
     let res = match ext.as_deref() {
-        Some("svg") => {
-            let root = SVGBackend::new(file, size).into_drawing_area();
-            let r = panels_on(&root, title, series, time_series);
-            r.and_then(|_| root.present().map_err(err))
-        }
-        Some("png") => {
-            let root = BitMapBackend::new(file, size).into_drawing_area();
-            let r = panels_on(&root, title, series, time_series);
-            r.and_then(|_| root.present().map_err(err))
-        }
+        Some("svg") => render(SVGBackend::new(file, size), title, series, time_series),
+        Some("png") => render(BitMapBackend::new(file, size), title, series, time_series),
         _ => {
             return Err(Error::Usage(format!(
                 "--plot {}: the file name must end in .svg or .png",
@@ -120,6 +116,18 @@ pub fn draw(file: &Path, title: &str, series: &[Series], time_series: bool) -> R
         file: file.to_path_buf(),
         message,
     })
+}
+
+/// Draw the panels on `backend` and write the file out.
+fn render<DB: DrawingBackend>(
+    backend: DB,
+    title: &str,
+    series: &[Series],
+    time_series: bool,
+) -> DrawResult {
+    let root = backend.into_drawing_area();
+    panels_on(&root, title, series, time_series)?;
+    root.present().map_err(err)
 }
 
 fn panels_on<DB: DrawingBackend>(
@@ -156,6 +164,89 @@ fn color(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
+/// A panel's chart: its caption above, the axis label areas, and the
+/// coordinates `x` by `y`.
+fn panel<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    x: X,
+    y: Y,
+) -> std::result::Result<Chart<'a, DB, X::CoordDescType, Y::CoordDescType>, String> {
+    ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20).into_font())
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(80)
+        .build_cartesian_2d(x, y)
+        .map_err(err)
+}
+
+/// A label formatter for an axis.
+type Labels<'f> = &'f dyn Fn(&f64) -> String;
+
+/// The grid and the axes: their descriptions and tick labels (`x_labels`
+/// `None`: plotters' own).
+fn axes<'a, DB, X, Y>(
+    chart: &mut Chart<'a, DB, X, Y>,
+    x_desc: &str,
+    x_labels: Option<Labels<'_>>,
+    y_desc: &str,
+    y_labels: Labels<'_>,
+) -> DrawResult
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_label_formatter(y_labels)
+        .label_style(("sans-serif", 14))
+        .axis_desc_style(("sans-serif", 16));
+    if let Some(f) = x_labels {
+        mesh.x_label_formatter(f);
+    }
+    mesh.draw().map_err(err)
+}
+
+/// One series' line in colour `c`, with its entry in the legend.
+fn line<'a, DB, X, Y>(
+    chart: &mut Chart<'a, DB, X, Y>,
+    pts: Vec<(f64, f64)>,
+    c: RGBColor,
+    label: String,
+) -> DrawResult
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+    Ok(())
+}
+
+/// The legend box, top right.
+fn legend<'a, DB, X, Y>(chart: &mut Chart<'a, DB, X, Y>) -> DrawResult
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 /// The x range in µs that shows every sample.
 fn x_max_us(series: &[Series]) -> f64 {
     let m = series.iter().map(|s| s.max_ns).max().unwrap_or(0) as f64 / 1000.0;
@@ -172,28 +263,19 @@ fn histogram<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
         .max(1) as f64
         * 3.0;
     let linear = series.first().map(|s| s.layout.linear_us).unwrap_or(1000);
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "Latency histogram (OSADL style)",
-            ("sans-serif", 20).into_font(),
-        )
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..xmax, (0.8f64..ymax).log_scale())
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc(format!(
-            "Latency (µs); buckets 1 µs wide up to {linear} µs, ≤1 % wide above"
-        ))
-        .y_desc("Number of latency samples")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(err)?;
+    let mut chart = panel(
+        area,
+        "Latency histogram (OSADL style)",
+        0f64..xmax,
+        (0.8f64..ymax).log_scale(),
+    )?;
+    axes(
+        &mut chart,
+        &format!("Latency (µs); buckets 1 µs wide up to {linear} µs, ≤1 % wide above"),
+        Some(&|v| format!("{v:.0}")),
+        "Number of latency samples",
+        &|v| format!("{v:.0}"),
+    )?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let last = s.hist.iter().rposition(|&x| x > 0).unwrap_or(0);
@@ -209,11 +291,12 @@ fn histogram<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
             pts.push((x, 0.8));
         }
         let max_us = s.max_ns as f64 / 1000.0;
-        chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-            .map_err(err)?
-            .label(format!("{}  max {} µs", s.label, us(s.max_ns)))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        line(
+            &mut chart,
+            pts,
+            c,
+            format!("{}  max {} µs", s.label, us(s.max_ns)),
+        )?;
         // The max, marked with a dashed vertical line and a label.
         let dashes: Vec<_> = (0..24)
             .map(|k| {
@@ -238,15 +321,7 @@ fn histogram<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
             )))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart)
 }
 
 /// Exceedance: the fraction of samples at or above each latency.
@@ -258,26 +333,19 @@ fn tail<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) ->
         .fold(1.0f64, f64::min)
         .min(1e-4)
         / 2.0;
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "Tail: fraction of samples ≥ latency (p99, p99.9, p99.99 marked)",
-            ("sans-serif", 20).into_font(),
-        )
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d((1f64..xmax).log_scale(), (min_frac..1.5f64).log_scale())
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("Latency (µs, log scale)")
-        .x_label_formatter(&|v| format!("{v:.0}"))
-        .y_desc("Fraction of samples ≥ latency")
-        .y_label_formatter(&|v| format!("{v:.0e}"))
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(err)?;
+    let mut chart = panel(
+        area,
+        "Tail: fraction of samples ≥ latency (p99, p99.9, p99.99 marked)",
+        (1f64..xmax).log_scale(),
+        (min_frac..1.5f64).log_scale(),
+    )?;
+    axes(
+        &mut chart,
+        "Latency (µs, log scale)",
+        Some(&|v| format!("{v:.0}")),
+        "Fraction of samples ≥ latency",
+        &|v| format!("{v:.0e}"),
+    )?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let total = s.total();
@@ -302,11 +370,7 @@ fn tail<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) ->
                 .max(lo);
             pts.push((hi, (above as f64 / total as f64).max(min_frac)));
         }
-        chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
-            .map_err(err)?
-            .label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        line(&mut chart, pts, c, s.label.clone())?;
         for (k, (q, name, frac)) in [
             (Ppm::P99, "p99", 1e-2),
             (Ppm::P999, "p99.9", 1e-3),
@@ -334,15 +398,7 @@ fn tail<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) ->
             }
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart)
 }
 
 fn over_time<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series]) -> DrawResult {
@@ -360,25 +416,19 @@ fn over_time<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
         .max(1) as f64
         / 1000.0
         * 2.0;
-    let mut chart = ChartBuilder::on(area)
-        .caption(
-            "Max latency per report interval",
-            ("sans-serif", 20).into_font(),
-        )
-        .margin(12)
-        .x_label_area_size(45)
-        .y_label_area_size(80)
-        .build_cartesian_2d(0f64..tmax.max(1.0), (1f64..ymax.max(10.0)).log_scale())
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("Run time (s)")
-        .y_desc("Max latency (µs, log scale)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
-        .label_style(("sans-serif", 14))
-        .axis_desc_style(("sans-serif", 16))
-        .draw()
-        .map_err(err)?;
+    let mut chart = panel(
+        area,
+        "Max latency per report interval",
+        0f64..tmax.max(1.0),
+        (1f64..ymax.max(10.0)).log_scale(),
+    )?;
+    axes(
+        &mut chart,
+        "Run time (s)",
+        None,
+        "Max latency (µs, log scale)",
+        &|v| format!("{v:.0}"),
+    )?;
     for (i, s) in series.iter().enumerate() {
         let c = color(i);
         let pts: Vec<(f64, f64)> = s
@@ -392,22 +442,10 @@ fn over_time<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
                 )
             })
             .collect();
-        chart
-            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-            .map_err(err)?
-            .label(s.label.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
+        line(&mut chart, pts.clone(), c, s.label.clone())?;
         chart
             .draw_series(pts.into_iter().map(|p| Circle::new(p, 2, c.filled())))
             .map_err(err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    Ok(())
+    legend(&mut chart)
 }

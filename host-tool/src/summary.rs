@@ -216,3 +216,14 @@ pub fn us(ns: u64) -> String {
 pub fn us_opt(ns: Option<u64>) -> String {
     ns.map(us).unwrap_or_else(|| "-".into())
 }
+
+/// An optional mean in ns as µs with one decimal, or `-`.
+pub fn avg_us(ns: Option<f64>) -> String {
+    ns.map(|a| format!("{:.1}", a / 1000.0))
+        .unwrap_or_else(|| "-".into())
+}
+
+/// An optional value (a CPU, a priority), or `-`.
+pub fn or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}

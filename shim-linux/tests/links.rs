@@ -5,7 +5,6 @@ mod common;
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -39,7 +38,7 @@ fn tcp_reconnects_and_the_new_connection_is_exact() {
     let dest = format!("tcp:127.0.0.1:{port}");
     let json = std::env::temp_dir().join(format!("latscope-tcp-{}.json", std::process::id()));
     let json_arg = format!("--json={}", json.display());
-    let mut args = vec![
+    let args = [
         "-t",
         "2",
         "-d",
@@ -53,13 +52,7 @@ fn tcp_reconnects_and_the_new_connection_is_exact() {
         "200ms",
         &json_arg,
     ];
-    args.extend(privilege_flags());
-    let mut child = tool(BIN)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&args);
 
     // first connection: read a while, then hang up on the target
     let (mut c1, _) = listener.accept().unwrap();
@@ -142,7 +135,7 @@ fn serial_line_in_raw_mode_carries_the_stream() {
     let name = ptsname(&master, Vec::new()).unwrap();
     let path = name.to_str().unwrap().to_string();
     let dest = format!("serial:{path}:115200");
-    let mut args = vec![
+    let args = [
         "-l",
         "1500",
         "-q",
@@ -151,13 +144,7 @@ fn serial_line_in_raw_mode_carries_the_stream() {
         "--report-interval",
         "200ms",
     ];
-    args.extend(privilege_flags());
-    let mut child = tool(BIN)
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(&args);
     let mut bytes = Vec::new();
     let mut buf = [0u8; 4096];
     let t0 = Instant::now();

@@ -14,26 +14,16 @@ fn tmp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("latscope-{}-{name}", std::process::id()))
 }
 
-/// `strace -f -c` call counts per syscall of one run.
-fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
-    let out = tmp(&format!("c{loops}.txt"));
-    let l = loops.to_string();
-    let mut args = vec![
-        "-f",
-        "-c",
-        "-o",
-        out.to_str().unwrap(),
-        BIN,
-        "-t",
-        "1",
-        "-i",
-        "200",
-        "-l",
-        &l,
-        "-q",
-    ];
-    args.extend(privilege_flags());
-    let st = tool("strace").args(&args).output().expect("strace runs");
+/// `strace -f OPTS` of one run of latscope with `args` and the privilege
+/// flags, which must succeed: strace's output.
+fn strace(opts: &[&str], name: &str, args: &[&str]) -> String {
+    let out = tmp(name);
+    let mut all = vec!["-f"];
+    all.extend(opts);
+    all.extend(["-o", out.to_str().unwrap(), BIN]);
+    all.extend(args);
+    all.extend(privilege_flags());
+    let st = tool("strace").args(&all).output().expect("strace runs");
     assert!(
         st.status.success(),
         "{}",
@@ -41,6 +31,17 @@ fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
     );
     let text = std::fs::read_to_string(&out).unwrap();
     let _ = std::fs::remove_file(&out);
+    text
+}
+
+/// `strace -f -c` call counts per syscall of one run.
+fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
+    let l = loops.to_string();
+    let text = strace(
+        &["-c"],
+        &format!("c{loops}.txt"),
+        &["-t", "1", "-i", "200", "-l", &l, "-q"],
+    );
     let mut m = BTreeMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -90,31 +91,11 @@ fn only_threads_are_cloned() {
         return;
     }
     let _g = serial();
-    let out = tmp("process.txt");
-    let mut args = vec![
-        "-f",
-        "-e",
-        "trace=process",
-        "-o",
-        out.to_str().unwrap(),
-        BIN,
-        "-t",
-        "2",
-        "-l",
-        "300",
-        "-q",
-        "--stream",
-        "-",
-    ];
-    args.extend(privilege_flags());
-    let st = tool("strace").args(&args).output().unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    let text = strace(
+        &["-e", "trace=process"],
+        "process.txt",
+        &["-t", "2", "-l", "300", "-q", "--stream", "-"],
     );
-    let text = std::fs::read_to_string(&out).unwrap();
-    let _ = std::fs::remove_file(&out);
     let mut clones = 0;
     let mut execs = 0;
     for line in text.lines() {
@@ -154,28 +135,15 @@ fn exit_order_demote_then_unlock_then_close_dma() {
         return;
     }
     let _g = serial();
-    let out = tmp("exit.txt");
-    let args = [
-        "-f",
-        "-e",
-        "trace=sched_setattr,munlockall,close,exit_group,openat,open",
-        "-o",
-        out.to_str().unwrap(),
-        BIN,
-        "-t",
-        "2",
-        "-l",
-        "300",
-        "-q",
-    ];
-    let st = tool("strace").args(args).output().unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
+    // Root, so no privilege flag is added: the full real-time exit path.
+    let text = strace(
+        &[
+            "-e",
+            "trace=sched_setattr,munlockall,close,exit_group,openat,open",
+        ],
+        "exit.txt",
+        &["-t", "2", "-l", "300", "-q"],
     );
-    let text = std::fs::read_to_string(&out).unwrap();
-    let _ = std::fs::remove_file(&out);
     let lines: Vec<&str> = text.lines().collect();
     let pid_of = |l: &str| l.split_whitespace().next().unwrap_or("").to_string();
     let dma_at = lines

@@ -3,7 +3,7 @@
 //! reading its `--json`, a pty pair with a pacing (and optionally noisy)
 //! relay, and comparing the host's figures with the target's.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use latscope_core::wire::{Decoder, Frame, LinkStats, MAX_FRAME};
+use latscope_core::wire::{encode, Decoder, Frame, LinkStats, MAX_FRAME};
 
 /// Paths of the two programs under test, built for this machine.
 #[derive(Debug, Clone)]
@@ -196,6 +196,131 @@ pub fn target_args(duration: &str, json: &Path) -> Vec<String> {
     .collect()
 }
 
+/// Run the target with `args` and `--stream=REC` to its end; it must
+/// succeed. The recording's bytes.
+pub fn record_file<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>, rec: &Path) -> Vec<u8> {
+    let st = Command::new(bins().latscope)
+        .args(args)
+        .arg(format!("--stream={}", rec.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run latscope");
+    assert!(st.success(), "latscope {st}");
+    fs::read(rec).unwrap_or_else(|e| panic!("read {}: {e}", rec.display()))
+}
+
+/// Spawn the target with [`target_args`] and `--stream=STREAM`, its
+/// output to null.
+pub fn spawn_target(duration: &str, json: &Path, stream: &str) -> Reaper {
+    Reaper::new(
+        Command::new(bins().latscope)
+            .args(target_args(duration, json))
+            .arg(format!("--stream={stream}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run latscope"),
+    )
+}
+
+/// `127.0.0.1:PORT` with a port that was free a moment ago: for a host
+/// that must listen where a restarted one listened before.
+pub fn free_local_addr() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a free port");
+    format!(
+        "127.0.0.1:{}",
+        l.local_addr().expect("local address").port()
+    )
+}
+
+/// Start `latscope-host record -q --exit-after 1 --listen LISTEN --out-dir
+/// OUT` (creating `out`) and give it time to listen.
+pub fn listening_host(listen: &str, out: &Path) -> Reaper {
+    fs::create_dir_all(out).expect("out dir");
+    recorder(
+        Command::new(bins().host)
+            .args(["record", "-q", "--exit-after", "1", "--listen", listen])
+            .arg("--out-dir")
+            .arg(out),
+    )
+}
+
+/// Start `latscope-host record -q` on the serial line `tty` at 115200
+/// baud, recording to `rec`, and give it time to open the line.
+pub fn serial_host(tty: &Path, rec: &Path) -> Reaper {
+    recorder(
+        Command::new(bins().host)
+            .args(["record", "-q", "--baud", "115200", "--serial"])
+            .arg(tty)
+            .arg("-o")
+            .arg(rec),
+    )
+}
+
+/// Spawn a recording host (stdout to null, stderr kept for failure
+/// messages) and wait 300 ms for it to open its input.
+fn recorder(cmd: &mut Command) -> Reaper {
+    let h = Reaper::new(
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run latscope-host"),
+    );
+    thread::sleep(Duration::from_millis(300));
+    h
+}
+
+/// The recordings (`.lsr` files) in `dir`, sorted; none when there is no
+/// `dir`.
+pub fn recordings(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "lsr"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The one recording in `dir`.
+pub fn only_recording(dir: &Path) -> PathBuf {
+    let mut p = recordings(dir);
+    assert_eq!(p.len(), 1, "{}: {p:?}", dir.display());
+    p.remove(0)
+}
+
+/// The one recording in `dir` is from a host killed mid-run: it decodes,
+/// without a CRC error, and the host calls its run incomplete (status 1).
+pub fn assert_cut_recording(dir: &Path) {
+    let p = only_recording(dir);
+    let (doc, code, _) = host_report_json(&p);
+    assert_eq!(
+        code,
+        1,
+        "{}: a cut recording is an incomplete run",
+        p.display()
+    );
+    assert!(doc["link"]["frames"].as_u64().unwrap() > 0);
+    assert_eq!(doc["link"]["crc_errors"], 0);
+}
+
+/// Whether this runs as root. Without root the caller skips its test,
+/// except under CI=true, where that is a failure.
+pub fn root_or_skip() -> bool {
+    if rustix::process::geteuid().is_root() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "this test needs root under CI=true"
+    );
+    eprintln!("skipping: needs root");
+    false
+}
+
 /// Read a JSON file.
 pub fn read_json(p: &Path) -> Value {
     let text = fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
@@ -346,6 +471,22 @@ pub fn decode_frames(bytes: &[u8]) -> (Vec<Frame>, LinkStats) {
         }
     }
     (out, *d.stats())
+}
+
+/// Encode `frames` as a stream, giving protocol version `v` to those from
+/// index `from` on.
+pub fn encode_frames(frames: &[Frame], v: u8, from: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; MAX_FRAME];
+    let mut out = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let mut f = f.clone();
+        if i >= from {
+            f.version = v;
+        }
+        let n = encode(&f, &mut buf).expect("encode a decoded frame");
+        out.extend_from_slice(&buf[..n]);
+    }
+    out
 }
 
 /// A xorshift64 generator seeded through splitmix64: xorshift from a small

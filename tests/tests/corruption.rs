@@ -2,37 +2,26 @@
 //! streams or come from a newer protocol: one clear line, exit status 1,
 //! never a panic, and the host keeps every frame that was not hit.
 
-use std::process::{Command, Stdio};
-
-use latscope_core::wire::{encode, Decoder, MAX_FRAME};
 use latscope_tests::host::{
-    assert_matches_target, bins, first_run, host, host_report_json, read_json, target_args, Scratch,
+    assert_matches_target, decode_frames, encode_frames, first_run, host, host_report_json,
+    read_json, record_file, rng, target_args, Scratch,
 };
 
 fn recording(dir: &Scratch) -> (Vec<u8>, serde_json::Value) {
-    let b = bins();
     let json = dir.join("t.json");
-    let rec = dir.join("clean.lsr");
-    let st = Command::new(&b.latscope)
-        .args(target_args("6", &json))
-        .arg(format!("--stream={}", rec.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    (std::fs::read(&rec).unwrap(), read_json(&json))
+    let bytes = record_file(target_args("6", &json), &dir.join("clean.lsr"));
+    (bytes, read_json(&json))
 }
 
+/// `bytes` with each byte changed with probability `rate`, and how many
+/// were.
 fn flip(bytes: &[u8], rate: f64, seed: u64) -> (Vec<u8>, usize) {
-    let mut x = seed | 1;
+    let mut next = rng(seed);
     let t = (rate * u64::MAX as f64) as u64;
     let mut out = bytes.to_vec();
     let mut n = 0;
     for b in out.iter_mut() {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = next();
         if x < t {
             *b ^= ((x >> 32) as u8) | 1;
             n += 1;
@@ -45,12 +34,7 @@ fn flip(bytes: &[u8], rate: f64, seed: u64) -> (Vec<u8>, usize) {
 fn flipped_bytes_are_counted_and_exact_figures_stay_exact() {
     let dir = Scratch::new("corrupt");
     let (clean, target) = recording(&dir);
-    let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = &clean[..];
-    while !rest.is_empty() {
-        rest = d.feed(rest).1;
-    }
-    let total_frames = d.stats().frames;
+    let total_frames = decode_frames(&clean).1.frames;
     for (rate, seed) in [(1e-6, 1u64), (1e-5, 2), (1e-4, 3), (1e-3, 4)] {
         let (bad, hits) = flip(&clean, rate, seed);
         let p = dir.join(&format!("bad-{seed}.lsr"));
@@ -99,19 +83,7 @@ fn garbage_and_newer_versions_get_one_clear_line() {
     assert!(r.stdout.is_empty());
     // A newer protocol version: re-encode a real stream's frames as v2.
     let (clean, _) = recording(&dir);
-    let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = &clean[..];
-    let mut v2 = Vec::new();
-    let mut buf = vec![0u8; MAX_FRAME];
-    while !rest.is_empty() {
-        let (ev, r) = d.feed(rest);
-        rest = r;
-        if let Some(Ok(mut f)) = ev {
-            f.version = 2;
-            let n = encode(&f, &mut buf).unwrap();
-            v2.extend_from_slice(&buf[..n]);
-        }
-    }
+    let v2 = encode_frames(&decode_frames(&clean).0, 2, 0);
     let p = dir.join("v2.lsr");
     std::fs::write(&p, &v2).unwrap();
     let r = host(&["report", &p.display().to_string()]);

@@ -15,19 +15,10 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope_tests::host::{bins, Reaper};
+use latscope_tests::host::{bins, root_or_skip, Reaper};
 
 fn ci() -> bool {
     std::env::var("CI").as_deref() == Ok("true")
-}
-
-fn root_or_skip() -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(!ci(), "needs root under CI=true");
-    eprintln!("skipping: needs root");
-    false
 }
 
 fn have(tool: &str) -> bool {

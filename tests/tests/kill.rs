@@ -2,26 +2,16 @@
 //! whole frame, the host says the run was cut short and exits 1, and never
 //! reports the truncation as corruption.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use latscope_tests::host::{bins, first_run, host, host_report_json, Reaper, Scratch};
+use latscope_tests::host::{first_run, host, host_report_json, spawn_target, Scratch};
 
 #[test]
 fn killed_target_leaves_a_decodable_recording() {
-    let b = bins();
     let dir = Scratch::new("kill");
     let rec = dir.join("killed.lsr");
     let json = dir.join("t.json");
-    let mut t = Reaper::new(
-        Command::new(&b.latscope)
-            .args(latscope_tests::host::target_args("30", &json))
-            .arg(format!("--stream={}", rec.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut t = spawn_target("30", &json, &rec.display().to_string());
     std::thread::sleep(Duration::from_millis(3500));
     t.child().kill().unwrap(); // SIGKILL
     let _ = t.child().wait();

@@ -9,38 +9,19 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use latscope_core::wire::{encode, Body, Frame, MAX_FRAME};
-use latscope_tests::host::{bins, decode_frames, Reaper, Scratch};
+use latscope_core::wire::{Body, Frame};
+use latscope_tests::host::{
+    bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, Scratch,
+};
 
 /// A real short recording's frames.
 fn real_frames(dir: &Scratch) -> Vec<Frame> {
-    let rec = dir.join("v1.lsr");
-    let st = Command::new(bins().latscope)
-        .args(["-t", "2", "-i", "1000", "-l", "300", "-q", "--best-effort"])
-        .arg(format!("--stream={}", rec.display()))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let bytes = std::fs::read(&rec).unwrap();
+    let bytes = record_file(
+        ["-t", "2", "-i", "1000", "-l", "300", "-q", "--best-effort"],
+        &dir.join("v1.lsr"),
+    );
     let (out, _) = decode_frames(&bytes);
     assert!(out.len() > 5);
-    out
-}
-
-/// Encode `frames`, giving version `v` to those from index `from` on.
-fn stream(frames: &[Frame], v: u8, from: usize) -> Vec<u8> {
-    let mut buf = vec![0u8; MAX_FRAME];
-    let mut out = Vec::new();
-    for (i, f) in frames.iter().enumerate() {
-        let mut f = f.clone();
-        if i >= from {
-            f.version = v;
-        }
-        let n = encode(&f, &mut buf).unwrap();
-        out.extend_from_slice(&buf[..n]);
-    }
     out
 }
 
@@ -77,7 +58,7 @@ fn newer_versions_on_stdin_get_one_clear_line() {
     let dir = Scratch::new("newer-stdin");
     let frames = real_frames(&dir);
     for v in [2u8, 255] {
-        let s = stream(&frames, v, 0);
+        let s = encode_frames(&frames, v, 0);
         let o = host_with_stdin(&["report", "-"], &s);
         assert_clear(&format!("report - v{v}"), o.status.code(), &o.stderr, v);
         assert!(o.stdout.is_empty(), "report - v{v}: wrote a report");
@@ -94,7 +75,7 @@ fn version_switch_after_a_valid_hello_keeps_what_decoded() {
     assert!(matches!(frames[0].body, Body::Hello(_)));
     // v1 up to the middle, then v2.
     let mid = frames.len() / 2;
-    let s = stream(&frames, 2, mid);
+    let s = encode_frames(&frames, 2, mid);
     let p = dir.join("switch.lsr");
     std::fs::write(&p, &s).unwrap();
     let o = Command::new(bins().host)
@@ -120,23 +101,8 @@ fn version_switch_after_a_valid_hello_keeps_what_decoded() {
 fn newer_version_over_tcp_gets_one_clear_line() {
     let dir = Scratch::new("newer-tcp");
     let frames = real_frames(&dir);
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let listen = format!("127.0.0.1:{port}");
-    let out = dir.join("out");
-    std::fs::create_dir_all(&out).unwrap();
-    let mut h = Reaper::new(
-        Command::new(bins().host)
-            .args(["record", "-q", "--exit-after", "1", "--listen", &listen])
-            .arg("--out-dir")
-            .arg(&out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let listen = free_local_addr();
+    let mut h = listening_host(&listen, &dir.join("out"));
     let mut conn = None;
     for _ in 0..50 {
         if let Ok(c) = std::net::TcpStream::connect(&listen) {
@@ -146,7 +112,7 @@ fn newer_version_over_tcp_gets_one_clear_line() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let mut c = conn.expect("connect to the host");
-    c.write_all(&stream(&frames, 2, 0)).unwrap();
+    c.write_all(&encode_frames(&frames, 2, 0)).unwrap();
     drop(c);
     let o = h.wait(Duration::from_secs(20));
     let err = String::from_utf8_lossy(&o.stderr);

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
 use latscope_tests::host::{
     assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
-    target_args, Pty, Reaper, Scratch,
+    serial_host, target_args, Pty, Reaper, Scratch,
 };
 
 const LINE_RATE: u64 = 11_520;
@@ -151,18 +151,7 @@ fn run_case(flip: f64, drop: f64, seed: u64) {
     );
     let json = dir.join("t.json");
     let rec = dir.join("noisy.lsr");
-    let mut h = Reaper::new(
-        Command::new(&b.host)
-            .args(["record", "-q", "--baud", "115200", "--serial"])
-            .arg(&host_side.slave_path)
-            .arg("-o")
-            .arg(&rec)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(Duration::from_millis(300));
+    let mut h = serial_host(&host_side.slave_path, &rec);
     let mut t = Reaper::new(
         Command::new(&b.latscope)
             .args(target_args("5", &json))

@@ -10,23 +10,15 @@
 //! stdout; this file covers the stream, the signals and the host's side.
 //! Needs root for the real-time settings; under CI=true it must be root.
 
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use latscope_core::wire::{Body, ByeReason, Frame};
-use latscope_tests::host::{bins, decode_frames, host_report_json, Reaper, Scratch};
-
-fn rt_or_skip() -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "self-check tests need root under CI=true"
-    );
-    eprintln!("skipping: needs root");
-    false
-}
+use latscope_core::wire::{Body, Bye, ByeReason, Frame};
+use latscope_tests::host::{
+    bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording,
+    root_or_skip, Reaper, Scratch,
+};
 
 fn decode(bytes: &[u8]) -> Vec<Frame> {
     let (out, link) = decode_frames(bytes);
@@ -35,7 +27,7 @@ fn decode(bytes: &[u8]) -> Vec<Frame> {
 }
 
 /// The hello's self-check flag and the bye of a recording.
-fn hello_and_bye(frames: &[Frame]) -> (bool, latscope_core::wire::Bye) {
+fn hello_and_bye(frames: &[Frame]) -> (bool, Bye) {
     let hello = frames
         .iter()
         .find_map(|f| match &f.body {
@@ -54,45 +46,52 @@ fn hello_and_bye(frames: &[Frame]) -> (bool, latscope_core::wire::Bye) {
     (hello, bye)
 }
 
-const RT: &[&str] = &["-t", "2", "-a", "0,1", "-i", "500", "-d", "0", "-q"];
-
-#[test]
-fn full_run_over_tcp_with_self_check_has_no_defect() {
-    if !rt_or_skip() {
-        return;
-    }
-    let b = bins();
-    let dir = Scratch::new("selfcheck-tcp");
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let listen = format!("127.0.0.1:{port}");
-    let mut h = Reaper::new(
-        Command::new(&b.host)
-            .args(["record", "-q", "--exit-after", "1", "--listen", &listen])
-            .arg("--out-dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    let mut t = Reaper::new(
-        Command::new(&b.latscope)
-            .args(RT)
-            .args(["-D", "3", "--self-check", "--spike=500"])
-            .arg(format!("--stream=tcp:{listen}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
-    let out = t.wait(Duration::from_secs(30));
+/// The target exited 0 and said it found no defect, and its recording
+/// `rec` says the self-check was on and counts zero defects. The bye.
+fn assert_no_defect(out: &Output, rec: &Path) -> Bye {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("self-check: 0 defect(s)"), "{err}");
+    let (on, bye) = hello_and_bye(&decode(&std::fs::read(rec).unwrap()));
+    assert!(on, "hello does not say the self-check was on");
+    assert_eq!(bye.defects, 0);
+    bye
+}
+
+const RT: &[&str] = &["-t", "2", "-a", "0,1", "-i", "500", "-d", "0", "-q"];
+
+/// The target at the real-time settings [`RT`] and `extra`, streaming to
+/// `stream`.
+fn rt_target(extra: &[&str], stream: &str) -> Command {
+    let mut c = Command::new(bins().latscope);
+    c.args(RT).args(extra).arg(format!("--stream={stream}"));
+    c
+}
+
+/// [`rt_target`] started, its stderr kept for the self-check's line.
+fn spawn_rt_target(extra: &[&str], stream: &str) -> Reaper {
+    Reaper::new(
+        rt_target(extra, stream)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[test]
+fn full_run_over_tcp_with_self_check_has_no_defect() {
+    if !root_or_skip() {
+        return;
+    }
+    let dir = Scratch::new("selfcheck-tcp");
+    let listen = free_local_addr();
+    let mut h = listening_host(&listen, dir.path());
+    let mut t = spawn_rt_target(
+        &["-D", "3", "--self-check", "--spike=500"],
+        &format!("tcp:{listen}"),
+    );
+    let out = t.wait(Duration::from_secs(30));
     let hr = h.wait(Duration::from_secs(20));
     assert_eq!(
         hr.status.code(),
@@ -100,83 +99,55 @@ fn full_run_over_tcp_with_self_check_has_no_defect() {
         "{}",
         String::from_utf8_lossy(&hr.stderr)
     );
-    let rec: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .collect();
-    assert_eq!(rec.len(), 1, "{rec:?}");
-    let (on, bye) = hello_and_bye(&decode(&std::fs::read(&rec[0]).unwrap()));
-    assert!(on, "hello does not say the self-check was on");
-    assert_eq!(bye.defects, 0);
+    let rec = only_recording(dir.path());
+    let bye = assert_no_defect(&out, &rec);
     assert_eq!(bye.reason, ByeReason::Completed);
-    let (doc, code, stderr) = host_report_json(&rec[0]);
+    let (doc, code, stderr) = host_report_json(&rec);
     assert_eq!(code, 0, "{stderr}");
     assert_eq!(doc["runs"][0]["exact_at_end"], true);
 }
 
 fn ended_by_signal(sig: rustix::process::Signal, signo: u8) {
-    let b = bins();
     let dir = Scratch::new("selfcheck-sig");
     let rec = dir.join("s.lsr");
-    let mut t = Reaper::new(
-        Command::new(&b.latscope)
-            .args(RT)
-            .args(["--self-check"])
-            .arg(format!("--stream={}", rec.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-    );
+    let mut t = spawn_rt_target(&["--self-check"], &rec.display().to_string());
     std::thread::sleep(Duration::from_millis(1500));
     let pid = rustix::process::Pid::from_raw(t.child().id() as i32).unwrap();
     rustix::process::kill_process(pid, sig).unwrap();
     let out = t.wait(Duration::from_secs(20));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("self-check: 0 defect(s)"), "{err}");
-    let (on, bye) = hello_and_bye(&decode(&std::fs::read(&rec).unwrap()));
-    assert!(on);
-    assert_eq!(bye.defects, 0);
+    let bye = assert_no_defect(&out, &rec);
     assert_eq!(bye.reason, ByeReason::Signal(signo));
 }
 
 #[test]
 fn sigterm_exit_with_self_check_has_no_defect() {
-    if rt_or_skip() {
+    if root_or_skip() {
         ended_by_signal(rustix::process::Signal::TERM, 15);
     }
 }
 
 #[test]
 fn sigint_exit_with_self_check_has_no_defect() {
-    if rt_or_skip() {
+    if root_or_skip() {
         ended_by_signal(rustix::process::Signal::INT, 2);
     }
 }
 
 #[test]
 fn break_exit_with_self_check_has_no_defect() {
-    if !rt_or_skip() {
+    if !root_or_skip() {
         return;
     }
-    let b = bins();
     let dir = Scratch::new("selfcheck-break");
     let rec = dir.join("b.lsr");
     // A 1 us break threshold stops at the first sample.
-    let out = Command::new(&b.latscope)
-        .args(RT)
-        .args(["-b", "1", "-D", "10", "--self-check"])
-        .arg(format!("--stream={}", rec.display()))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("self-check: 0 defect(s)"), "{err}");
-    let (on, bye) = hello_and_bye(&decode(&std::fs::read(&rec).unwrap()));
-    assert!(on);
-    assert_eq!(bye.defects, 0);
+    let out = rt_target(
+        &["-b", "1", "-D", "10", "--self-check"],
+        &rec.display().to_string(),
+    )
+    .output()
+    .unwrap();
+    let bye = assert_no_defect(&out, &rec);
     assert!(
         matches!(bye.reason, ByeReason::Break { .. }),
         "{:?}",
@@ -186,18 +157,17 @@ fn break_exit_with_self_check_has_no_defect() {
 
 #[test]
 fn probe_defect_reaches_the_host_and_fails_both() {
-    if !rt_or_skip() {
+    if !root_or_skip() {
         return;
     }
-    let b = bins();
     let dir = Scratch::new("selfcheck-probe");
     let rec = dir.join("p.lsr");
-    let out = Command::new(&b.latscope)
-        .args(RT)
-        .args(["-l", "300", "--self-check-probe"])
-        .arg(format!("--stream={}", rec.display()))
-        .output()
-        .unwrap();
+    let out = rt_target(
+        &["-l", "300", "--self-check-probe"],
+        &rec.display().to_string(),
+    )
+    .output()
+    .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("refused with EPERM"), "{err}");

@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use latscope_tests::host::{
-    assert_matches_target, bins, first_run, host, host_report_json, read_json, target_args, Reaper,
-    Scratch,
+    assert_matches_target, bins, first_run, host, host_report_json, read_json, record_file,
+    target_args, Reaper, Scratch,
 };
 
 #[test]
@@ -99,17 +99,10 @@ fn live_pipe_into_report_matches_the_target() {
 
 #[test]
 fn cyclictest_formats_agree_with_the_target() {
-    let b = bins();
     let dir = Scratch::new("ctfmt");
     let json = dir.join("target.json");
     let rec = dir.join("r.lsr");
-    let out = Command::new(&b.latscope)
-        .args(target_args("2", &json))
-        .arg(format!("--stream={}", rec.display()))
-        .stderr(Stdio::null())
-        .output()
-        .expect("run latscope");
-    assert!(out.status.success());
+    record_file(target_args("2", &json), &rec);
     let target = read_json(&json);
     let r = host(&[
         "report",

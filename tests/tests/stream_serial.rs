@@ -3,12 +3,11 @@
 //! the host's figures equal the target's. The same relay made noisy (bit
 //! flips and dropped bytes) shows recovery, and at 1e-3 no panic.
 
-use std::process::{Command, Stdio};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use latscope_tests::host::{
-    assert_matches_target, bins, first_run, host_report_json, read_json, target_args, Pty, Reaper,
+    assert_matches_target, first_run, host_report_json, read_json, serial_host, spawn_target, Pty,
     Relay, Scratch,
 };
 
@@ -41,33 +40,11 @@ fn line(flip: f64, drop: f64, seed: u64) -> Line {
 /// Run the target over the line for `secs` seconds; returns the target's
 /// JSON path and the recording path.
 fn run_over_line(dir: &Scratch, l: &Line, secs: &str) -> (std::path::PathBuf, std::path::PathBuf) {
-    let b = bins();
     let json = dir.join("t.json");
     let rec = dir.join("serial.lsr");
-    let mut h = Reaper::new(
-        Command::new(&b.host)
-            .args(["record", "-q", "--baud", "115200", "--serial"])
-            .arg(&l.host_side.slave_path)
-            .arg("-o")
-            .arg(&rec)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("latscope-host"),
-    );
-    std::thread::sleep(Duration::from_millis(300));
-    let mut t = Reaper::new(
-        Command::new(&b.latscope)
-            .args(target_args(secs, &json))
-            .arg(format!(
-                "--stream=serial:{}:115200",
-                l.target_side.slave_path.display()
-            ))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("latscope"),
-    );
+    let mut h = serial_host(&l.host_side.slave_path, &rec);
+    let stream = format!("serial:{}:115200", l.target_side.slave_path.display());
+    let mut t = spawn_target(secs, &json, &stream);
     assert!(t.wait(Duration::from_secs(60)).status.success());
     // The host stops at the bye; on a lossy line the bye may be lost (a
     // serial line has no end of file), so give it time, then stop it.

@@ -2,25 +2,14 @@
 //! record --listen`, several targets at once, metrics scraped with a real
 //! HTTP request while recording, and a host killed and restarted mid-run.
 
-use std::fs;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use latscope_tests::host::{
-    assert_matches_target, bins, first_run, host_report_json, http_get, read_json, stderr_lines,
-    target_args, wait_for_line, Reaper, Scratch,
+    assert_cut_recording, assert_matches_target, bins, first_run, free_local_addr,
+    host_report_json, http_get, listening_host, only_recording, read_json, recordings,
+    spawn_target, stderr_lines, wait_for_line, Reaper, Scratch,
 };
-
-fn recordings(dir: &std::path::Path) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "lsr"))
-        .collect();
-    v.sort();
-    v
-}
 
 fn start_host(
     out: &std::path::Path,
@@ -45,24 +34,13 @@ fn start_host(
 
 #[test]
 fn two_targets_at_once_each_get_an_exact_recording_and_metrics() {
-    let b = bins();
     let dir = Scratch::new("tcp2");
     let out = dir.join("recs");
     let (mut h, _rx, addr) = start_host(&out, &["--exit-after", "2"]);
     let jsons = [dir.join("a.json"), dir.join("b.json")];
     let mut targets: Vec<Reaper> = jsons
         .iter()
-        .map(|j| {
-            Reaper::new(
-                Command::new(&b.latscope)
-                    .args(target_args("3", j))
-                    .arg(format!("--stream=tcp:{addr}"))
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .expect("run latscope"),
-            )
-        })
+        .map(|j| spawn_target("3", j, &format!("tcp:{addr}")))
         .collect();
     for t in &mut targets {
         let r = t.wait(Duration::from_secs(30));
@@ -115,15 +93,7 @@ fn metrics_are_served_while_recording() {
     let addr = wait_for_line(&rx, "listening on ", Duration::from_secs(10));
     let addr = addr.split(',').next().unwrap().trim().to_string();
     let json = dir.join("t.json");
-    let mut t = Reaper::new(
-        Command::new(&b.latscope)
-            .args(target_args("4", &json))
-            .arg(format!("--stream=tcp:{addr}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut t = spawn_target("4", &json, &format!("tcp:{addr}"));
     // Poll until the target's threads show up with cycles.
     let deadline = Instant::now() + Duration::from_secs(15);
     let body = loop {
@@ -156,66 +126,26 @@ fn metrics_are_served_while_recording() {
 
 #[test]
 fn host_killed_and_restarted_mid_run_second_connection_is_exact() {
-    let b = bins();
     let dir = Scratch::new("restart");
     let first = dir.join("first");
     let second = dir.join("second");
     // A fixed port, so the target reconnects to the restarted host.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let listen = format!("127.0.0.1:{port}");
-    let spawn_host = |out: &std::path::Path| {
-        Reaper::new(
-            Command::new(&b.host)
-                .args([
-                    "record",
-                    "-q",
-                    "--exit-after",
-                    "1",
-                    "--listen",
-                    &listen,
-                    "--out-dir",
-                ])
-                .arg(out)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    };
-    let mut h1 = spawn_host(&first);
-    std::thread::sleep(Duration::from_millis(300));
+    let listen = free_local_addr();
+    let mut h1 = listening_host(&listen, &first);
     let json = dir.join("t.json");
-    let mut t = Reaper::new(
-        Command::new(&b.latscope)
-            .args(target_args("7", &json))
-            .arg(format!("--stream=tcp:{listen}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut t = spawn_target("7", &json, &format!("tcp:{listen}"));
     std::thread::sleep(Duration::from_secs(2));
     h1.child().kill().unwrap();
     let _ = h1.wait(Duration::from_secs(5));
     std::thread::sleep(Duration::from_millis(500));
-    let mut h2 = spawn_host(&second);
+    let mut h2 = listening_host(&listen, &second);
     assert!(t.wait(Duration::from_secs(40)).status.success());
     let r2 = h2.wait(Duration::from_secs(30));
     assert_eq!(r2.status.code(), Some(0));
     // The killed host's partial recording decodes.
-    let p1 = recordings(&first);
-    assert_eq!(p1.len(), 1, "{p1:?}");
-    let (d1, code1, _) = host_report_json(&p1[0]);
-    assert_eq!(code1, 1, "a cut recording is an incomplete run");
-    assert!(d1["link"]["frames"].as_u64().unwrap() > 0);
-    assert_eq!(d1["link"]["crc_errors"], 0);
+    assert_cut_recording(&first);
     // The second connection starts with a hello and a snapshot: exact.
-    let p2 = recordings(&second);
-    assert_eq!(p2.len(), 1, "{p2:?}");
-    let (d2, code2, stderr) = host_report_json(&p2[0]);
+    let (d2, code2, stderr) = host_report_json(&only_recording(&second));
     assert_eq!(code2, 0, "{stderr}");
     assert_matches_target(first_run(&d2), &read_json(&json));
 }

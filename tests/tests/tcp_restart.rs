@@ -8,60 +8,23 @@
 //! incomplete.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use latscope_tests::host::{
-    assert_matches_target, bins, first_run, host_report_json, read_json, target_args, Reaper,
-    Scratch,
+    assert_cut_recording, assert_matches_target, first_run, free_local_addr, host_report_json,
+    listening_host, only_recording, read_json, spawn_target, Scratch,
 };
-
-fn recordings(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file())
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 #[test]
 fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {
-    let b = bins();
     let dir = Scratch::new("tcp-restart");
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let listen = format!("127.0.0.1:{port}");
-    let spawn_host = |out: &Path| {
-        std::fs::create_dir_all(out).unwrap();
-        Reaper::new(
-            Command::new(&b.host)
-                .args(["record", "-q", "--exit-after", "1", "--listen", &listen])
-                .arg("--out-dir")
-                .arg(out)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap(),
-        )
-    };
+    let listen = free_local_addr();
+    let spawn_host = |out: &Path| listening_host(&listen, out);
     let dirs: Vec<PathBuf> = (1..=3).map(|i| dir.join(&format!("conn{i}"))).collect();
     let mut h1 = spawn_host(&dirs[0]);
-    std::thread::sleep(Duration::from_millis(300));
     let json = dir.join("t.json");
     let secs = 9u64;
-    let mut t = Reaper::new(
-        Command::new(&b.latscope)
-            .args(target_args(&secs.to_string(), &json))
-            .arg(format!("--stream=tcp:{listen}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut t = spawn_target(&secs.to_string(), &json, &format!("tcp:{listen}"));
     std::thread::sleep(Duration::from_secs(2));
     // First: SIGKILL, restart at once.
     h1.child().kill().unwrap();
@@ -92,17 +55,10 @@ fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {
     }
     // Cut recordings decode and are flagged incomplete.
     for d in &dirs[..2] {
-        let p = recordings(d);
-        assert_eq!(p.len(), 1, "{p:?}");
-        let (doc, code, _) = host_report_json(&p[0]);
-        assert_eq!(code, 1, "{}: a cut recording is incomplete", p[0].display());
-        assert!(doc["link"]["frames"].as_u64().unwrap() > 0);
-        assert_eq!(doc["link"]["crc_errors"], 0);
+        assert_cut_recording(d);
     }
     // The last connection is exact at the end.
-    let p3 = recordings(&dirs[2]);
-    assert_eq!(p3.len(), 1, "{p3:?}");
-    let (d3, code3, stderr) = host_report_json(&p3[0]);
+    let (d3, code3, stderr) = host_report_json(&only_recording(&dirs[2]));
     assert_eq!(code3, 0, "{stderr}");
     let run = first_run(&d3);
     assert_eq!(run["exact_at_end"], true);

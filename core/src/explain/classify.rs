@@ -211,11 +211,7 @@ impl Classifier {
         // An exit whose entry we never saw: that context was running.
         let orphan = match *kind {
             EventKind::IrqExit { irq } => Some((CauseKind::Irq, irq, "")),
-            EventKind::SoftirqExit { vec } => Some((
-                CauseKind::Softirq,
-                vec,
-                softirq_name(vec).unwrap_or("softirq"),
-            )),
+            EventKind::SoftirqExit { vec } => Some((CauseKind::Softirq, vec, softirq_label(vec))),
             EventKind::VectorExit { name, vector } => Some((CauseKind::Vector, vector, name)),
             _ => None,
         };
@@ -288,12 +284,7 @@ impl Classifier {
             EventKind::IrqEntry { irq, name } => self.push(CauseKind::Irq, irq, name, ts),
             EventKind::IrqExit { irq } => self.pop(CauseKind::Irq, irq),
             EventKind::SoftirqEntry { vec } => {
-                self.push(
-                    CauseKind::Softirq,
-                    vec,
-                    softirq_name(vec).unwrap_or("softirq"),
-                    ts,
-                );
+                self.push(CauseKind::Softirq, vec, softirq_label(vec), ts);
             }
             EventKind::SoftirqExit { vec } => self.pop(CauseKind::Softirq, vec),
             EventKind::VectorEntry { name, vector } => {
@@ -431,6 +422,11 @@ enum Owner {
     Orphan(CauseKind, u32, Name),
 }
 
+/// A softirq's name for vector `vec`, or `softirq` for one we do not know.
+fn softirq_label(vec: u32) -> &'static str {
+    softirq_name(vec).unwrap_or("softirq")
+}
+
 /// `irq/36-virtio1-r` → `(36, "virtio1-r")`: a `PREEMPT_RT` IRQ thread.
 fn irq_thread(comm: &str) -> Option<(u32, &str)> {
     let rest = comm.strip_prefix("irq/")?;
@@ -490,6 +486,24 @@ mod tests {
             }
         }
         panic!("no marker");
+    }
+
+    /// A window on CPU 0, cycle 1, for `pid`.
+    fn window(deadline_ns: u64, wake_ns: u64, pid: u32) -> Window {
+        Window {
+            cpu: 0,
+            cycle: 1,
+            deadline_ns,
+            wake_ns,
+            pid,
+        }
+    }
+
+    /// Classify trace `lines` in `w`, printing the result.
+    fn classify_lines(w: &Window, lines: &[&str]) -> Attribution {
+        let a = classify(w, lines.iter().filter_map(|l| parse_line(l)));
+        print(&a);
+        a
     }
 
     fn print(a: &Attribution) {
@@ -633,13 +647,7 @@ mod tests {
 
     #[test]
     fn irq_nested_in_softirq_counts_once() {
-        let w = Window {
-            cpu: 0,
-            cycle: 1,
-            deadline_ns: 10 * MS,
-            wake_ns: 10 * MS + 100 * US,
-            pid: 7,
-        };
+        let w = window(10 * MS, 10 * MS + 100 * US, 7);
         let lines = [
             " t-9 [000] ..s1. 0.009990: softirq_entry: vec=3 [action=NET_RX]",
             " t-9 [000] d.H1. 0.010020: irq_handler_entry: irq=19 name=eth0",
@@ -649,8 +657,7 @@ mod tests {
             " t-9 [000] d.h1. 0.010051: sched_wakeup: comm=me pid=7 prio=19 target_cpu=000",
             " t-9 [000] d..2. 0.010060: sched_switch: prev_comm=t prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=me next_pid=7 next_prio=19",
         ];
-        let a = classify(&w, lines.iter().filter_map(|l| parse_line(l)));
-        print(&a);
+        let a = classify_lines(&w, &lines);
         assert_eq!(a.total_ns(), 100 * US);
         assert_eq!(a.find(CauseKind::Softirq, "NET_RX").unwrap().ns, 40 * US);
         assert_eq!(a.find(CauseKind::Irq, "eth0").unwrap().ns, 10 * US);
@@ -664,21 +671,14 @@ mod tests {
 
     #[test]
     fn rt_irq_threads_count_as_irqs_and_orphans_are_kept() {
-        let w = Window {
-            cpu: 0,
-            cycle: 1,
-            deadline_ns: 10 * MS,
-            wake_ns: 10 * MS + 50 * US,
-            pid: 7,
-        };
+        let w = window(10 * MS, 10 * MS + 50 * US, 7);
         let lines = [
             " t-9 [000] d.h1. 0.010005: irq_handler_exit: irq=19 ret=handled",
             " t-9 [000] d.h1. 0.010006: sched_wakeup: comm=me pid=7 prio=19 target_cpu=000",
             " t-9 [000] d..2. 0.010010: sched_switch: prev_comm=t prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=irq/19-eth0 next_pid=99 next_prio=49",
             " irq/19-eth0-99 [000] d..2. 0.010030: sched_switch: prev_comm=irq/19-eth0 prev_pid=99 prev_prio=49 prev_state=S ==> next_comm=me next_pid=7 next_prio=19",
         ];
-        let a = classify(&w, lines.iter().filter_map(|l| parse_line(l)));
-        print(&a);
+        let a = classify_lines(&w, &lines);
         assert_eq!(a.total_ns(), 50 * US);
         // 5 us before the orphan exit (first event: untraced up to it, then
         // the orphan exit owns nothing since there is no gap).
@@ -719,13 +719,7 @@ mod tests {
 
     #[test]
     fn empty_trace_is_all_untraced_and_partial() {
-        let w = Window {
-            cpu: 0,
-            cycle: 1,
-            deadline_ns: 5,
-            wake_ns: 105,
-            pid: 1,
-        };
+        let w = window(5, 105, 1);
         let a = classify(&w, core::iter::empty());
         assert!(a.partial);
         assert_eq!(a.total_ns(), 100);
@@ -741,13 +735,7 @@ mod tests {
 
     #[test]
     fn many_irqs_merge_into_other_and_still_add_up() {
-        let w = Window {
-            cpu: 0,
-            cycle: 1,
-            deadline_ns: 0,
-            wake_ns: 1_000 * US,
-            pid: 7,
-        };
+        let w = window(0, 1_000 * US, 7);
         let mut text = std::string::String::new();
         for i in 0..60u32 {
             let t = u64::from(i) * 10 + 1;

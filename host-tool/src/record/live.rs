@@ -6,11 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use super::board::{TargetView, ThreadView};
-use crate::summary::us;
-
-fn opt(ns: Option<u64>) -> String {
-    ns.map(us).unwrap_or_else(|| "-".into())
-}
+use crate::summary::{avg_us, or_dash, us, us_opt};
 
 fn bar(elapsed_ns: u64, duration_ns: u64) -> String {
     const W: usize = 30;
@@ -84,15 +80,13 @@ pub fn table(views: &[TargetView]) -> String {
                 out,
                 "  {:<4} {:>4} {:<9} {:>11} {:>8} {:>8} {:>8} {:>8} {:>10} {:>7} {:>7} {:>7}",
                 t.index,
-                t.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+                or_dash(t.cpu),
                 t.sched,
                 t.cycles,
-                opt(t.min_ns),
-                t.avg_ns
-                    .map(|a| format!("{:.1}", a / 1000.0))
-                    .unwrap_or_else(|| "-".into()),
-                opt(t.p99_ns),
-                opt(t.p999_ns),
+                us_opt(t.min_ns),
+                avg_us(t.avg_ns),
+                us_opt(t.p99_ns),
+                us_opt(t.p999_ns),
                 us(t.max_ns),
                 t.missed,
                 t.minflt + t.majflt,
@@ -113,16 +107,14 @@ pub fn line(v: &TargetView, t: &ThreadView) -> String {
         "{} T{} cpu {} {} report {} cycles {} min {} avg {} p99 {} p99.9 {} max {} missed {} minflt {} majflt {} dropped {} | {}",
         if v.host.is_empty() { &v.name } else { &v.host },
         t.index,
-        t.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
+        or_dash(t.cpu),
         t.sched,
         t.epoch,
         t.cycles,
-        opt(t.min_ns),
-        t.avg_ns
-            .map(|a| format!("{:.1}", a / 1000.0))
-            .unwrap_or_else(|| "-".into()),
-        opt(t.p99_ns),
-        opt(t.p999_ns),
+        us_opt(t.min_ns),
+        avg_us(t.avg_ns),
+        us_opt(t.p99_ns),
+        us_opt(t.p999_ns),
         us(t.max_ns),
         t.missed,
         t.minflt,

@@ -7,7 +7,7 @@ use latscope_core::explain::CauseKind;
 use latscope_core::wire::{ByeReason, LinkStats, Policy};
 
 use crate::aggregate::Run;
-use crate::summary::{summarize, us, us_opt, Summary, QUANTILES};
+use crate::summary::{avg_us, or_dash, summarize, us, us_opt, Summary, QUANTILES};
 
 /// Spikes listed per thread.
 const SPIKES_SHOWN: usize = 10;
@@ -189,15 +189,11 @@ fn table(out: &mut String, rows: &[&Summary]) {
             out,
             "{:<6} {:>4} {:>4} {:>12} {:>9} {:>9}",
             s.label,
-            s.cpu.map(|c| c.to_string()).unwrap_or_else(|| "-".into()),
-            s.priority
-                .map(|c| c.to_string())
-                .unwrap_or_else(|| "-".into()),
+            or_dash(s.cpu),
+            or_dash(s.priority),
             s.cycles,
             us_opt(s.min_ns),
-            s.avg_ns
-                .map(|a| format!("{:.1}", a / 1000.0))
-                .unwrap_or_else(|| "-".into()),
+            avg_us(s.avg_ns),
         );
         for (_, v) in &s.quantiles {
             let _ = write!(out, " {:>9}", us_opt(*v));

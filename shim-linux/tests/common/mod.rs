@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::Mutex;
 
 use latscope_core::wire::{Decoder, Frame, MAX_FRAME};
@@ -37,6 +37,18 @@ pub fn run(args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .output()
         .expect("latscope runs")
+}
+
+/// Start latscope with `args` and the privilege flags, its stdout to
+/// null and its stderr piped.
+pub fn spawn(args: &[&str]) -> Child {
+    tool(BIN)
+        .args(args)
+        .args(privilege_flags())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("latscope starts")
 }
 
 /// Decode every frame of a byte stream; panics on any link error.
