@@ -60,13 +60,24 @@ pub fn quantile(layout: &Layout, counts: &[u64], q: Ppm, max_ns: u64) -> Option<
 
 /// Representative value (ns) of bucket `i`: its midpoint, clamped to the
 /// exact `[min_ns, max_ns]` range seen (the open last bucket uses `max_ns`).
+///
+/// Counts can arrive before the statistics that bound them (a recording
+/// cut between a histogram and its first statistics frame): then
+/// `min_ns > max_ns`, and the midpoint (the lower edge for the open last
+/// bucket) stands unclamped.
 fn representative(layout: &Layout, i: usize, min_ns: u64, max_ns: u64) -> f64 {
     let lo = layout.lower_ns(i);
+    let known = min_ns <= max_ns;
     let mid = match layout.upper_ns(i) {
         Some(hi) => lo as f64 + (hi - lo) as f64 / 2.0,
-        None => max_ns as f64,
+        None if known => max_ns as f64,
+        None => lo as f64,
     };
-    mid.clamp(min_ns as f64, max_ns as f64)
+    if known {
+        mid.clamp(min_ns as f64, max_ns as f64)
+    } else {
+        mid
+    }
 }
 
 /// Spread figures of a histogram, in ns (from bucket midpoints).
@@ -145,6 +156,16 @@ mod tests {
         let n = sorted.len() as u128;
         let rank = (n * q.0 as u128).div_ceil(1_000_000).max(1) as usize;
         sorted[rank - 1]
+    }
+
+    #[test]
+    fn spread_of_counts_without_statistics_does_not_panic() {
+        // counts but no min/max yet (u64::MAX, 0): the midpoints stand
+        let (l, c) = hist(&[5_500, 5_500, 70_000_000_000]);
+        let s = spread(&l, &c, 5_500.0, u64::MAX, 0);
+        assert_eq!(s.mode_ns, 5_000);
+        assert!(s.variance.is_finite() && s.variance > 0.0, "{s:?}");
+        assert!(s.mad.is_finite(), "{s:?}");
     }
 
     #[test]
