@@ -249,7 +249,8 @@ pub fn run(a: Args<'_>) -> Outcome {
         },
         err: Human {
             fd: 2,
-            buf: String::with_capacity(16 * 1024),
+            // status lines and notes, flushed every tick
+            buf: String::with_capacity(4 * 1024),
         },
         live_drawn: false,
     };
