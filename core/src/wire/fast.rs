@@ -83,134 +83,110 @@ impl Reader<'_> {
     }
 }
 
+/// Put `$body` into `$slot` as `Body::$variant`: in place when the slot
+/// already holds that variant (so only the body moves, not a whole 2.4 KiB
+/// frame), as a new frame otherwise.
+macro_rules! store {
+    ($slot:expr, $version:expr, $seq:expr, $variant:ident, $body:expr) => {
+        match $slot {
+            Some(Frame {
+                version: v,
+                seq: q,
+                body: Body::$variant(b),
+            }) => (*v, *q, *b) = ($version, $seq, $body),
+            _ => {
+                *$slot = Some(Frame {
+                    version: $version,
+                    seq: $seq,
+                    body: Body::$variant($body),
+                })
+            }
+        }
+    };
+}
+
 /// Decode `payload` (a whole postcard [`Frame`], trailing bytes ignored as
 /// `postcard::from_bytes` does) into `slot` if it is one of the fast bodies
 /// and valid. Returns `false`, leaving `slot` untouched, otherwise.
 pub(super) fn decode_into(payload: &[u8], slot: &mut Option<Frame>) -> bool {
     let mut r = Reader(payload);
-    let Some(version) = r.byte() else {
-        return false;
-    };
-    let Some(seq) = r.u32() else {
+    let (Some(version), Some(seq)) = (r.byte(), r.u32()) else {
         return false;
     };
     match r.u32() {
         Some(STATS) => match stats(&mut r) {
-            Some(s) => {
-                match slot {
-                    Some(Frame {
-                        version: v,
-                        seq: q,
-                        body: Body::Stats(b),
-                    }) => {
-                        (*v, *q, *b) = (version, seq, s);
-                    }
-                    _ => {
-                        *slot = Some(Frame {
-                            version,
-                            seq,
-                            body: Body::Stats(s),
-                        })
-                    }
-                }
-                true
-            }
-            None => false,
+            Some(s) => store!(slot, version, seq, Stats, s),
+            None => return false,
         },
-        Some(DELTA) => {
-            let Some((thread, epoch, part, parts)) = head(&mut r) else {
-                return false;
-            };
-            let mut entries = heapless::Vec::new();
-            let Some(len) = r.usize() else {
-                return false;
-            };
-            if len > entries.capacity() {
-                return false;
-            }
-            for _ in 0..len {
-                let (Some(bucket), Some(count)) = (r.u16(), r.u32()) else {
-                    return false;
-                };
-                // cannot fail: len <= capacity
-                let _ = entries.push(DeltaEntry { bucket, count });
-            }
-            let d = HistDelta {
-                thread,
-                epoch,
-                part,
-                parts,
-                entries,
-            };
-            match slot {
-                Some(Frame {
-                    version: v,
-                    seq: q,
-                    body: Body::Delta(b),
-                }) => {
-                    (*v, *q, *b) = (version, seq, d);
-                }
-                _ => {
-                    *slot = Some(Frame {
-                        version,
-                        seq,
-                        body: Body::Delta(d),
-                    })
-                }
-            }
-            true
-        }
-        Some(CHUNK) => {
-            let Some((thread, epoch, index, total)) = head(&mut r) else {
-                return false;
-            };
-            let mut entries = heapless::Vec::new();
-            let Some(len) = r.usize() else {
-                return false;
-            };
-            if len > entries.capacity() {
-                return false;
-            }
-            for _ in 0..len {
-                let (Some(bucket), Some(count)) = (r.u16(), r.u64()) else {
-                    return false;
-                };
-                // cannot fail: len <= capacity
-                let _ = entries.push(SnapshotEntry { bucket, count });
-            }
-            let c = SnapshotChunk {
-                thread,
-                epoch,
-                index,
-                total,
-                entries,
-            };
-            match slot {
-                Some(Frame {
-                    version: v,
-                    seq: q,
-                    body: Body::Chunk(b),
-                }) => {
-                    (*v, *q, *b) = (version, seq, c);
-                }
-                _ => {
-                    *slot = Some(Frame {
-                        version,
-                        seq,
-                        body: Body::Chunk(c),
-                    })
-                }
-            }
-            true
-        }
-        _ => false,
+        Some(DELTA) => match delta(&mut r) {
+            Some(d) => store!(slot, version, seq, Delta, d),
+            None => return false,
+        },
+        Some(CHUNK) => match chunk(&mut r) {
+            Some(c) => store!(slot, version, seq, Chunk, c),
+            None => return false,
+        },
+        _ => return false,
     }
+    true
 }
 
 /// The `thread, epoch, u16, u16` head shared by deltas and chunks.
 #[inline(always)]
 fn head(r: &mut Reader<'_>) -> Option<(u16, u32, u16, u16)> {
     Some((r.u16()?, r.u32()?, r.u16()?, r.u16()?))
+}
+
+/// A postcard sequence of at most `C` items, each read by `item`.
+#[inline(always)]
+fn list<'a, T, const C: usize>(
+    r: &mut Reader<'a>,
+    item: impl Fn(&mut Reader<'a>) -> Option<T>,
+) -> Option<heapless::Vec<T, C>> {
+    let len = r.usize()?;
+    if len > C {
+        return None;
+    }
+    let mut v = heapless::Vec::new();
+    for _ in 0..len {
+        // cannot fail: len <= C
+        let _ = v.push(item(r)?);
+    }
+    Some(v)
+}
+
+#[inline(always)]
+fn delta(r: &mut Reader<'_>) -> Option<HistDelta> {
+    let (thread, epoch, part, parts) = head(r)?;
+    Some(HistDelta {
+        thread,
+        epoch,
+        part,
+        parts,
+        entries: list(r, |r| {
+            Some(DeltaEntry {
+                bucket: r.u16()?,
+                count: r.u32()?,
+            })
+        })?,
+    })
+}
+
+#[inline(always)]
+fn chunk(r: &mut Reader<'_>) -> Option<SnapshotChunk> {
+    let (thread, epoch, index, total) = head(r)?;
+    Some(SnapshotChunk {
+        thread,
+        epoch,
+        index,
+        total,
+        entries: list(r, |r| {
+            Some(SnapshotEntry {
+                bucket: r.u16()?,
+                count: r.u64()?,
+            })
+        })?,
+    })
 }
 
 #[inline(always)]
