@@ -314,12 +314,21 @@ impl<const N: usize> Writer<'_, N> {
     /// `latency_ns`, no period missed.
     #[inline]
     pub fn record_plain(&mut self, latency_ns: u64) {
+        self.section(|w| {
+            w.add_latency(latency_ns);
+            w.local.last = latency_ns as i64;
+            w.rec.last.store(latency_ns);
+        });
+    }
+
+    /// Run `publish` as one write section of the seqlock: the sequence is
+    /// odd while it runs, and a reader that overlaps it retries.
+    #[inline(always)]
+    fn section(&mut self, publish: impl FnOnce(&mut Self)) {
         let (r, s) = (self.rec, self.seq);
         r.seq.store(s.wrapping_add(1), Relaxed);
         fence(Release);
-        self.add_latency(latency_ns);
-        self.local.last = latency_ns as i64;
-        r.last.store(latency_ns);
+        publish(self);
         self.seq = s.wrapping_add(2);
         r.seq.store(self.seq, Release);
     }
@@ -327,25 +336,20 @@ impl<const N: usize> Writer<'_, N> {
     /// The rare samples: early, or late by whole periods.
     #[inline(never)]
     fn record_other(&mut self, latency_ns: i64, missed: u64) {
-        let (r, s) = (self.rec, self.seq);
-        r.seq.store(s.wrapping_add(1), Relaxed);
-        fence(Release);
-        let l = &mut self.local;
-        if latency_ns >= 0 {
-            self.add_latency(latency_ns as u64);
-        } else {
-            l.early = l.early.wrapping_add(1);
-            r.early.store(l.early);
-        }
-        let l = &mut self.local;
-        if missed > 0 {
-            l.missed = l.missed.saturating_add(missed);
-            r.missed.store(l.missed);
-        }
-        l.last = latency_ns;
-        r.last.store(latency_ns as u64);
-        self.seq = s.wrapping_add(2);
-        r.seq.store(self.seq, Release);
+        self.section(|w| {
+            if latency_ns >= 0 {
+                w.add_latency(latency_ns as u64);
+            } else {
+                w.local.early = w.local.early.wrapping_add(1);
+                w.rec.early.store(w.local.early);
+            }
+            if missed > 0 {
+                w.local.missed = w.local.missed.saturating_add(missed);
+                w.rec.missed.store(w.local.missed);
+            }
+            w.local.last = latency_ns;
+            w.rec.last.store(latency_ns as u64);
+        });
     }
 
     /// Count a latency in the histogram and the totals (inside the write
@@ -382,18 +386,16 @@ impl<const N: usize> Writer<'_, N> {
     /// and the early wake-ups.
     pub fn seed(&mut self, counters: Counters) {
         self.local = counters;
-        let (r, l, s) = (self.rec, &self.local, self.seq);
-        r.seq.store(s.wrapping_add(1), Relaxed);
-        fence(Release);
-        r.count.store(l.totals.count);
-        r.sum.store(l.totals.sum);
-        r.min.store(l.totals.min);
-        r.max.store(l.totals.max);
-        r.missed.store(l.missed);
-        r.early.store(l.early);
-        r.last.store(l.last as u64);
-        self.seq = s.wrapping_add(2);
-        r.seq.store(self.seq, Release);
+        self.section(|w| {
+            let (r, l) = (w.rec, &w.local);
+            r.count.store(l.totals.count);
+            r.sum.store(l.totals.sum);
+            r.min.store(l.totals.min);
+            r.max.store(l.totals.max);
+            r.missed.store(l.missed);
+            r.early.store(l.early);
+            r.last.store(l.last as u64);
+        });
     }
 }
 
