@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use latscope_core::explain::Attribution;
-use latscope_core::wire::Body;
+use latscope_core::wire::{Body, Frame};
 
 /// The tracefs root, if this run can create instances (root, mounted).
 fn tracefs_root() -> Option<&'static str> {
@@ -21,6 +21,17 @@ fn tracefs_root() -> Option<&'static str> {
         eprintln!("skipping: no tracefs");
     }
     root
+}
+
+/// The attributions a stream carried, in order.
+fn attributions(frames: &[Frame]) -> Vec<Attribution> {
+    frames
+        .iter()
+        .filter_map(|f| match &f.body {
+            Body::Explain(a) => Some(a.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs 2 threads for 3 s with `--explain 15` and the extra `args`;
@@ -47,13 +58,7 @@ fn explained_run(root: &str, args: &[&str]) -> Vec<Attribution> {
         String::from_utf8_lossy(&out.stderr)
     );
     let frames = decode_all(&out.stdout);
-    let explained: Vec<_> = frames
-        .iter()
-        .filter_map(|f| match &f.body {
-            Body::Explain(a) => Some(a.clone()),
-            _ => None,
-        })
-        .collect();
+    let explained = attributions(&frames);
     let spikes = frames
         .iter()
         .filter(|f| matches!(&f.body, Body::Spike(s) if s.flags.spike))
@@ -126,13 +131,7 @@ fn without_tracefs_spikes_get_a_coarse_attribution() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("coarse attribution"), "{err}");
     let frames = decode_all(&out.stdout);
-    let coarse: Vec<_> = frames
-        .iter()
-        .filter_map(|f| match &f.body {
-            Body::Explain(a) => Some(a.clone()),
-            _ => None,
-        })
-        .collect();
+    let coarse = attributions(&frames);
     assert!(!coarse.is_empty(), "no coarse attribution in 3 s");
     assert!(coarse.iter().all(|a| a.coarse && a.latency_ns >= 15_000));
 }
