@@ -409,3 +409,20 @@ fn a_lost_first_hello_still_gives_a_run() {
         assert_eq!(run.threads[i].hist, t.hist);
     }
 }
+
+#[test]
+fn an_irq_threads_time_is_labelled_as_the_irq_with_the_threads_policy() {
+    use crate::aggregate::explain::cause_label;
+    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    let mut a = Attribution::new(0, 1, 0, 30);
+    a.add(CauseKind::Irq, 13, 49, "uart-pl0", 2, 20);
+    a.add(CauseKind::Irq, 13, PRIO_UNKNOWN, "uart-pl011", 3, 10);
+    let labels: Vec<String> = a.causes.iter().map(cause_label).collect();
+    assert_eq!(
+        labels,
+        [
+            "irq 13 uart-pl0 (thread, SCHED_FIFO/RR 50)",
+            "irq 13 uart-pl011"
+        ]
+    );
+}
