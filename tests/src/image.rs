@@ -81,6 +81,8 @@ pub fn build(busybox: &Path, latscope: &Path, dir: &Path) -> io::Result<PathBuf>
 pub struct Report {
     /// The console's IRQ number (`/sys/class/tty/ttyAMA0/irq`).
     pub console_irq: Option<u32>,
+    /// The CPUs that IRQ is delivered to, as the kernel lists them (`0`).
+    pub console_irq_cpus: Option<String>,
     /// latscope's exit status.
     pub status: Option<i32>,
     /// Console IRQs during latscope's run.
@@ -99,7 +101,10 @@ impl Report {
             };
             let words: Vec<&str> = rest.split_whitespace().collect();
             match words.as_slice() {
-                ["console", "irq", n] => r.console_irq = n.parse().ok(),
+                ["console", "irq", n, "cpus", cpus] => {
+                    r.console_irq = n.parse().ok();
+                    r.console_irq_cpus = Some((*cpus).to_string());
+                }
                 ["stop", "status", s, "irqs", n] => {
                     r.status = s.parse().ok();
                     r.irqs = n.parse().ok();
@@ -125,11 +130,12 @@ mod tests {
 
     #[test]
     fn report_reads_the_image_lines() {
-        let console = "[    1.0] booting\r\nimage: console irq 13\nimage: start\n\
+        let console = "[    1.0] booting\r\nimage: console irq 13 cpus 0\nimage: start\n\
             # /dev/cpu_dma_latency set to 0us\nimage: stop status 0 irqs 9377\n\
             image: verdict PASS: latscope exited 0; no latscope trace instance left; tracefs not mounted\n";
         let r = Report::parse(console);
         assert_eq!(r.console_irq, Some(13));
+        assert_eq!(r.console_irq_cpus.as_deref(), Some("0"));
         assert_eq!((r.status, r.irqs), (Some(0), Some(9377)));
         assert!(r.passed(), "{r:?}");
     }

@@ -124,13 +124,23 @@ fn board_armv7_streams_over_serial() {
     board_run(Arch::Armv7);
 }
 
-/// The run of the busybox image: two threads on the board's two CPUs at
-/// 1 kHz and priority `prio`, spikes from 500 us explained.
-fn image_args(prio: u8, secs: u64) -> String {
+/// The run of the busybox image: `threads` (e.g. `-t 2 -a 0,1`) at 1 kHz
+/// and priority `prio`, spikes from 500 us explained.
+fn image_args(threads: &str, prio: u8, secs: u64) -> String {
     format!(
-        "-t 2 -a 0,1 -i {INTERVAL_US} -D {secs}s -q -p {prio} --explain 500 \
+        "{threads} -i {INTERVAL_US} -D {secs}s -q -p {prio} --explain 500 \
          --stream serial:/dev/ttyAMA1"
     )
+}
+
+/// The number after `flag` in `args` (`-D 5s` gives 5).
+fn arg_num(args: &str, flag: &str) -> Option<u64> {
+    let mut words = args.split_whitespace();
+    words.find(|w| *w == flag)?;
+    let v = words.next()?;
+    v.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
+        .ok()
 }
 
 /// What a boot of the busybox image gave.
@@ -174,16 +184,13 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
         describe(&sum),
         report
     );
-    let secs = args
-        .split_once("-D ")
-        .and_then(|(_, r)| r.split_once('s'))
-        .and_then(|(n, _)| n.parse::<u64>().ok())
-        .expect("-D Ns in the arguments");
+    let secs = arg_num(args, "-D").expect("-D Ns in the arguments");
+    let threads = arg_num(args, "-t").expect("-t N in the arguments");
     let bad = check(
         &sum,
         &Expect {
             arch_prefix: arch_prefix(arch),
-            threads: 2,
+            threads: usize::try_from(threads).expect("thread count"),
             interval_ns: INTERVAL_US * 1000,
             duration_ns: secs * 1_000_000_000,
             slack_ns: EXPLAIN_SLACK_NS,
@@ -205,39 +212,40 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
 /// Seconds of each attribution run.
 const FLOOD_SECS: u64 = 5;
 
+/// One measuring thread, on CPU 0, where the console IRQ is delivered:
+/// every spike the trace explains can show the flood, and the sender,
+/// which reads the trace, has CPU 1.
+const FLOOD_THREADS: &str = "-t 1 -a 0";
+
 /// The busybox image on the PREEMPT_RT board: a control run, a run below
 /// the IRQ threads (`-p 40`) while the test floods the console UART, and
 /// one above them (`-p 80`) under the same flood. The stream uses the
 /// other UART, so the flood's IRQ is not the stream's own.
 #[test]
 fn image_aarch64_rt_attributes_a_uart_flood() {
-    let socket = |flood| Console::Socket { flood };
-    let Some(control) = boot_image(
-        Arch::Aarch64,
-        &image_args(40, FLOOD_SECS),
-        socket(false),
-        Port::Socket,
-    ) else {
+    let run = |prio, flood| {
+        let args = image_args(FLOOD_THREADS, prio, FLOOD_SECS);
+        boot_image(
+            Arch::Aarch64,
+            &args,
+            Console::Socket { flood },
+            Port::Socket,
+        )
+    };
+    let Some(control) = run(40, false) else {
         return;
     };
-    let below = boot_image(
-        Arch::Aarch64,
-        &image_args(40, FLOOD_SECS),
-        socket(true),
-        Port::Socket,
-    )
-    .expect("a second boot");
-    let above = boot_image(
-        Arch::Aarch64,
-        &image_args(80, FLOOD_SECS),
-        socket(true),
-        Port::Socket,
-    )
-    .expect("a third boot");
+    let below = run(40, true).expect("a second boot");
+    let above = run(80, true).expect("a third boot");
     let irq = below
         .report
         .console_irq
         .expect("the image names the console's IRQ");
+    assert_eq!(
+        below.report.console_irq_cpus.as_deref(),
+        Some("0"),
+        "the console IRQ is not delivered to the measured CPU 0"
+    );
     let [c, b, a] = [&control, &below, &above].map(|r| Shares::of(&r.sum.explained, irq));
     for (name, run, s) in [
         ("control -p 40", &control, &c),
@@ -326,7 +334,7 @@ fn image_armv7_streams_through_a_pty() {
     let host: PathBuf = latscope_tests::host::bins().host;
     let _ = boot_image(
         Arch::Armv7,
-        &image_args(80, BOARD_SECS),
+        &image_args("-t 2 -a 0,1", 80, BOARD_SECS),
         Console::Socket { flood: false },
         Port::Pty { host },
     );
