@@ -6,9 +6,9 @@ mod common;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use latscope::clock::LinuxClock;
-use latscope::cpus::ThreadPlan;
-use latscope::measure::{self, state, Control, LoopSettings, Shared, SpikeQueue, ThreadArgs};
+use latscope::config::cpus::ThreadPlan;
+use latscope::linux::clock::LinuxClock;
+use latscope::rt::{self as measure, state, Control, LoopSettings, Shared, SpikeQueue, ThreadArgs};
 use latscope_core::cycle::CycleConfig;
 use latscope_core::wire::{ClockKind, Policy};
 
@@ -101,11 +101,11 @@ fn measuring_loop_allocates_nothing_and_takes_no_faults() {
         sleep_ms(300);
         let tid = shared.tid.load(Ordering::SeqCst);
         let path = format!("/proc/self/task/{tid}/stat");
-        let f0 = latscope::procfs::thread_faults(&path).unwrap();
+        let f0 = latscope::linux::procfs::thread_faults(&path).unwrap();
         let a0 = ALLOCS.load(Ordering::SeqCst);
         sleep_ms(1000);
         let a1 = ALLOCS.load(Ordering::SeqCst);
-        let f1 = latscope::procfs::thread_faults(&path).unwrap();
+        let f1 = latscope::linux::procfs::thread_faults(&path).unwrap();
         control.stop.store(true, Ordering::SeqCst);
         while shared.state.load(Ordering::SeqCst) != state::DONE {
             sleep_ms(1);

@@ -6,7 +6,7 @@
 
 use latscope_core::wire::{ClockKind, Policy};
 
-use crate::cpus::{parse_cpu_list, CpuList};
+use crate::config::cpus::{parse_cpu_list, CpuList};
 use crate::error::Error;
 
 /// Where the binary frame stream goes.

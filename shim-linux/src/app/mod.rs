@@ -14,27 +14,29 @@ use latscope_core::wire::{
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
-use crate::cli::{self, Action, Config};
-use crate::clock::{monotonic_ns, realtime_s, timespec, LinuxClock};
-use crate::cpus::{self, ThreadPlan};
+use crate::config::cpus::{self, ThreadPlan};
+use crate::config::parse::{self as cli, Action, Config};
 use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::exit::{self, Held};
-use crate::explain;
-use crate::human;
-use crate::json;
-use crate::measure::{self, Control, LoopSettings, Shared, SpikeQueue, ThreadArgs, VerboseQueue};
-use crate::procfs;
-use crate::selfcheck::SelfCheck;
-use crate::sender::{self, Outcome};
-use crate::stream::{self, Sink};
-use crate::sys::{self, sig, sigbit};
+use crate::link::{self as stream, Sink};
+use crate::linux::clock::{monotonic_ns, realtime_s, timespec, LinuxClock};
+use crate::linux::exit::{self, Held};
+use crate::linux::procfs;
+use crate::linux::seccomp::SelfCheck;
+use crate::linux::sys::{self, sig, sigbit};
+use crate::linux::tracefs as explain;
+use crate::output::json;
+use crate::output::text as human;
+use crate::report::{self as sender, Outcome};
+use crate::rt::{
+    self as measure, Control, LoopSettings, Shared, SpikeQueue, ThreadArgs, VerboseQueue,
+};
 
 /// The program: parse, run, leave. Never returns.
 pub fn main_entry() -> ! {
-    let pid1 = crate::init::is_pid1();
+    let pid1 = crate::linux::pid1::is_pid1();
     exit::set_pid1(pid1);
     if pid1 {
-        crate::init::mount_basics();
+        crate::linux::pid1::mount_basics();
     }
     exit::install_panic_hook();
     let args: Vec<String> = std::env::args_os()
@@ -540,7 +542,7 @@ fn collect_degradations(
         deg.flags.no_rt_policy = true;
         deg.warnings.push(format!(
             "degraded: SCHED_{} refused, measuring at SCHED_OTHER with 1 ns timer slack",
-            crate::cli::policy_upper(cfg.policy)
+            crate::config::parse::policy_upper(cfg.policy)
         ));
     }
     let no_aff = shared.iter().any(|s| s.no_affinity.load(Ordering::SeqCst));

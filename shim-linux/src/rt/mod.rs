@@ -16,12 +16,12 @@ use latscope_core::record::ThreadRecord;
 use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord};
 use rustix::fd::BorrowedFd;
 
-use crate::clock::LinuxClock;
-use crate::cpus::{CpuList, ThreadPlan};
+use crate::config::cpus::{CpuList, ThreadPlan};
 use crate::error::Error;
-use crate::exit;
-use crate::procfs::{self, Faults};
-use crate::sys::{self, SchedAttr};
+use crate::linux::clock::LinuxClock;
+use crate::linux::exit;
+use crate::linux::procfs::{self, Faults};
+use crate::linux::sys::{self, SchedAttr};
 
 /// Buckets of every histogram (the default layout).
 pub const N: usize = DEFAULT_BUCKETS;
@@ -167,14 +167,14 @@ impl Control {
     pub fn ready_and_wait(&self) {
         self.ready.fetch_add(1, Ordering::SeqCst);
         while !self.go.load(Ordering::SeqCst) {
-            let _ = rustix::event::poll(&mut [], Some(&crate::clock::timespec(1_000_000)));
+            let _ = rustix::event::poll(&mut [], Some(&crate::linux::clock::timespec(1_000_000)));
         }
     }
 
     /// Main: wait until `n` measuring threads are ready.
     pub fn wait_ready(&self, n: usize) {
         while (self.ready.load(Ordering::SeqCst) as usize) < n {
-            let _ = rustix::event::poll(&mut [], Some(&crate::clock::timespec(1_000_000)));
+            let _ = rustix::event::poll(&mut [], Some(&crate::linux::clock::timespec(1_000_000)));
         }
     }
 }
@@ -219,7 +219,7 @@ pub struct ThreadArgs<'a> {
     /// Every sample goes here with `-v`.
     pub verbose: Option<Producer<'a, VerboseSample>>,
     /// Trace marker for spikes (`--explain`): one rate-limited write.
-    pub marker: Option<crate::explain::Marker>,
+    pub marker: Option<crate::linux::tracefs::Marker>,
     /// Break handling (`--tracemark`): the marker and `tracing_on` fds.
     pub tracemark: Option<(BorrowedFd<'a>, BorrowedFd<'a>)>,
 }
@@ -287,7 +287,7 @@ fn setup(a: &ThreadArgs<'_>) -> Result<(), Error> {
             ),
             p => format!(
                 "SCHED_{} priority {} refused: {e} (needs CAP_SYS_NICE or RLIMIT_RTPRIO >= {})",
-                crate::cli::policy_upper(p),
+                crate::config::parse::policy_upper(p),
                 a.plan.priority,
                 a.plan.priority
             ),

@@ -870,7 +870,7 @@ pub(crate) mod tests {
         // The user's top-level settings are untouched.
         let top_clock = fs::read_to_string(root.join("trace_clock")).unwrap();
 
-        let procs_before = crate::explain::ProcInterrupts::snapshot(&[cpu]).unwrap();
+        let procs_before = crate::linux::interrupts::ProcInterrupts::snapshot(&[cpu]).unwrap();
         // Loopback UDP flood pinned to the measured CPU, at the lowest
         // priority: NET_RX softirqs.
         let stop = Arc::new(AtomicBool::new(false));
@@ -1002,7 +1002,7 @@ pub(crate) mod tests {
         assert!(text.lines().filter_map(parse_line).count() > 0);
         assert!(tracer.freezes_on_mark());
         let coarse = procs_before.delta(
-            &crate::explain::ProcInterrupts::snapshot(&[cpu]).unwrap(),
+            &crate::linux::interrupts::ProcInterrupts::snapshot(&[cpu]).unwrap(),
             cpu,
             0,
             0,

@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use latscope_core::stats::Ppm;
 
-use crate::human::{avg_ns, min_ns, Row};
-use crate::procfs::Uname;
+use crate::linux::procfs::Uname;
+use crate::output::text::{avg_ns, min_ns, Row};
 
 /// The run-wide facts of the JSON document.
 pub struct Doc<'a> {
@@ -207,8 +207,8 @@ pub fn document(doc: &Doc<'_>, rows: &[Row<'_>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::N;
-    use crate::procfs::Faults;
+    use crate::linux::procfs::Faults;
+    use crate::rt::N;
     use latscope_core::hist::Histogram;
     use latscope_core::layout::DEFAULT_LINEAR_US;
     use latscope_core::record::Counters;

@@ -10,8 +10,8 @@ use latscope_core::record::Counters;
 use latscope_core::stats::Ppm;
 use latscope_core::wire::SpikeRecord;
 
-use crate::measure::N;
-use crate::procfs::Faults;
+use crate::linux::procfs::Faults;
+use crate::rt::N;
 
 /// What the formats need to know about one measuring thread.
 pub struct Row<'a> {

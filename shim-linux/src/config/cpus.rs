@@ -2,7 +2,7 @@
 
 use rustix::thread::CpuSet;
 
-use crate::cli::{Config, Threads};
+use crate::config::parse::{Config, Threads};
 use latscope_core::wire::Policy;
 
 /// A CPU set as written on the command line.
@@ -174,7 +174,7 @@ pub fn plan(cfg: &Config, available: &[usize]) -> Result<Vec<ThreadPlan>, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::{parse, Action};
+    use crate::config::parse::{parse, Action};
 
     fn cfg(args: &[&str]) -> Config {
         match parse(args).unwrap() {

@@ -21,12 +21,12 @@ use latscope_core::wire::{
     SnapshotChunk, SnapshotEntry, SpikeRecord, ThreadStats, CHUNK_ENTRIES, DELTA_ENTRIES,
 };
 
-use crate::clock::{monotonic_ns, timespec};
-use crate::cpus::ThreadPlan;
-use crate::human::{self, Row};
-use crate::measure::{state, Control, Shared, VerboseSample, N};
-use crate::procfs::{self, Faults};
-use crate::stream::{self, Sink};
+use crate::config::cpus::ThreadPlan;
+use crate::link::{self as stream, Sink};
+use crate::linux::clock::{monotonic_ns, timespec};
+use crate::linux::procfs::{self, Faults};
+use crate::output::text::{self as human, Row};
+use crate::rt::{state, Control, Shared, VerboseSample, N};
 
 /// Live view refresh period.
 const TICK_NS: i64 = 100_000_000;
@@ -153,7 +153,7 @@ pub struct Args<'a> {
     /// The stream.
     pub sink: Option<Sink>,
     /// `--explain`: the trace instance (closed at the end).
-    pub tracer: Option<crate::explain::Tracer>,
+    pub tracer: Option<crate::linux::tracefs::Tracer>,
     /// `--explain` threshold in ns.
     pub explain_ns: u64,
     /// `--explain` without tracefs: the pinned CPUs whose `/proc/interrupts`
@@ -207,7 +207,7 @@ struct Sender<'a> {
     /// Fault baselines re-taken at the end of the warm-up.
     rebased: bool,
     /// Coarse attribution: counters at the last report.
-    proc_prev: Option<crate::explain::ProcInterrupts>,
+    proc_prev: Option<crate::linux::interrupts::ProcInterrupts>,
     /// Coarse attribution: the largest spike of each thread this interval.
     worst: Vec<Option<SpikeRecord>>,
     enc: Encoder,
@@ -236,7 +236,7 @@ pub fn run(a: Args<'_>) -> Outcome {
         proc_prev: if a.coarse_cpus.is_empty() {
             None
         } else {
-            crate::explain::ProcInterrupts::snapshot(&a.coarse_cpus).ok()
+            crate::linux::interrupts::ProcInterrupts::snapshot(&a.coarse_cpus).ok()
         },
         worst: vec![None; n],
         a,
@@ -521,7 +521,8 @@ impl Sender<'_> {
         let Some(prev) = self.proc_prev.as_ref() else {
             return;
         };
-        let Ok(now) = crate::explain::ProcInterrupts::snapshot(&self.a.coarse_cpus) else {
+        let Ok(now) = crate::linux::interrupts::ProcInterrupts::snapshot(&self.a.coarse_cpus)
+        else {
             return;
         };
         for t in 0..self.worst.len() {
@@ -732,7 +733,7 @@ impl Sender<'_> {
 
     fn verbose_header(&mut self) {
         use std::fmt::Write;
-        let cpus = crate::cpus::available().len();
+        let cpus = crate::config::cpus::available().len();
         let _ = write!(self.human.buf, "Max CPUs = {cpus}\nOnline CPUs = {cpus}\n");
         for (i, p) in self.a.plans.iter().enumerate() {
             let _ = writeln!(self.human.buf, "Thread {i} Interval: {}", p.interval_us);
@@ -741,7 +742,7 @@ impl Sender<'_> {
 
     /// `--self-check-probe`: every forbidden process-creation request once.
     fn probe(&mut self) {
-        for (name, result) in crate::sys::probe_process_creation() {
+        for (name, result) in crate::linux::sys::probe_process_creation() {
             let text = match result {
                 Err(e) => format!("self-check probe: {name} refused ({e})"),
                 Ok(()) => format!("self-check probe: {name} was NOT refused"),

@@ -19,7 +19,7 @@ use linux_raw_sys::ptrace as p;
 use rustix::fd::{AsFd, OwnedFd};
 
 use crate::error::Error;
-use crate::sys::{self, BpfInsn};
+use crate::linux::sys::{self, BpfInsn};
 
 #[cfg(target_arch = "x86_64")]
 const ARCH: u32 = p::AUDIT_ARCH_X86_64;

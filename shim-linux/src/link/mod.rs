@@ -14,7 +14,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketFlags, SocketType};
 
-use crate::cli::Dest;
+use crate::config::parse::Dest;
 use crate::error::Error;
 
 /// Most bytes queued for a TCP peer before frames are dropped.
@@ -166,7 +166,7 @@ impl Sink {
             Link::Tcp(t) => {
                 let until = now_ns.saturating_add(timeout_ns);
                 loop {
-                    let now = crate::clock::monotonic_ns();
+                    let now = crate::linux::clock::monotonic_ns();
                     t.service(now);
                     self.bytes += t.take_sent_bytes();
                     let pending = t.frames.len();
@@ -175,8 +175,10 @@ impl Sink {
                     }
                     if let TcpState::Up(fd) = &t.state {
                         let mut p = [PollFd::new(fd, PollFlags::OUT)];
-                        let _ =
-                            rustix::event::poll(&mut p, Some(&crate::clock::timespec(10_000_000)));
+                        let _ = rustix::event::poll(
+                            &mut p,
+                            Some(&crate::linux::clock::timespec(10_000_000)),
+                        );
                     } else {
                         sleep_ns(10_000_000);
                     }
@@ -195,7 +197,7 @@ impl Sink {
 }
 
 fn sleep_ns(ns: i64) {
-    let _ = rustix::event::poll(&mut [], Some(&crate::clock::timespec(ns)));
+    let _ = rustix::event::poll(&mut [], Some(&crate::linux::clock::timespec(ns)));
 }
 
 /// Write all of `buf`, retrying short writes and EINTR.
@@ -207,7 +209,8 @@ pub fn write_all(fd: impl AsFd, mut buf: &[u8]) -> Result<(), Errno> {
             Err(Errno::INTR) => {}
             Err(Errno::AGAIN) => {
                 let mut p = [PollFd::new(&fd, PollFlags::OUT)];
-                let _ = rustix::event::poll(&mut p, Some(&crate::clock::timespec(100_000_000)));
+                let _ =
+                    rustix::event::poll(&mut p, Some(&crate::linux::clock::timespec(100_000_000)));
             }
             Err(e) => return Err(e),
         }
@@ -247,7 +250,7 @@ impl Tcp {
             }
             TcpState::Connecting(fd) => {
                 let mut p = [PollFd::new(&fd, PollFlags::OUT)];
-                let ready = rustix::event::poll(&mut p, Some(&crate::clock::timespec(0)))
+                let ready = rustix::event::poll(&mut p, Some(&crate::linux::clock::timespec(0)))
                     .map(|n| n > 0)
                     .unwrap_or(false);
                 if !ready {

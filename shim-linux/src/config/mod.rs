@@ -1,0 +1,4 @@
+//! What the command line asks for.
+
+pub mod cpus;
+pub mod parse;

@@ -1,0 +1,4 @@
+//! cyclictest's outputs.
+
+pub mod json;
+pub mod text;
