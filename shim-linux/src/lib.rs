@@ -1,14 +1,40 @@
-//! latscope, the target program.
+//! latscope, the target program: a real-time wake-up latency measuring
+//! process on rustix, compatible with cyclictest where they overlap.
+//!
+//! The folders follow the threads of a run:
+//!
+//! * [`config`](crate::config): what the command line asks for, and which
+//!   measuring thread runs where;
+//! * `app`: the main thread: set-up, start, signals, the end;
+//! * `rt`: the measuring threads: set-up, start handshake, hot loop;
+//! * `report`: the sender thread: publishing the frame stream, the live
+//!   view, spike attribution, `-v`;
+//! * `output`: cyclictest's text and `--json`, and which standard stream
+//!   the human output goes to;
+//! * `link`: where the stream goes (stdout, file, TCP, serial);
+//! * `linux`: the system below all of them (raw syscalls, the only
+//!   `unsafe`; clock, procfs, seccomp, PID 1, the exit discipline, tracefs);
+//! * `bench`: hidden options for the proof scripts and tests.
+//!
+//! Dependencies point one way: `config` and `linux` depend on nothing
+//! above them, and nothing depends on `app`.
+//!
+//! The binary is a thin `main` over [`main`]. The only other public items
+//! are the [`testing`] interface, for the integration tests and the fuzz
+//! targets.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod app;
-pub mod config;
-pub mod error;
-pub mod link;
-pub mod linux;
-pub mod output;
-pub mod report;
-pub mod rt;
+mod app;
+mod bench;
+mod config;
+mod error;
+mod link;
+mod linux;
+mod output;
+mod report;
+mod rt;
+pub mod testing;
 
+pub use app::main;
 pub use error::Error;

@@ -1,14 +1,13 @@
 //! Stream links: TCP with a reconnect mid-run, and a serial line (a pty
 //! pair standing in for the UART) in raw mode.
 
-mod common;
-
 use std::io::Read;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use common::*;
 use latscope_core::wire::{Body, ByeReason, Decoder, Frame, MAX_FRAME};
+use latscope_tests::target::{decode_all, serial};
+use latscope_tests::this_target;
 
 /// Decode what a connection delivered, tolerating a cut last frame.
 fn decode_lenient(bytes: &[u8]) -> Vec<Frame> {
@@ -52,7 +51,7 @@ fn tcp_reconnects_and_the_new_connection_is_exact() {
         "200ms",
         &json_arg,
     ];
-    let mut child = spawn(&args);
+    let mut child = this_target!().spawn(&args);
 
     // first connection: read a while, then hang up on the target
     let (mut c1, _) = listener.accept().unwrap();
@@ -144,7 +143,7 @@ fn serial_line_in_raw_mode_carries_the_stream() {
         "--report-interval",
         "200ms",
     ];
-    let mut child = spawn(&args);
+    let mut child = this_target!().spawn(&args);
     let mut bytes = Vec::new();
     let mut buf = [0u8; 4096];
     let t0 = Instant::now();

@@ -1,12 +1,11 @@
 //! The frame stream: what a host receives must rebuild the target's own
 //! `--json` figures exactly.
 
-mod common;
-
-use common::*;
 use latscope_core::hist::Histogram;
 use latscope_core::layout::DEFAULT_BUCKETS;
 use latscope_core::wire::{Body, ByeReason, SCHEMA_KEY};
+use latscope_tests::target::{decode_all, privilege_flags, serial};
+use latscope_tests::this_target;
 
 fn json_number(json: &str, thread: usize, key: &str) -> u64 {
     let t = json
@@ -44,7 +43,7 @@ fn stream_rebuilds_the_runs_exact_figures() {
         &json_arg,
     ];
     args.extend(privilege_flags());
-    let out = run(&args);
+    let out = this_target!().run(&args);
     assert!(
         out.status.success(),
         "{}",

@@ -1,200 +1,19 @@
-//! The command line: cyclictest's options with their meanings, plus
-//! latscope's own. A hand-written parser keeps the static binary small.
+//! The command-line parser. A hand-written parser keeps the static binary
+//! small.
 //!
 //! Rules: a bad value is one line of error and exit status 2; nothing here
 //! panics on any input.
 
+use latscope_core::layout::DEFAULT_LINEAR_US;
 use latscope_core::wire::{ClockKind, Policy};
 
-use crate::config::cpus::{parse_cpu_list, CpuList};
+use super::cpus::{parse_cpu_list, CpuList};
+use super::{Action, Config, Dest, Threads};
+use crate::bench;
 use crate::error::Error;
 
-/// Where the binary frame stream goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Dest {
-    /// Standard output (`-`); human output then goes to standard error.
-    Stdout,
-    /// A file, created or truncated.
-    File(String),
-    /// A TCP listener at an IP literal (no name resolution).
-    Tcp(std::net::SocketAddr),
-    /// A serial line in raw mode.
-    Serial {
-        /// Device path.
-        path: String,
-        /// Baud rate.
-        baud: u32,
-    },
-}
-
-/// How many measuring threads `-t` asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Threads {
-    /// `-t N`.
-    Count(usize),
-    /// `-t` without a number: one per available CPU.
-    PerCpu,
-}
-
-/// Everything the command line sets. Times are kept in the unit the option
-/// takes (µs for cyclictest's options) or in ns (durations).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Config {
-    /// `-a`: CPUs to pin to (`Some(empty)` never happens; `-a` alone = all).
-    pub affinity: Option<CpuList>,
-    /// `-t`.
-    pub threads: Option<Threads>,
-    /// `-S`.
-    pub smp: bool,
-    /// `-i` in µs.
-    pub interval_us: u64,
-    /// `-d` in µs (`None` = cyclictest's default: 500, or 0 with `-h`).
-    pub distance_us: Option<u64>,
-    /// `-p`.
-    pub priority: u32,
-    /// `--policy`.
-    pub policy: Policy,
-    /// `--priospread`.
-    pub priospread: bool,
-    /// `-l` (0 = endless).
-    pub loops: u64,
-    /// `-D` in ns (0 = endless).
-    pub duration_ns: u64,
-    /// `-b` in µs (0 = off).
-    pub break_us: u64,
-    /// `--tracemark`.
-    pub tracemark: bool,
-    /// `-h`/`-H` range in µs (0 = no histogram text).
-    pub hist_us: u32,
-    /// `-H`: add the all-threads column.
-    pub hist_all: bool,
-    /// `--histfile`.
-    pub histfile: Option<String>,
-    /// `--json`.
-    pub json: Option<String>,
-    /// `-N`.
-    pub nsecs: bool,
-    /// `-q`.
-    pub quiet: bool,
-    /// `-v`.
-    pub verbose: bool,
-    /// `--spike` in µs (0 = off).
-    pub spike_us: u64,
-    /// `-c`.
-    pub clock: ClockKind,
-    /// `--mainaffinity`.
-    pub mainaffinity: Option<CpuList>,
-    /// `--latency`.
-    pub latency_us: i32,
-    /// `--default-system`.
-    pub default_system: bool,
-    /// mlockall (on unless `--no-mlock`).
-    pub mlock: bool,
-    /// `--best-effort`.
-    pub best_effort: bool,
-    /// `--warmup` in ns.
-    pub warmup_ns: u64,
-    /// `--report-interval` in ns.
-    pub report_ns: u64,
-    /// `--deadline-runtime` in µs (0 = default).
-    pub dl_runtime_us: u64,
-    /// `--deadline-deadline` in µs (0 = the period).
-    pub dl_deadline_us: u64,
-    /// `--deadline-period` in µs (0 = the interval).
-    pub dl_period_us: u64,
-    /// `--explain` in µs (0 = off).
-    pub explain_us: u64,
-    /// `--self-check`.
-    pub self_check: bool,
-    /// Hidden `--self-check-probe`: make every forbidden request once
-    /// (clone of a process, fork, vfork, execve, execveat, clone3) to prove
-    /// the self-check refuses and counts each.
-    pub self_check_probe: bool,
-    /// Hidden `--ballast-mib`.
-    pub ballast_mib: u64,
-    /// Hidden `--no-exit-demote`.
-    pub no_exit_demote: bool,
-    /// `--stream`.
-    pub stream: Option<Dest>,
-    /// The command line as given, for the hello and `--json`.
-    pub cmdline: String,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            affinity: None,
-            threads: None,
-            smp: false,
-            interval_us: 1000,
-            distance_us: None,
-            priority: 80,
-            policy: Policy::Fifo,
-            priospread: false,
-            loops: 0,
-            duration_ns: 0,
-            break_us: 0,
-            tracemark: false,
-            hist_us: 0,
-            hist_all: false,
-            histfile: None,
-            json: None,
-            nsecs: false,
-            quiet: false,
-            verbose: false,
-            spike_us: 0,
-            clock: ClockKind::Monotonic,
-            mainaffinity: None,
-            latency_us: 0,
-            default_system: false,
-            mlock: true,
-            best_effort: false,
-            warmup_ns: 0,
-            report_ns: 1_000_000_000,
-            dl_runtime_us: 0,
-            dl_deadline_us: 0,
-            dl_period_us: 0,
-            explain_us: 0,
-            self_check: false,
-            self_check_probe: false,
-            ballast_mib: 0,
-            no_exit_demote: false,
-            stream: None,
-            cmdline: String::new(),
-        }
-    }
-}
-
-impl Config {
-    /// The effective distance in µs: `-d`, or 500, or 0 when `-h` is given
-    /// (as cyclictest does, so that every thread fills the same rows).
-    pub fn distance(&self) -> u64 {
-        match self.distance_us {
-            Some(d) => d,
-            None if self.hist_us > 0 => 0,
-            None => 500,
-        }
-    }
-
-    /// Whether human output goes to standard error (the stream owns stdout).
-    pub fn human_to_stderr(&self) -> bool {
-        self.stream == Some(Dest::Stdout)
-    }
-}
-
-/// What the command line asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Measure.
-    Run(Box<Config>),
-    /// Print the help.
-    Help,
-    /// Print the version.
-    Version,
-}
-
 /// Largest `-h` range: the histogram's linear part.
-pub const MAX_HIST_US: u32 = latscope_core::layout::DEFAULT_LINEAR_US;
+const MAX_HIST_US: u32 = DEFAULT_LINEAR_US;
 /// Largest interval: 1 hour.
 const MAX_INTERVAL_US: u64 = 3_600_000_000;
 
@@ -222,7 +41,6 @@ const WITH_VALUE: &[(&str, Option<char>)] = &[
     ("deadline-deadline", None),
     ("deadline-period", None),
     ("explain", None),
-    ("ballast-mib", None),
 ];
 
 /// The options without a value, long name → short letter (if any).
@@ -238,14 +56,89 @@ const FLAGS: &[(&str, Option<char>)] = &[
     ("no-mlock", None),
     ("best-effort", None),
     ("self-check", None),
-    ("self-check-probe", None),
-    ("no-exit-demote", None),
     ("help", None),
     ("version", None),
 ];
 
 /// Options whose value is optional (`-a [CPUSET]`, `-t [N]`).
 const OPTIONAL: &[(&str, char)] = &[("affinity", 'a'), ("threads", 't')];
+
+/// One option of a word: its long name and its inline value.
+type Opt = (&'static str, Option<String>);
+
+/// Parse the arguments after the program name.
+pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
+    let mut p = Parser {
+        args: args.iter().map(AsRef::as_ref).collect(),
+        next: 0,
+        cfg: Config::default(),
+        saw_p: false,
+    };
+    p.cfg.cmdline = std::iter::once("latscope")
+        .chain(p.args.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ");
+    while let Some(arg) = p.args.get(p.next).copied() {
+        p.next += 1;
+        for (name, inline) in options_in(arg)? {
+            if let Some(action) = p.apply(name, inline)? {
+                return Ok(action);
+            }
+        }
+    }
+    let Parser { mut cfg, saw_p, .. } = p;
+    check_policy(&mut cfg, saw_p)?;
+    check_deadline(&mut cfg)?;
+    check_combinations(&cfg)?;
+    Ok(Action::Run(Box::new(cfg)))
+}
+
+/// The options one word holds: `--name[=value]`, or a cluster of short
+/// letters whose last may take the rest of the word as its value.
+fn options_in(arg: &str) -> Result<Vec<Opt>, Error> {
+    if let Some(rest) = arg.strip_prefix("--") {
+        let (name, inline) = match rest.split_once('=') {
+            Some((n, v)) => (n, Some(v.to_string())),
+            None => (rest, None),
+        };
+        return match known(name) {
+            Some(l) => Ok(vec![(l, inline)]),
+            None => Err(Error::usage(format!("unknown option --{name}"))),
+        };
+    }
+    let Some(rest) = arg.strip_prefix('-').filter(|r| !r.is_empty()) else {
+        return Err(Error::usage(format!("unexpected argument '{arg}'")));
+    };
+    let chars: Vec<char> = rest.chars().collect();
+    let mut out = Vec::new();
+    for (k, &c) in chars.iter().enumerate() {
+        if let Some(l) = long_of(c, FLAGS) {
+            out.push((l, None));
+        } else if let Some(l) = long_of(c, WITH_VALUE)
+            .or_else(|| OPTIONAL.iter().find(|(_, s)| *s == c).map(|(l, _)| *l))
+        {
+            let tail: String = chars[k + 1..].iter().collect();
+            let tail = tail.strip_prefix('=').map(str::to_string).unwrap_or(tail);
+            out.push((l, (!tail.is_empty()).then_some(tail)));
+            break;
+        } else {
+            return Err(Error::usage(format!("unknown option -{c}")));
+        }
+    }
+    Ok(out)
+}
+
+/// The static long name of a known option.
+fn known(name: &str) -> Option<&'static str> {
+    WITH_VALUE
+        .iter()
+        .chain(FLAGS.iter())
+        .map(|(l, _)| *l)
+        .chain(OPTIONAL.iter().map(|(l, _)| *l))
+        .chain(bench::FLAGS.iter().copied())
+        .chain(bench::VALUES.iter().map(|(l, _)| *l))
+        .find(|l| *l == name)
+}
 
 fn long_of(short: char, table: &[(&'static str, Option<char>)]) -> Option<&'static str> {
     table
@@ -254,209 +147,152 @@ fn long_of(short: char, table: &[(&'static str, Option<char>)]) -> Option<&'stat
         .map(|(l, _)| *l)
 }
 
-/// Parse the arguments after the program name.
-pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
-    let mut cfg = Config::default();
-    let mut words: Vec<&str> = Vec::with_capacity(args.len() + 1);
-    words.push("latscope");
-    words.extend(args.iter().map(|a| a.as_ref()));
-    cfg.cmdline = words.join(" ");
+struct Parser<'a> {
+    args: Vec<&'a str>,
+    /// Index of the next word.
+    next: usize,
+    cfg: Config,
+    /// `-p` was given.
+    saw_p: bool,
+}
 
-    let mut i = 0;
-    let mut saw_p = false;
-    let mut saw_policy = false;
-    while i < args.len() {
-        let arg = args[i].as_ref();
-        i += 1;
-        // (long name, inline value)
-        let mut pending: Vec<(&'static str, Option<String>)> = Vec::new();
-        if let Some(rest) = arg.strip_prefix("--") {
-            let (name, inline) = match rest.split_once('=') {
-                Some((n, v)) => (n, Some(v.to_string())),
-                None => (rest, None),
-            };
-            let known = WITH_VALUE
-                .iter()
-                .chain(FLAGS.iter())
-                .map(|(l, _)| *l)
-                .chain(OPTIONAL.iter().map(|(l, _)| *l))
-                .find(|l| *l == name);
-            match known {
-                Some(l) => pending.push((l, inline)),
-                None => return Err(Error::usage(format!("unknown option --{name}"))),
+impl Parser<'_> {
+    /// Apply one option; `Some` for `--help` and `--version`.
+    fn apply(
+        &mut self,
+        name: &'static str,
+        inline: Option<String>,
+    ) -> Result<Option<Action>, Error> {
+        if FLAGS.iter().any(|(l, _)| *l == name) || bench::FLAGS.contains(&name) {
+            if inline.is_some() {
+                return Err(Error::usage(format!("--{name} takes no value")));
             }
-        } else if let Some(rest) = arg.strip_prefix('-').filter(|r| !r.is_empty()) {
-            let chars: Vec<char> = rest.chars().collect();
-            let mut k = 0;
-            while k < chars.len() {
-                let c = chars[k];
-                k += 1;
-                if let Some(l) = long_of(c, FLAGS) {
-                    pending.push((l, None));
-                } else if let Some(l) = long_of(c, WITH_VALUE)
-                    .or_else(|| OPTIONAL.iter().find(|(_, s)| *s == c).map(|(l, _)| *l))
-                {
-                    let tail: String = chars[k..].iter().collect();
-                    let tail = tail.strip_prefix('=').map(str::to_string).unwrap_or(tail);
-                    pending.push((l, (!tail.is_empty()).then_some(tail)));
-                    break;
-                } else {
-                    return Err(Error::usage(format!("unknown option -{c}")));
+            return Ok(self.set_flag(name));
+        }
+        if OPTIONAL.iter().any(|(l, _)| *l == name) {
+            self.set_optional(name, inline)?;
+            return Ok(None);
+        }
+        let value = match inline {
+            Some(v) => v,
+            None => match self.args.get(self.next) {
+                Some(v) => {
+                    self.next += 1;
+                    v.to_string()
                 }
-            }
+                None => return Err(Error::usage(format!("--{name} needs a value"))),
+            },
+        };
+        if let Some(&(_, max)) = bench::VALUES.iter().find(|(l, _)| *l == name) {
+            let n = parse_u64(&format!("--{name}"), &value, 0, max)?;
+            self.cfg.bench.set_value(name, n);
         } else {
-            return Err(Error::usage(format!("unexpected argument '{arg}'")));
+            self.set_value(name, &value)?;
         }
-
-        for (name, inline) in pending {
-            if FLAGS.iter().any(|(l, _)| *l == name) {
-                if inline.is_some() {
-                    return Err(Error::usage(format!("--{name} takes no value")));
-                }
-                match name {
-                    "help" => return Ok(Action::Help),
-                    "version" => return Ok(Action::Version),
-                    "mlockall" => cfg.mlock = true,
-                    "no-mlock" => cfg.mlock = false,
-                    "nsecs" => cfg.nsecs = true,
-                    "quiet" => cfg.quiet = true,
-                    "smp" => cfg.smp = true,
-                    "verbose" => cfg.verbose = true,
-                    "priospread" => cfg.priospread = true,
-                    "tracemark" => cfg.tracemark = true,
-                    "default-system" => cfg.default_system = true,
-                    "best-effort" => cfg.best_effort = true,
-                    "self-check" => cfg.self_check = true,
-                    "self-check-probe" => {
-                        cfg.self_check = true;
-                        cfg.self_check_probe = true;
-                    }
-                    "no-exit-demote" => cfg.no_exit_demote = true,
-                    _ => return Err(Error::usage(format!("unknown option --{name}"))),
-                }
-                continue;
-            }
-            if OPTIONAL.iter().any(|(l, _)| *l == name) {
-                // cyclictest also takes the value as the next word when it
-                // looks like one (`-a 0,1`, `-t 2`).
-                let value = match inline {
-                    Some(v) => Some(v),
-                    None => match args.get(i).map(|a| a.as_ref()) {
-                        Some(next)
-                            if next.starts_with(|c: char| c.is_ascii_digit() || c == '!') =>
-                        {
-                            i += 1;
-                            Some(next.to_string())
-                        }
-                        _ => None,
-                    },
-                };
-                match name {
-                    "affinity" => {
-                        cfg.affinity = Some(match value {
-                            Some(v) => parse_cpu_list(&v)
-                                .map_err(|e| Error::usage(format!("-a {v}: {e}")))?,
-                            None => CpuList::All,
-                        })
-                    }
-                    _ => {
-                        cfg.threads = Some(match value {
-                            Some(v) => {
-                                let n = parse_u64("-t", &v, 1, 1024)?;
-                                Threads::Count(n as usize)
-                            }
-                            None => Threads::PerCpu,
-                        })
-                    }
-                }
-                continue;
-            }
-            let value = match inline {
-                Some(v) => v,
-                None => match args.get(i) {
-                    Some(v) => {
-                        i += 1;
-                        v.as_ref().to_string()
-                    }
-                    None => return Err(Error::usage(format!("--{name} needs a value"))),
-                },
-            };
-            let v = value.as_str();
-            match name {
-                "breaktrace" => cfg.break_us = parse_u64("-b", v, 1, MAX_INTERVAL_US)?,
-                "clock" => {
-                    cfg.clock = match v {
-                        "0" | "monotonic" => ClockKind::Monotonic,
-                        "1" | "realtime" => ClockKind::Realtime,
-                        _ => {
-                            return Err(Error::usage(format!(
-                                "-c {v}: use 0|monotonic or 1|realtime"
-                            )))
-                        }
-                    }
-                }
-                "distance" => cfg.distance_us = Some(parse_u64("-d", v, 0, MAX_INTERVAL_US)?),
-                "duration" => cfg.duration_ns = parse_duration("-D", v)?,
-                "histogram" | "histofall" => {
-                    let flag = if name == "histogram" { "-h" } else { "-H" };
-                    let us = parse_u64(flag, v, 1, u64::MAX)?;
-                    if us > MAX_HIST_US as u64 {
-                        return Err(Error::usage(format!(
-                            "{flag} {us}: the histogram text covers at most {MAX_HIST_US} us \
-                             (the build's 1 us range; larger values are kept exactly in the \
-                             stream and --json)"
-                        )));
-                    }
-                    cfg.hist_us = us as u32;
-                    cfg.hist_all |= name == "histofall";
-                }
-                "histfile" => cfg.histfile = Some(nonempty("--histfile", v)?),
-                "interval" => cfg.interval_us = parse_u64("-i", v, 1, MAX_INTERVAL_US)?,
-                "json" => cfg.json = Some(nonempty("--json", v)?),
-                "loops" => cfg.loops = parse_u64("-l", v, 0, u64::MAX / 4)?,
-                "priority" => {
-                    cfg.priority = parse_u64("-p", v, 0, 99)? as u32;
-                    saw_p = true;
-                }
-                "policy" => {
-                    cfg.policy = parse_policy(v)?;
-                    saw_policy = true;
-                }
-                "spike" => cfg.spike_us = parse_u64("--spike", v, 1, MAX_INTERVAL_US)?,
-                "mainaffinity" => {
-                    cfg.mainaffinity = Some(
-                        parse_cpu_list(v)
-                            .map_err(|e| Error::usage(format!("--mainaffinity {v}: {e}")))?,
-                    )
-                }
-                "latency" => cfg.latency_us = parse_u64("--latency", v, 0, i32::MAX as u64)? as i32,
-                "stream" => cfg.stream = Some(parse_dest(v)?),
-                "warmup" => cfg.warmup_ns = parse_duration("--warmup", v)?,
-                "report-interval" => {
-                    cfg.report_ns = parse_duration("--report-interval", v)?;
-                    if cfg.report_ns < 100_000_000 {
-                        return Err(Error::usage(format!(
-                            "--report-interval {v}: must be at least 100ms"
-                        )));
-                    }
-                }
-                "deadline-runtime" => {
-                    cfg.dl_runtime_us = parse_u64("--deadline-runtime", v, 1, MAX_INTERVAL_US)?
-                }
-                "deadline-deadline" => {
-                    cfg.dl_deadline_us = parse_u64("--deadline-deadline", v, 1, MAX_INTERVAL_US)?
-                }
-                "deadline-period" => {
-                    cfg.dl_period_us = parse_u64("--deadline-period", v, 1, MAX_INTERVAL_US)?
-                }
-                "explain" => cfg.explain_us = parse_u64("--explain", v, 1, MAX_INTERVAL_US)?,
-                "ballast-mib" => cfg.ballast_mib = parse_u64("--ballast-mib", v, 0, 1 << 20)?,
-                _ => return Err(Error::usage(format!("unknown option --{name}"))),
-            }
-        }
+        Ok(None)
     }
 
-    // cyclictest: -p implies SCHED_FIFO; non-RT policies have priority 0.
+    fn set_flag(&mut self, name: &str) -> Option<Action> {
+        let c = &mut self.cfg;
+        match name {
+            "help" => return Some(Action::Help),
+            "version" => return Some(Action::Version),
+            "mlockall" => c.mlock = true,
+            "no-mlock" => c.mlock = false,
+            "nsecs" => c.nsecs = true,
+            "quiet" => c.quiet = true,
+            "smp" => c.smp = true,
+            "verbose" => c.verbose = true,
+            "priospread" => c.priospread = true,
+            "tracemark" => c.tracemark = true,
+            "default-system" => c.default_system = true,
+            "best-effort" => c.best_effort = true,
+            "self-check" => c.self_check = true,
+            hidden => {
+                c.bench.set_flag(hidden);
+                // the probe proves the self-check, so it needs one
+                c.self_check |= c.bench.self_check_probe;
+            }
+        }
+        None
+    }
+
+    /// `-a` and `-t`: cyclictest also takes the value as the next word
+    /// when it looks like one (`-a 0,1`, `-t 2`).
+    fn set_optional(&mut self, name: &str, inline: Option<String>) -> Result<(), Error> {
+        let value = match inline {
+            Some(v) => Some(v),
+            None => match self.args.get(self.next) {
+                Some(next) if next.starts_with(|c: char| c.is_ascii_digit() || c == '!') => {
+                    self.next += 1;
+                    Some(next.to_string())
+                }
+                _ => None,
+            },
+        };
+        if name == "affinity" {
+            self.cfg.affinity = Some(match value {
+                Some(v) => parse_cpu_list(&v).map_err(|e| Error::usage(format!("-a {v}: {e}")))?,
+                None => CpuList::All,
+            });
+        } else {
+            self.cfg.threads = Some(match value {
+                Some(v) => Threads::Count(parse_u64("-t", &v, 1, 1024)? as usize),
+                None => Threads::PerCpu,
+            });
+        }
+        Ok(())
+    }
+
+    fn set_value(&mut self, name: &str, v: &str) -> Result<(), Error> {
+        let c = &mut self.cfg;
+        match name {
+            "breaktrace" => c.break_us = parse_u64("-b", v, 1, MAX_INTERVAL_US)?,
+            "clock" => c.clock = parse_clock(v)?,
+            "distance" => c.distance_us = Some(parse_u64("-d", v, 0, MAX_INTERVAL_US)?),
+            "duration" => c.duration_ns = parse_duration("-D", v)?,
+            "histogram" | "histofall" => {
+                c.hist_us = parse_hist(name, v)?;
+                c.hist_all |= name == "histofall";
+            }
+            "histfile" => c.histfile = Some(nonempty("--histfile", v)?),
+            "interval" => c.interval_us = parse_u64("-i", v, 1, MAX_INTERVAL_US)?,
+            "json" => c.json = Some(nonempty("--json", v)?),
+            "loops" => c.loops = parse_u64("-l", v, 0, u64::MAX / 4)?,
+            "priority" => {
+                c.priority = parse_u64("-p", v, 0, 99)? as u32;
+                self.saw_p = true;
+            }
+            "policy" => c.policy = parse_policy(v)?,
+            "spike" => c.spike_us = parse_u64("--spike", v, 1, MAX_INTERVAL_US)?,
+            "mainaffinity" => {
+                c.mainaffinity = Some(
+                    parse_cpu_list(v)
+                        .map_err(|e| Error::usage(format!("--mainaffinity {v}: {e}")))?,
+                )
+            }
+            "latency" => c.latency_us = parse_u64("--latency", v, 0, i32::MAX as u64)? as i32,
+            "stream" => c.stream = Some(parse_dest(v)?),
+            "warmup" => c.warmup_ns = parse_duration("--warmup", v)?,
+            "report-interval" => c.report_ns = parse_report_interval(v)?,
+            "deadline-runtime" => {
+                c.dl_runtime_us = parse_u64("--deadline-runtime", v, 1, MAX_INTERVAL_US)?
+            }
+            "deadline-deadline" => {
+                c.dl_deadline_us = parse_u64("--deadline-deadline", v, 1, MAX_INTERVAL_US)?
+            }
+            "deadline-period" => {
+                c.dl_period_us = parse_u64("--deadline-period", v, 1, MAX_INTERVAL_US)?
+            }
+            "explain" => c.explain_us = parse_u64("--explain", v, 1, MAX_INTERVAL_US)?,
+            _ => return Err(Error::usage(format!("unknown option --{name}"))),
+        }
+        Ok(())
+    }
+}
+
+/// cyclictest: `-p` implies SCHED_FIFO; non-RT policies have priority 0.
+fn check_policy(cfg: &mut Config, saw_p: bool) -> Result<(), Error> {
     match cfg.policy {
         Policy::Fifo | Policy::Rr => {
             if cfg.priority == 0 {
@@ -478,34 +314,35 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
             cfg.priority = 0;
         }
     }
-    let _ = saw_policy;
-    if cfg.policy == Policy::Deadline {
-        let period = if cfg.dl_period_us > 0 {
-            cfg.dl_period_us
-        } else {
-            cfg.interval_us
-        };
-        let deadline = if cfg.dl_deadline_us > 0 {
-            cfg.dl_deadline_us
-        } else {
-            period
-        };
-        let runtime = if cfg.dl_runtime_us > 0 {
-            cfg.dl_runtime_us
-        } else {
-            (deadline / 10).max(2)
-        };
-        if !(runtime <= deadline && deadline <= period) {
-            return Err(Error::usage(format!(
-                "deadline parameters need runtime <= deadline <= period (got {runtime} <= {deadline} <= {period} us)"
-            )));
+    Ok(())
+}
+
+/// SCHED_DEADLINE's defaults (period = interval, deadline = period,
+/// runtime = deadline / 10) and its rule runtime <= deadline <= period.
+fn check_deadline(cfg: &mut Config) -> Result<(), Error> {
+    if cfg.policy != Policy::Deadline {
+        if cfg.dl_runtime_us + cfg.dl_deadline_us + cfg.dl_period_us > 0 {
+            return Err(Error::usage("--deadline-* options need --policy deadline"));
         }
-        cfg.dl_period_us = period;
-        cfg.dl_deadline_us = deadline;
-        cfg.dl_runtime_us = runtime;
-    } else if cfg.dl_runtime_us + cfg.dl_deadline_us + cfg.dl_period_us > 0 {
-        return Err(Error::usage("--deadline-* options need --policy deadline"));
+        return Ok(());
     }
+    let or = |v: u64, default: u64| if v > 0 { v } else { default };
+    let period = or(cfg.dl_period_us, cfg.interval_us);
+    let deadline = or(cfg.dl_deadline_us, period);
+    let runtime = or(cfg.dl_runtime_us, (deadline / 10).max(2));
+    if !(runtime <= deadline && deadline <= period) {
+        return Err(Error::usage(format!(
+            "deadline parameters need runtime <= deadline <= period (got {runtime} <= {deadline} <= {period} us)"
+        )));
+    }
+    cfg.dl_period_us = period;
+    cfg.dl_deadline_us = deadline;
+    cfg.dl_runtime_us = runtime;
+    Ok(())
+}
+
+/// Options that exclude or need each other.
+fn check_combinations(cfg: &Config) -> Result<(), Error> {
     if cfg.nsecs && cfg.hist_us > 0 {
         return Err(Error::usage(
             "-N with -h/-H: the histogram text rows are 1 us wide; drop -N (the stream and --json keep ns)",
@@ -523,7 +360,7 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
     if cfg.policy != Policy::Deadline && cfg.priospread && cfg.priority < 2 {
         return Err(Error::usage("--priospread needs -p 2 or more"));
     }
-    Ok(Action::Run(Box::new(cfg)))
+    Ok(())
 }
 
 fn nonempty(flag: &str, v: &str) -> Result<String, Error> {
@@ -535,7 +372,7 @@ fn nonempty(flag: &str, v: &str) -> Result<String, Error> {
 }
 
 /// A decimal integer in `lo..=hi`.
-pub fn parse_u64(flag: &str, v: &str, lo: u64, hi: u64) -> Result<u64, Error> {
+fn parse_u64(flag: &str, v: &str, lo: u64, hi: u64) -> Result<u64, Error> {
     let n: u64 = v
         .parse()
         .map_err(|_| Error::usage(format!("{flag} '{v}': not a whole number")))?;
@@ -549,7 +386,7 @@ pub fn parse_u64(flag: &str, v: &str, lo: u64, hi: u64) -> Result<u64, Error> {
 
 /// A duration: a whole number with an optional unit `ms`, `s` (the
 /// default, as cyclictest's `-D`), `m`, `h` or `d`. Returns ns.
-pub fn parse_duration(flag: &str, v: &str) -> Result<u64, Error> {
+fn parse_duration(flag: &str, v: &str) -> Result<u64, Error> {
     let split = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
     let (num, unit) = v.split_at(split);
     let ns_per: u64 = match unit {
@@ -572,15 +409,37 @@ pub fn parse_duration(flag: &str, v: &str) -> Result<u64, Error> {
         .ok_or_else(|| Error::usage(format!("{flag} '{v}': too long")))
 }
 
-/// The kernel's name of a policy without the `SCHED_` prefix.
-pub fn policy_upper(p: Policy) -> &'static str {
-    match p {
-        Policy::Other => "OTHER",
-        Policy::Fifo => "FIFO",
-        Policy::Rr => "RR",
-        Policy::Batch => "BATCH",
-        Policy::Idle => "IDLE",
-        Policy::Deadline => "DEADLINE",
+fn parse_report_interval(v: &str) -> Result<u64, Error> {
+    let ns = parse_duration("--report-interval", v)?;
+    if ns < 100_000_000 {
+        return Err(Error::usage(format!(
+            "--report-interval {v}: must be at least 100ms"
+        )));
+    }
+    Ok(ns)
+}
+
+/// `-h US` or `-H US`.
+fn parse_hist(name: &str, v: &str) -> Result<u32, Error> {
+    let flag = if name == "histogram" { "-h" } else { "-H" };
+    let us = parse_u64(flag, v, 1, u64::MAX)?;
+    if us > MAX_HIST_US as u64 {
+        return Err(Error::usage(format!(
+            "{flag} {us}: the histogram text covers at most {MAX_HIST_US} us \
+             (the build's 1 us range; larger values are kept exactly in the \
+             stream and --json)"
+        )));
+    }
+    Ok(us as u32)
+}
+
+fn parse_clock(v: &str) -> Result<ClockKind, Error> {
+    match v {
+        "0" | "monotonic" => Ok(ClockKind::Monotonic),
+        "1" | "realtime" => Ok(ClockKind::Realtime),
+        _ => Err(Error::usage(format!(
+            "-c {v}: use 0|monotonic or 1|realtime"
+        ))),
     }
 }
 
@@ -601,7 +460,7 @@ fn parse_policy(v: &str) -> Result<Policy, Error> {
 }
 
 /// `-`, a path, `tcp:IP:PORT` or `serial:/dev/ttyX[:BAUD]`.
-pub fn parse_dest(v: &str) -> Result<Dest, Error> {
+fn parse_dest(v: &str) -> Result<Dest, Error> {
     if v == "-" {
         return Ok(Dest::Stdout);
     }
@@ -617,22 +476,7 @@ pub fn parse_dest(v: &str) -> Result<Dest, Error> {
         return Ok(Dest::Tcp(sa));
     }
     if let Some(rest) = v.strip_prefix("serial:") {
-        let (path, baud) = match rest.rsplit_once(':') {
-            Some((p, b)) if !b.is_empty() && b.chars().all(|c| c.is_ascii_digit()) => (
-                p,
-                parse_u64("--stream serial baud", b, 50, 16_000_000)? as u32,
-            ),
-            _ => (rest, 115_200),
-        };
-        if !path.starts_with('/') {
-            return Err(Error::usage(format!(
-                "--stream {v}: expected serial:/dev/ttyX[:BAUD]"
-            )));
-        }
-        return Ok(Dest::Serial {
-            path: path.to_string(),
-            baud,
-        });
+        return parse_serial(v, rest);
     }
     if v.is_empty() {
         return Err(Error::usage("--stream: empty destination"));
@@ -640,84 +484,25 @@ pub fn parse_dest(v: &str) -> Result<Dest, Error> {
     Ok(Dest::File(v.to_string()))
 }
 
-/// The `--help` text.
-pub const HELP: &str = "\
-latscope: real-time wake-up latency measurement (a cyclictest that is safe by default)
-
-Usage: latscope [OPTIONS]
-
-Each measuring thread sleeps until absolute deadlines (clock_nanosleep,
-TIMER_ABSTIME) and records how late it woke. Defaults differ from cyclictest
-where cyclictest's are traps: SCHED_FIFO priority 80 (not SCHED_OTHER) and
-memory locked (mlockall) unless --no-mlock.
-
-Threads and CPUs
-  -t, --threads[=N]       N measuring threads; -t alone: one per available CPU
-                          (default: 1)
-  -a, --affinity[=CPUSET] pin threads round-robin to CPUSET (e.g. 0,2-3 or !0);
-                          -a alone: all available CPUs (default: not pinned)
-  -S, --smp               one thread per CPU, each pinned (= -t -a)
-      --mainaffinity=CPUSET  pin the non-RT sender (reporting) thread
-Timing
-  -i, --interval=US       base interval in us (default 1000)
-  -d, --distance=US       thread N runs at interval + N*US (default 500; 0 with -h)
-  -c, --clock=CLOCK       0|monotonic (default) or 1|realtime
-  -l, --loops=N           stop each thread after N samples (default 0: endless)
-  -D, --duration=T        stop after T (units ms, s (default), m, h, d)
-      --warmup=T          do not record the first T (default 0)
-Scheduling and memory
-  -p, --priority=PRIO     real-time priority 1..99 (default 80)
-      --policy=NAME       fifo (default), rr, deadline, other|normal, batch, idle
-      --priospread        thread N gets priority PRIO-N (default: all equal)
-      --deadline-runtime=US, --deadline-deadline=US, --deadline-period=US
-                          SCHED_DEADLINE parameters (defaults: period = -i,
-                          deadline = period, runtime = deadline/10). Deadline
-                          threads are NOT pinned unless -a is given: the kernel
-                          refuses SCHED_DEADLINE (EPERM) for a thread pinned to
-                          one CPU unless that CPU is an exclusive cpuset
-                          partition (its admission control is per root domain).
-  -m, --mlockall          lock memory (accepted for compatibility; on by default)
-      --no-mlock          do not lock memory (page faults then count as latency)
-      --latency=US        value held in /dev/cpu_dma_latency (default 0)
-      --default-system    leave /dev/cpu_dma_latency alone
-      --best-effort       without a privilege, degrade instead of stopping: run
-                          SCHED_OTHER (timer slack 1 ns), unlocked, unpinned;
-                          the output and the stream say what was degraded
-Output (cyclictest formats)
-  -q, --quiet             print only the summary at the end
-  -v, --verbose           print every sample as thread:cycle:value
-  -N, --nsecs             print ns instead of us
-  -h, --histogram=US      print the histogram text up to US (max 1000), every row
-  -H, --histofall=US      as -h, plus a column summing all threads
-      --histfile=PATH     write the histogram text to PATH instead of stdout
-      --json=FILE         write cyclictest's JSON results (plus quantiles,
-                          missed periods, faults, early, dropped) to FILE
-      --spike=US          list the samples above US at the end
-  -b, --breaktrace=US     stop when a sample exceeds US
-      --tracemark         with -b: write a marker to the trace buffer and stop tracing
-      --explain=US        attribute samples above US to IRQs, softirqs and tasks
-Stream (binary frames for latscope-host)
-      --stream=DEST       - (stdout; human output moves to stderr), a file path,
-                          tcp:IP:PORT (IP literal only: a static binary cannot
-                          resolve names; reconnects with backoff, measuring goes
-                          on meanwhile), or serial:/dev/ttyX[:BAUD] (raw mode,
-                          default 115200)
-      --report-interval=T  report period of the stream and live view (default 1s)
-Checks
-      --self-check        forbid process creation and exec with seccomp after
-                          start-up; attempts are refused, counted and reported
-                          as defects (exit status 1)
-      --version           print the version
-      --help              print this help
-
-Signals: SIGINT, SIGTERM and SIGHUP end the run cleanly (summary, stream, exit);
-SIGUSR1 prints the current status to stderr.
-Exit status: 0 completed (also after -b), 1 failed run or self-check defects,
-2 bad command line, 3 missing privilege (the message names the flags that run
-without it).
-When run as PID 1 (an init= binary), latscope mounts /dev, /proc and /sys,
-takes its arguments from the kernel command line, and powers off at the end.
-";
+/// `serial:PATH[:BAUD]` (`rest` is what follows `serial:` in `v`).
+fn parse_serial(v: &str, rest: &str) -> Result<Dest, Error> {
+    let (path, baud) = match rest.rsplit_once(':') {
+        Some((p, b)) if !b.is_empty() && b.chars().all(|c| c.is_ascii_digit()) => (
+            p,
+            parse_u64("--stream serial baud", b, 50, 16_000_000)? as u32,
+        ),
+        _ => (rest, 115_200),
+    };
+    if !path.starts_with('/') {
+        return Err(Error::usage(format!(
+            "--stream {v}: expected serial:/dev/ttyX[:BAUD]"
+        )));
+    }
+    Ok(Dest::Serial {
+        path: path.to_string(),
+        baud,
+    })
+}
 
 #[cfg(test)]
 mod tests {
@@ -781,6 +566,9 @@ mod tests {
         assert_eq!(ok(&["-c", "realtime"]).clock, ClockKind::Realtime);
         assert!(ok(&["--default-system", "--latency", "10"]).default_system);
         assert_eq!(parse(&["--help"]), Ok(Action::Help));
+        let c = ok(&["--self-check-probe", "--ballast-mib", "3"]);
+        assert!(c.self_check && c.bench.self_check_probe);
+        assert_eq!((c.bench.ballast_mib, c.bench.no_exit_demote), (3, false));
         assert_eq!(parse(&["-q", "--version"]), Ok(Action::Version));
     }
 

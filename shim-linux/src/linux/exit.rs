@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use latscope_core::wire::MAX_THREADS;
 use rustix::fd::OwnedFd;
 
-use crate::linux::sys;
+use super::sys;
 
 /// TIDs of the measuring threads, for the panic hook (0 = empty slot).
 static TIDS: [AtomicI32; MAX_THREADS] = [const { AtomicI32::new(0) }; MAX_THREADS];

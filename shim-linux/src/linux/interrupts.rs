@@ -7,7 +7,6 @@
 //! counts and no nanoseconds.
 
 use std::fs;
-use std::io;
 
 use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
 
@@ -136,16 +135,12 @@ pub struct ProcInterrupts {
 }
 
 impl ProcInterrupts {
-    /// Reads `/proc/interrupts` and `/proc/softirqs` for `cpus`.
-    ///
-    /// # Errors
-    ///
-    /// The error of reading `/proc/interrupts` (`/proc/softirqs` is
-    /// optional).
-    pub fn snapshot(cpus: &[usize]) -> io::Result<ProcInterrupts> {
-        let irqs = fs::read_to_string("/proc/interrupts")?;
+    /// Reads `/proc/interrupts` and `/proc/softirqs` for `cpus`; `None` if
+    /// `/proc/interrupts` cannot be read (`/proc/softirqs` is optional).
+    pub fn snapshot(cpus: &[usize]) -> Option<ProcInterrupts> {
+        let irqs = fs::read_to_string("/proc/interrupts").ok()?;
         let soft = fs::read_to_string("/proc/softirqs").unwrap_or_default();
-        Ok(Self::from_text(&irqs, &soft, cpus))
+        Some(Self::from_text(&irqs, &soft, cpus))
     }
 
     /// A snapshot from the texts of `/proc/interrupts` and `/proc/softirqs`.

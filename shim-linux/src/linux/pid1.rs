@@ -3,18 +3,26 @@
 //! The kernel starts PID 1 with the words after `--` on its command line as
 //! arguments and nothing mounted. latscope mounts devtmpfs on `/dev`, proc
 //! on `/proc` and sysfs on `/sys`, runs as usual, and at the end syncs and
-//! powers off (PID 1 must never exit: the kernel would panic).
+//! powers off (PID 1 must never exit: the kernel would panic; see
+//! [`super::exit::leave`]).
 
 use rustix::mount::MountFlags;
 
-/// Whether this process is PID 1.
-pub fn is_pid1() -> bool {
-    rustix::process::getpid().is_init()
+use super::exit;
+
+/// If this process is PID 1: remember it (the end is then a power-off) and
+/// mount what latscope reads.
+pub fn start() {
+    let pid1 = rustix::process::getpid().is_init();
+    exit::set_pid1(pid1);
+    if pid1 {
+        mount_basics();
+    }
 }
 
 /// Mount what latscope reads. Failures (already mounted, missing
 /// directory) are reported and otherwise ignored.
-pub fn mount_basics() {
+fn mount_basics() {
     for (src, target, fs) in [
         ("devtmpfs", "/dev", "devtmpfs"),
         ("proc", "/proc", "proc"),

@@ -140,11 +140,19 @@ pub fn target_info(argv: &str) -> TargetInfo {
 }
 
 /// The first three fields of `/proc/loadavg` and the run-queue field, as
-/// cyclictest's header shows them.
-pub fn loadavg() -> String {
-    read_text("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(4).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
+/// cyclictest's header shows them, read into `buf` without allocating
+/// (empty if it cannot be read).
+pub fn loadavg(buf: &mut [u8; 128]) -> &str {
+    read_into("/proc/loadavg", buf)
+        .map(|s| {
+            let end = s
+                .char_indices()
+                .filter(|(_, c)| *c == ' ')
+                .nth(3)
+                .map_or(s.len(), |(i, _)| i);
+            s[..end].trim_end()
+        })
+        .unwrap_or("")
 }
 
 #[cfg(test)]
@@ -184,6 +192,14 @@ mod tests {
         if cfg!(target_arch = "x86_64") {
             assert!(f.minflt > 0, "a running process has taken minor faults");
         }
+    }
+
+    #[test]
+    fn loadavg_has_four_fields() {
+        let mut buf = [0u8; 128];
+        let l = loadavg(&mut buf);
+        assert_eq!(l.split(' ').count(), 4, "{l:?}");
+        assert!(l.contains('/'), "runnable/total: {l:?}");
     }
 
     #[test]

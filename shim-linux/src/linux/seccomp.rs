@@ -12,14 +12,12 @@
 //! also reported; a foreign audit architecture is let through unfiltered
 //! (latscope never uses one).
 
-use std::sync::atomic::{AtomicU32, Ordering};
-
 use linux_raw_sys::general as g;
 use linux_raw_sys::ptrace as p;
 use rustix::fd::{AsFd, OwnedFd};
 
+use super::sys::{self, BpfInsn};
 use crate::error::Error;
-use crate::linux::sys::{self, BpfInsn};
 
 #[cfg(target_arch = "x86_64")]
 const ARCH: u32 = p::AUDIT_ARCH_X86_64;
@@ -138,11 +136,9 @@ pub fn program() -> Vec<BpfInsn> {
     v
 }
 
-/// The installed filter and its defect count.
+/// The installed filter.
 pub struct SelfCheck {
     fd: OwnedFd,
-    /// Refused attempts.
-    pub defects: AtomicU32,
 }
 
 impl SelfCheck {
@@ -157,10 +153,7 @@ impl SelfCheck {
                 e,
             )
         })?;
-        Ok(SelfCheck {
-            fd,
-            defects: AtomicU32::new(0),
-        })
+        Ok(SelfCheck { fd })
     }
 
     /// The listener fd to poll.
@@ -168,8 +161,8 @@ impl SelfCheck {
         self.fd.as_fd()
     }
 
-    /// Answer one pending notification with EPERM and count it. Returns the
-    /// defect message.
+    /// Answer one pending notification with EPERM. Returns the defect
+    /// message (the caller counts the defect).
     pub fn handle_one(&self) -> Option<String> {
         let n = sys::seccomp_receive(self.fd.as_fd()).ok()?;
         let _ = sys::seccomp_deny(
@@ -177,7 +170,6 @@ impl SelfCheck {
             n.id,
             rustix::io::Errno::PERM.raw_os_error(),
         );
-        self.defects.fetch_add(1, Ordering::SeqCst);
         // only clone's first argument is flags; exec's is a pointer
         let flags = if n.nr as u32 == g::__NR_clone {
             format!(" (flags {:#x})", n.arg0)

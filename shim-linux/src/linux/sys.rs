@@ -139,6 +139,7 @@ pub fn sched_setattr(tid: i32, attr: &SchedAttr) -> Result<(), Errno> {
     .map(drop)
 }
 
+#[cfg(test)]
 /// `sched_getattr(tid, attr, sizeof attr, 0)`—reads the policy of thread
 /// `tid` (0 = the calling thread).
 pub fn sched_getattr(tid: i32) -> Result<SchedAttr, Errno> {

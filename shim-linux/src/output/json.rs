@@ -7,8 +7,8 @@ use std::fmt::Write;
 
 use latscope_core::stats::Ppm;
 
+use super::text::{avg_ns, min_ns, Row};
 use crate::linux::procfs::Uname;
-use crate::output::text::{avg_ns, min_ns, Row};
 
 /// The run-wide facts of the JSON document.
 pub struct Doc<'a> {
@@ -105,95 +105,15 @@ impl std::fmt::Display for Hundredths {
 /// The whole document.
 pub fn document(doc: &Doc<'_>, rows: &[Row<'_>]) -> String {
     let mut o = String::with_capacity(4096);
-    o.push_str("{\n  \"file_version\": 1,\n  \"cmdline:\": ");
-    quote(&mut o, doc.cmdline);
-    o.push_str(",\n  \"rt_test_version:\": \"2.40\",\n  \"latscope_version\": ");
-    quote(&mut o, env!("CARGO_PKG_VERSION"));
-    o.push_str(",\n  \"start_time\": ");
-    quote(&mut o, &rfc2822(doc.start_s));
-    o.push_str(",\n  \"end_time\": ");
-    quote(&mut o, &rfc2822(doc.end_s));
+    header(&mut o, doc);
     let _ = write!(
         o,
-        ",\n  \"return_code\": {},\n  \"sysinfo\": {{\n    \"sysname\": ",
-        doc.return_code
-    );
-    let u = doc.uname;
-    quote(&mut o, &u.sysname);
-    o.push_str(",\n    \"nodename\": ");
-    quote(&mut o, &u.nodename);
-    o.push_str(",\n    \"release\": ");
-    quote(&mut o, &u.release);
-    o.push_str(",\n    \"version\": ");
-    quote(&mut o, &u.version);
-    o.push_str(",\n    \"machine\": ");
-    quote(&mut o, &u.machine);
-    let _ = write!(
-        o,
-        ",\n    \"realtime\": {}\n  }},\n  \"num_threads\": {},\n  \"resolution_in_ns\": {},\n  \"thread\": {{\n",
-        u8::from(doc.realtime),
+        ",\n  \"num_threads\": {},\n  \"resolution_in_ns\": {},\n  \"thread\": {{\n",
         rows.len(),
         u8::from(doc.nsecs)
     );
-    let scale = if doc.nsecs { 1 } else { 1000 };
     for (k, r) in rows.iter().enumerate() {
-        let c = r.counters;
-        let _ = writeln!(o, "    \"{}\": {{", r.index);
-        if doc.hist_us > 0 {
-            o.push_str("      \"histogram\": {");
-            let mut first = true;
-            for (i, &n) in r
-                .hist
-                .counts()
-                .iter()
-                .take(doc.hist_us as usize)
-                .enumerate()
-            {
-                if n > 0 {
-                    let _ = write!(o, "{}\n        \"{i}\": {n}", if first { "" } else { "," });
-                    first = false;
-                }
-            }
-            o.push_str(if first { "},\n" } else { "\n      },\n" });
-        }
-        let avg = Hundredths::of(c.totals.sum, c.totals.count.saturating_mul(scale));
-        let _ = write!(
-            o,
-            "      \"cycles\": {},\n      \"min\": {},\n      \"max\": {},\n      \"avg\": {avg},\n      \"cpu\": {},\n      \"node\": 0,\n",
-            c.cycles,
-            min_ns(c) / scale,
-            c.totals.max / scale,
-            doc.cpus.get(k).copied().unwrap_or(-1)
-        );
-        let _ = write!(
-            o,
-            "      \"count\": {},\n      \"min_ns\": {},\n      \"max_ns\": {},\n      \"avg_ns\": {},\n      \"missed\": {},\n      \"early\": {},\n      \"minflt\": {},\n      \"majflt\": {},\n      \"dropped\": {},\n      \"overflows\": {},\n      \"quantiles_ns\": {{",
-            c.totals.count,
-            min_ns(c),
-            c.totals.max,
-            avg_ns(c),
-            c.missed,
-            c.early,
-            r.faults.minflt,
-            r.faults.majflt,
-            r.dropped,
-            if doc.hist_us > 0 {
-                r.hist.count_at_or_above_us(doc.hist_us as u64)
-            } else {
-                0
-            }
-        );
-        for (j, (q, name)) in Ppm::REPORTED.iter().enumerate() {
-            let sep = if j == 0 { "" } else { "," };
-            match r.hist.quantile(*q) {
-                Some(v) => {
-                    let _ = write!(o, "{sep}\n        \"{name}\": {v}");
-                }
-                None => {
-                    let _ = write!(o, "{sep}\n        \"{name}\": null");
-                }
-            }
-        }
+        thread(&mut o, doc, k, r);
         let _ = write!(
             o,
             "\n      }}\n    }}{}\n",
@@ -204,12 +124,101 @@ pub fn document(doc: &Doc<'_>, rows: &[Row<'_>]) -> String {
     o
 }
 
+/// The run-wide keys, up to `sysinfo`.
+fn header(o: &mut String, doc: &Doc<'_>) {
+    o.push_str("{\n  \"file_version\": 1,\n  \"cmdline:\": ");
+    quote(o, doc.cmdline);
+    o.push_str(",\n  \"rt_test_version:\": \"2.40\",\n  \"latscope_version\": ");
+    quote(o, env!("CARGO_PKG_VERSION"));
+    o.push_str(",\n  \"start_time\": ");
+    quote(o, &rfc2822(doc.start_s));
+    o.push_str(",\n  \"end_time\": ");
+    quote(o, &rfc2822(doc.end_s));
+    let _ = write!(
+        o,
+        ",\n  \"return_code\": {},\n  \"sysinfo\": {{\n    \"sysname\": ",
+        doc.return_code
+    );
+    let u = doc.uname;
+    quote(o, &u.sysname);
+    o.push_str(",\n    \"nodename\": ");
+    quote(o, &u.nodename);
+    o.push_str(",\n    \"release\": ");
+    quote(o, &u.release);
+    o.push_str(",\n    \"version\": ");
+    quote(o, &u.version);
+    o.push_str(",\n    \"machine\": ");
+    quote(o, &u.machine);
+    let _ = write!(o, ",\n    \"realtime\": {}\n  }}", u8::from(doc.realtime));
+}
+
+/// One thread's object, up to its quantiles (the caller closes it).
+fn thread(o: &mut String, doc: &Doc<'_>, k: usize, r: &Row<'_>) {
+    let c = r.counters;
+    let scale = if doc.nsecs { 1 } else { 1000 };
+    let _ = writeln!(o, "    \"{}\": {{", r.index);
+    if doc.hist_us > 0 {
+        histogram(o, r, doc.hist_us);
+    }
+    let avg = Hundredths::of(c.totals.sum, c.totals.count.saturating_mul(scale));
+    let _ = write!(
+        o,
+        "      \"cycles\": {},\n      \"min\": {},\n      \"max\": {},\n      \"avg\": {avg},\n      \"cpu\": {},\n      \"node\": 0,\n",
+        c.cycles,
+        min_ns(c) / scale,
+        c.totals.max / scale,
+        doc.cpus.get(k).copied().unwrap_or(-1)
+    );
+    let _ = write!(
+        o,
+        "      \"count\": {},\n      \"min_ns\": {},\n      \"max_ns\": {},\n      \"avg_ns\": {},\n      \"missed\": {},\n      \"early\": {},\n      \"minflt\": {},\n      \"majflt\": {},\n      \"dropped\": {},\n      \"overflows\": {},\n      \"quantiles_ns\": {{",
+        c.totals.count,
+        min_ns(c),
+        c.totals.max,
+        avg_ns(c),
+        c.missed,
+        c.early,
+        r.faults.minflt,
+        r.faults.majflt,
+        r.dropped,
+        if doc.hist_us > 0 {
+            r.hist.count_at_or_above_us(doc.hist_us as u64)
+        } else {
+            0
+        }
+    );
+    for (j, (q, name)) in Ppm::REPORTED.iter().enumerate() {
+        let sep = if j == 0 { "" } else { "," };
+        match r.hist.quantile(*q) {
+            Some(v) => {
+                let _ = write!(o, "{sep}\n        \"{name}\": {v}");
+            }
+            None => {
+                let _ = write!(o, "{sep}\n        \"{name}\": null");
+            }
+        }
+    }
+}
+
+/// The rows of the histogram text that are not zero, as an object.
+fn histogram(o: &mut String, r: &Row<'_>, hist_us: u32) {
+    o.push_str("      \"histogram\": {");
+    let mut first = true;
+    for (i, &n) in r.hist.counts().iter().take(hist_us as usize).enumerate() {
+        if n > 0 {
+            let _ = write!(o, "{}\n        \"{i}\": {n}", if first { "" } else { "," });
+            first = false;
+        }
+    }
+    o.push_str(if first { "},\n" } else { "\n      },\n" });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::linux::procfs::Faults;
-    use crate::rt::N;
     use latscope_core::hist::Histogram;
+    use latscope_core::layout::DEFAULT_BUCKETS as N;
     use latscope_core::layout::DEFAULT_LINEAR_US;
     use latscope_core::record::Counters;
 

@@ -11,7 +11,7 @@ use latscope_core::stats::Ppm;
 use latscope_core::wire::SpikeRecord;
 
 use crate::linux::procfs::Faults;
-use crate::rt::N;
+use latscope_core::layout::DEFAULT_BUCKETS as N;
 
 /// What the formats need to know about one measuring thread.
 pub struct Row<'a> {
