@@ -3,7 +3,7 @@
 //!
 //! The folders follow the threads of a run:
 //!
-//! * [`config`](crate::config): what the command line asks for, and which
+//! * `config`: what the command line asks for, and which
 //!   measuring thread runs where;
 //! * `app`: the main thread: set-up, start, signals, the end;
 //! * `rt`: the measuring threads: set-up, start handshake, hot loop;

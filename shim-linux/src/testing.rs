@@ -7,7 +7,7 @@ use latscope_core::cycle::CycleConfig;
 use latscope_core::wire::{ClockKind, Policy};
 
 use crate::config::ThreadPlan;
-pub use crate::error::Error;
+use crate::error::Error;
 use crate::linux::clock::LinuxClock;
 use crate::linux::procfs;
 use crate::rt::{self, Control, LoopSettings, Phase, Shared, ThreadArgs};

@@ -1,6 +1,6 @@
 //! What the command line asks for: cyclictest's options with their
 //! meanings plus latscope's own ([`Config`]), and which measuring thread runs
-//! where ([`plan`]).
+//! where ([`plan()`]).
 //!
 //! Everything else reads the configuration; nothing here depends on the
 //! threads that use it.

@@ -224,8 +224,8 @@ impl Tracer {
     /// "untraced" line and the result is `partial`.
     ///
     /// Call it from the sender thread for every spike the [`Marker`] marked,
-    /// in order: the marker froze the instance (see
-    /// [`Tracer::freezes_on_mark`]) and this call turns recording back on
+    /// in order: the marker froze the instance (the `traceoff` trigger, where
+    /// the kernel has it) and this call turns recording back on
     /// (or call [`Tracer::resume`] to skip a spike). Stretches in which
     /// recording was off (frozen, or paused while an earlier spike was read)
     /// are remembered and come out as untraced, `partial`, in later spikes.
