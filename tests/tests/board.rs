@@ -72,7 +72,7 @@ fn boot_line(arch: Arch, boot: &Boot, sum: &Summary) -> String {
 
 fn board_run(arch: Arch) {
     if qemu::board_tests_disabled() {
-        eprintln!("skipped: LATSCOPE_BOARD_TESTS=0");
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
     let Some(board) = Board::find(arch) else {
@@ -154,7 +154,7 @@ struct ImageRun {
 /// the init script's verdict and the stream (`None`: skipped).
 fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<ImageRun> {
     if qemu::board_tests_disabled() {
-        eprintln!("skipped: LATSCOPE_BOARD_TESTS=0");
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
         return None;
     }
     let board = Board::find(arch)?;
@@ -328,7 +328,7 @@ fn print_host_spike(stream: &[u8], irq: u32) {
 #[test]
 fn image_armv7_streams_through_a_pty() {
     if qemu::board_tests_disabled() {
-        eprintln!("skipped: LATSCOPE_BOARD_TESTS=0");
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
     let host: PathBuf = latscope_tests::host::bins().host;
@@ -340,20 +340,9 @@ fn image_armv7_streams_through_a_pty() {
     );
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
-
 fn user_smoke(arch: Arch) {
     if qemu::board_tests_disabled() {
-        eprintln!("skipped: LATSCOPE_BOARD_TESTS=0");
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
     if qemu::which(arch.qemu_user()).is_none() {
@@ -371,7 +360,7 @@ fn user_smoke(arch: Arch) {
     let mut args = vec![
         "-i", &interval, "-D", &duration, "-q", "--stream", stream_arg,
     ];
-    if !is_root() {
+    if !latscope_tests::is_root() {
         // No RT priority or mlock without privileges.
         args.push("--best-effort");
     }
