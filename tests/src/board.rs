@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+use latscope_core::explain::{Attribution, CauseKind};
 use latscope_core::wire::{Body, Bye, Decoder, Hello, LinkStats, ThreadStats, MAX_FRAME};
 
 /// How much longer than requested a run may take (the last wake-up's
@@ -246,7 +246,7 @@ pub struct Shares {
     pub total_ns: u64,
     /// Time of the IRQ: its hard handler and its `PREEMPT_RT` thread.
     pub irq_ns: u64,
-    /// The part of `irq_ns` its thread ran (lines with the thread's priority).
+    /// The part of `irq_ns` its thread ran (lines named `irq/N-...`).
     pub irq_thread_ns: u64,
     /// "irqs or preemption off (untraced)".
     pub untraced_ns: u64,
@@ -274,7 +274,7 @@ impl Shares {
                     CauseKind::Irq if c.id == irq => {
                         hit = true;
                         s.irq_ns += c.ns;
-                        if c.prio != PRIO_UNKNOWN {
+                        if c.name.starts_with(&thread) {
                             s.irq_thread_ns += c.ns;
                         }
                     }

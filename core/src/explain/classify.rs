@@ -456,8 +456,9 @@ impl Classifier {
     }
 
     /// Time another task `c` was current while the measuring thread was
-    /// runnable. A `PREEMPT_RT` IRQ thread counts as its IRQ (with the
-    /// thread's priority in [`Cause::prio`]) if it ranked at or above the
+    /// runnable. A `PREEMPT_RT` IRQ thread counts as its IRQ (named by the
+    /// thread's comm, `irq/13-uart-pl0`, with the thread's priority in
+    /// [`Cause::prio`] when known) if it ranked at or above the
     /// measuring thread; one that ranked below was only on its way off the
     /// CPU (the kernel's return and switch path, irqs or preemption off),
     /// so the IRQ is not blamed for it.
@@ -466,7 +467,7 @@ impl Classifier {
             Some(_) if self.ranks_below_ours(c.prio) => {
                 self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns);
             }
-            Some((irq, name)) => self.add_base(CauseKind::Irq, irq, c.prio, name, ns),
+            Some(irq) => self.add_base(CauseKind::Irq, irq, c.prio, &c.comm, ns),
             None => self.add_base(CauseKind::Task, c.pid, c.prio, &c.comm, ns),
         }
     }
@@ -503,12 +504,11 @@ fn softirq_label(vec: u32) -> &'static str {
     softirq_name(vec).unwrap_or("softirq")
 }
 
-/// `irq/36-virtio1-r` → `(36, "virtio1-r")`: a `PREEMPT_RT` IRQ thread.
-fn irq_thread(comm: &str) -> Option<(u32, &str)> {
+/// `irq/36-virtio1-r` → `36`: the IRQ of a `PREEMPT_RT` IRQ thread.
+fn irq_thread(comm: &str) -> Option<u32> {
     let rest = comm.strip_prefix("irq/")?;
-    let (n, name) = rest.split_once('-').unwrap_or((rest, ""));
-    let n = n.parse().ok()?;
-    Some((n, name))
+    let n = rest.split_once('-').map_or(rest, |(n, _)| n);
+    n.parse().ok()
 }
 
 /// Classifies a sequence of events for `window`; see [`Classifier`].
@@ -765,8 +765,8 @@ mod tests {
             .map(|c| c.ns)
             .sum();
         assert_eq!(irqs, 20 * US);
-        // The thread's line carries the thread's priority (FIFO 50).
-        let thread = a.find(CauseKind::Irq, "eth0").unwrap();
+        // The thread's line is named after it and carries its priority.
+        let thread = a.find(CauseKind::Irq, "irq/19-eth0").unwrap();
         assert_eq!((thread.prio, thread.ns), (49, 20 * US));
     }
 
@@ -796,7 +796,7 @@ mod tests {
         let top = a.top().unwrap();
         assert_eq!(
             (top.kind, top.id, top.name.as_str()),
-            (CauseKind::Irq, 13, "uart-pl0")
+            (CauseKind::Irq, 13, "irq/13-uart-pl0")
         );
         assert_eq!((top.prio, top.ns), (49, 3_507 * US));
         // Its hard handler (waking the thread) is a line of its own.

@@ -29,11 +29,11 @@
 //!    [`CauseKind::TimerDelay`], the timer's own IRQ delay;
 //! 4. otherwise, while it was runnable, another task that was current:
 //!    [`CauseKind::Task`] (comm, pid, kernel priority). On `PREEMPT_RT` the
-//!    threads `irq/N-name` count as [`CauseKind::Irq`] N, with the thread's
-//!    kernel priority in [`Cause::prio`] (a line apart from the hard
-//!    handler's, whose priority is unknown), if they ranked at or above the
-//!    measuring thread; an IRQ thread that ranked below it did not delay it
-//!    but was on its way off the CPU, and that time goes to rule 5;
+//!    threads `irq/N-name` count as [`CauseKind::Irq`] N, on a line named
+//!    after the thread (apart from the hard handler's) with its kernel
+//!    priority in [`Cause::prio`], if they ranked at or above the measuring
+//!    thread; an IRQ thread that ranked below it did not delay it but was
+//!    on its way off the CPU, and that time goes to rule 5;
 //! 5. whatever is left (the measuring thread itself on its way back to user
 //!    space, or a stretch the trace does not cover) is
 //!    [`CauseKind::Untraced`], "irqs or preemption off (untraced)".

@@ -43,14 +43,14 @@ fn policy(c: &Cause) -> String {
     }
 }
 
-/// What a cause line is called in reports (`irq 19 eth0`, `irq 13 uart-pl0
-/// (thread, SCHED_FIFO/RR 50)`, `softirq NET_RX`, `task kworker/0:1 (pid
-/// 33, SCHED_OTHER)`, ...).
+/// What a cause line is called in reports (`irq 19 eth0`, `irq 13
+/// irq/13-uart-pl0 (SCHED_FIFO/RR 50)` for a `PREEMPT_RT` IRQ thread,
+/// `softirq NET_RX`, `task kworker/0:1 (pid 33, SCHED_OTHER)`, ...).
 pub fn cause_label(c: &Cause) -> String {
     match c.kind {
-        // A PREEMPT_RT IRQ thread's time carries the thread's priority.
+        // A PREEMPT_RT IRQ thread's line: its name and priority.
         CauseKind::Irq if c.prio != PRIO_UNKNOWN => {
-            format!("irq {} {} (thread, {})", c.id, c.name, policy(c))
+            format!("irq {} {} ({})", c.id, c.name, policy(c))
         }
         CauseKind::Irq => format!("irq {} {}", c.id, c.name),
         CauseKind::Softirq => format!("softirq {}", c.name),
