@@ -9,7 +9,7 @@ use std::sync::Arc;
 use latscope_core::explain::{parse_line, Attribution, Classifier, Window};
 
 use super::marks::{find_mark, mono_ns, switched_in, Marks, Spike};
-use super::{cpumask, find_tracefs, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
+use super::{cpumask, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
 use crate::error::Error;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -76,19 +76,19 @@ impl Tracer {
     /// latscope processes. `threshold_ns` is the `--explain` threshold:
     /// [`Tracer::explain`] returns an empty attribution below it.
     ///
+    /// `root` is the tracefs to use (see [`super::Tracefs`]).
+    ///
     /// # Errors
     ///
-    /// `NotFound` if no tracefs is mounted, `InvalidInput` for an empty CPU
-    /// list, `Unsupported` if none of [`EVENTS`] could be enabled, or the
-    /// error of creating the instance (e.g. `PermissionDenied` without
-    /// root). On error nothing is left behind.
-    pub fn open(cpus: &[usize], threshold_ns: u64) -> Result<Tracer, Error> {
-        let root =
-            find_tracefs().ok_or_else(|| Error::Unavailable("tracefs is not mounted".into()))?;
-        Self::open_at(&root, cpus, threshold_ns).map_err(|e| Error::Unavailable(e.to_string()))
+    /// `InvalidInput` for an empty CPU list, `Unsupported` if none of
+    /// [`EVENTS`] could be enabled, or the error of creating the instance
+    /// (e.g. `PermissionDenied` without root), as [`Error::Unavailable`].
+    /// On error nothing is left behind.
+    pub fn open(root: &Path, cpus: &[usize], threshold_ns: u64) -> Result<Tracer, Error> {
+        Self::open_at(root, cpus, threshold_ns).map_err(|e| Error::Unavailable(e.to_string()))
     }
 
-    /// [`Tracer::open`] with an explicit tracefs root.
+    /// [`Tracer::open`] with the error of the step that failed.
     ///
     /// # Errors
     ///
