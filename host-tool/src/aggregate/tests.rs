@@ -415,14 +415,57 @@ fn an_irq_threads_time_is_labelled_as_the_irq_with_the_threads_policy() {
     use crate::aggregate::explain::cause_label;
     use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
     let mut a = Attribution::new(0, 1, 0, 30);
-    a.add(CauseKind::Irq, 13, 49, "uart-pl0", 2, 20);
+    a.add(CauseKind::Irq, 13, 49, "irq/13-uart-pl0", 2, 20);
     a.add(CauseKind::Irq, 13, PRIO_UNKNOWN, "uart-pl011", 3, 10);
     let labels: Vec<String> = a.causes.iter().map(cause_label).collect();
     assert_eq!(
         labels,
         [
-            "irq 13 uart-pl0 (thread, SCHED_FIFO/RR 50)",
+            "irq 13 irq/13-uart-pl0 (SCHED_FIFO/RR 50)",
             "irq 13 uart-pl011"
         ]
     );
+}
+
+/// The text report of a synthetic run whose hello carries `degraded` and
+/// the command line `argv`.
+fn report_with(degraded: latscope_core::wire::Degraded, argv: &str) -> String {
+    let mut synth = Synth::new(SynthConfig::default());
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    synth.start(&mut |b| frames.push(b.to_vec()));
+    let mut h = synth.hello();
+    h.config.degraded = degraded;
+    h.target.argv = latscope_core::wire::bounded(argv);
+    // The hello is the first frame (sequence 0), as a new encoder numbers it.
+    let mut enc = latscope_core::wire::Encoder::new();
+    frames[0] = enc.frame(Body::Hello(h)).unwrap().to_vec();
+    let mut bytes = frames.concat();
+    synth.end(&mut |b| bytes.extend_from_slice(b));
+    let s = decode(&bytes);
+    let mut out = String::new();
+    crate::report::text::render(&mut out, "t", s.agg.current().unwrap(), &s.link());
+    out
+}
+
+#[test]
+fn a_missing_dma_latency_device_is_not_called_best_effort() {
+    let d = latscope_core::wire::Degraded {
+        no_dma_latency: true,
+        ..Default::default()
+    };
+    let out = report_with(d, "latscope -t 2 -D 5s --stream serial:/dev/ttyAMA1");
+    assert!(!out.contains("DEGRADED"), "{out}");
+    assert!(!out.contains("--best-effort"), "{out}");
+    assert!(
+        out.contains("missing:  /dev/cpu_dma_latency (not on the target's kernel)"),
+        "{out}"
+    );
+    // With --best-effort a device that was there but refused is a
+    // degradation.
+    let out = report_with(d, "latscope --best-effort -t 2");
+    assert!(
+        out.contains("DEGRADED: cpu_dma_latency not held (--best-effort)"),
+        "{out}"
+    );
+    assert!(!out.contains("missing:"), "{out}");
 }

@@ -233,6 +233,7 @@ fn json_run(run: &Run) -> Value {
             "spike_ns": c.spike_ns, "break_ns": c.break_ns, "hist_us": c.hist_us,
             "linear_us": run.layout.linear_us, "buckets": run.layout.buckets,
             "degraded": text::degraded(run),
+            "missing_devices": text::missing_devices(run),
         },
         "end": text::ending(run),
         "bye": run.bye.map(|b| json!({
