@@ -70,6 +70,31 @@ fn boot_line(arch: Arch, boot: &Boot, sum: &Summary) -> String {
     )
 }
 
+/// What `--explain` on a board must show: latscope mounted tracefs itself
+/// (nothing on the board mounts it) and said so in the stream's log, and
+/// the explained spikes come from trace events, not `/proc` counts. The
+/// console has no empty degradation line.
+fn explain_problems(sum: &Summary, console: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mounted = "tracefs was not mounted: mounted it at /sys/kernel/tracing";
+    if !sum.logs.iter().any(|l| l.contains(mounted)) {
+        bad.push(format!("no log line {mounted:?}: {:?}", sum.logs));
+    }
+    if sum.explained.is_empty() {
+        bad.push("no explained spike".to_string());
+    }
+    let coarse = sum.explained.iter().filter(|a| a.coarse).count();
+    if coarse > 0 {
+        bad.push(format!(
+            "{coarse} coarse attributions (not from trace events)"
+        ));
+    }
+    if console.lines().any(|l| l.trim_end() == "# degraded run:") {
+        bad.push("an empty '# degraded run:' line on the console".to_string());
+    }
+    bad
+}
+
 fn board_run(arch: Arch) {
     if qemu::board_tests_disabled() {
         latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
@@ -81,8 +106,10 @@ fn board_run(arch: Arch) {
     let Some(bin) = latscope_binary(arch) else {
         return;
     };
-    let args =
-        format!("-t 2 -a 0,1 -i {INTERVAL_US} -D {BOARD_SECS}s -q --stream serial:/dev/ttyAMA1");
+    let args = format!(
+        "-t 2 -a 0,1 -i {INTERVAL_US} -D {BOARD_SECS}s -q --explain 500 \
+         --stream serial:/dev/ttyAMA1"
+    );
     eprintln!(
         "board {arch:?}: {} with {} ({} bytes), init args: {args}",
         board.kernel.display(),
@@ -102,9 +129,10 @@ fn board_run(arch: Arch) {
             threads: 2,
             interval_ns: INTERVAL_US * 1000,
             duration_ns: BOARD_SECS * 1_000_000_000,
-            slack_ns: RUN_TIME_SLACK_NS,
+            slack_ns: EXPLAIN_SLACK_NS,
         },
     );
+    let bad = [bad, explain_problems(&sum, &boot.console)].concat();
     assert!(
         bad.is_empty() && boot.status.success(),
         "board {arch:?} run failed (qemu {}):\n  {}\n{report}--- console ---\n{}",
@@ -196,6 +224,15 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
             slack_ns: EXPLAIN_SLACK_NS,
         },
     );
+    let mut bad = [bad, explain_problems(&sum, &boot.console)].concat();
+    let by_latscope = "tracefs mounted by latscope at /sys/kernel/tracing";
+    if !report
+        .verdict
+        .as_deref()
+        .is_some_and(|v| v.contains(by_latscope))
+    {
+        bad.push(format!("the image's verdict does not say {by_latscope:?}"));
+    }
     assert!(
         report.passed() && bad.is_empty() && boot.status.success(),
         "image {arch:?}: verdict {:?}, qemu {}:\n  {}\n{}--- console ---\n{}\n--- host ---\n{}",
@@ -332,11 +369,30 @@ fn image_armv7_streams_through_a_pty() {
         return;
     }
     let host: PathBuf = latscope_tests::host::bins().host;
-    let _ = boot_image(
+    let Some(run) = boot_image(
         Arch::Armv7,
         &image_args("-t 2 -a 0,1", 80, BOARD_SECS),
         Console::Socket { flood: false },
         Port::Pty { host },
+    ) else {
+        return;
+    };
+    // This kernel has no /dev/cpu_dma_latency: a missing device, on the
+    // board and in the host's report, not a --best-effort degradation.
+    let missing = "# missing device: /dev/cpu_dma_latency (not on this kernel)";
+    assert!(run.boot.console.contains(missing), "{}", run.boot.console);
+    let scratch = Scratch::new("pty").expect("scratch dir");
+    let rec = scratch.path().join("armv7.lsr");
+    std::fs::write(&rec, &run.boot.stream).expect("write the recording");
+    let out = latscope_tests::host::host(&["report", rec.to_str().expect("utf-8 path")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("missing:  /dev/cpu_dma_latency (not on the target's kernel)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("DEGRADED") && !text.contains("--best-effort"),
+        "{text}"
     );
 }
 
