@@ -88,6 +88,10 @@ pub struct Classifier {
     runnable: bool,
     /// The measuring thread's kernel priority, once the trace shows it.
     prio: i32,
+    /// Time given to the current IRQ thread while its priority was not
+    /// known (met by its events, not by a switch); settled when its
+    /// switch-out shows the priority.
+    unsure: Option<Unsure>,
     blind: heapless::Vec<(u64, u64), BLIND>,
 }
 
@@ -106,6 +110,7 @@ impl Classifier {
             last_ts: None,
             runnable: false,
             prio: PRIO_UNKNOWN,
+            unsure: None,
             blind: heapless::Vec::new(),
         }
     }
@@ -356,6 +361,7 @@ impl Classifier {
                     next_prio,
                 };
                 self.follow_switch(&sw, ts);
+                self.settle(prev.pid, prev_prio);
                 // The switch out tells the priority of a task we met by
                 // its header only.
                 for c in &mut self.work {
@@ -467,9 +473,57 @@ impl Classifier {
             Some(_) if self.ranks_below_ours(c.prio) => {
                 self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns);
             }
-            Some(irq) => self.add_base(CauseKind::Irq, irq, c.prio, &c.comm, ns),
+            Some(irq) => {
+                let counted = u32::from(!self.base_counted);
+                self.add_base(CauseKind::Irq, irq, c.prio, &c.comm, ns);
+                if c.prio == PRIO_UNKNOWN {
+                    let u = self.unsure.get_or_insert(Unsure {
+                        pid: c.pid,
+                        irq,
+                        comm: c.comm.clone(),
+                        count: 0,
+                        ns: 0,
+                    });
+                    u.count += counted;
+                    u.ns += ns;
+                }
+            }
             None => self.add_base(CauseKind::Task, c.pid, c.prio, &c.comm, ns),
         }
+    }
+
+    /// Task `pid` left the CPU with kernel priority `prio`. If it is the
+    /// IRQ thread whose time was unsure and it ranked below the measuring
+    /// thread, that time moves from its IRQ to the untraced line (see
+    /// [`Classifier::add_task`]).
+    fn settle(&mut self, pid: u32, prio: i32) {
+        let Some(u) = self.unsure.take() else {
+            return;
+        };
+        if u.pid != pid || !self.ranks_below_ours(prio) {
+            return;
+        }
+        if let Some(i) = self
+            .work
+            .iter()
+            .position(|c| c.kind == CauseKind::Irq && c.id == u.irq && c.name == u.comm)
+        {
+            let line = &mut self.work[i];
+            line.ns = line.ns.saturating_sub(u.ns);
+            line.count = line.count.saturating_sub(u.count);
+            if line.ns == 0 && line.count == 0 {
+                self.work.swap_remove(i);
+            }
+        }
+        add_to(
+            &mut self.work,
+            CauseKind::Untraced,
+            0,
+            PRIO_UNKNOWN,
+            "",
+            u.count,
+            u.ns,
+        );
     }
 
     fn add_base(&mut self, kind: CauseKind, id: u32, prio: i32, name: &str, ns: u64) {
@@ -486,6 +540,18 @@ struct Switch<'a> {
     prev_state: &'a str,
     next: u32,
     next_prio: i32,
+}
+
+/// Time an IRQ thread of unknown priority was given (see
+/// [`Classifier::settle`]).
+#[derive(Debug, Clone)]
+struct Unsure {
+    pid: u32,
+    irq: u32,
+    comm: Name,
+    /// Episodes and time added to its IRQ's line.
+    count: u32,
+    ns: u64,
 }
 
 /// Who owns a stretch of time.
@@ -768,6 +834,38 @@ mod tests {
         // The thread's line is named after it and carries its priority.
         let thread = a.find(CauseKind::Irq, "irq/19-eth0").unwrap();
         assert_eq!((thread.prio, thread.ns), (49, 20 * US));
+    }
+
+    #[test]
+    fn an_irq_thread_met_by_its_events_is_settled_by_its_switch_out() {
+        // The trace resumes while irq/13-uart-pl0 runs (no switch-in: its
+        // priority is unknown). The measuring thread (prio 19) is woken and
+        // preempts it at once: the thread's 30 us after the wake-up are not
+        // the IRQ's; with the thread at 49 ranking below 19 they are the
+        // switch path.
+        let w = window(10 * MS, 10 * MS + 60 * US, 7);
+        let below = [
+            " irq/13-uart-pl0-95 [000] d..h1.. 0.009990: irq_handler_entry: irq=11 name=arch_timer",
+            " irq/13-uart-pl0-95 [000] dn.h4.. 0.010010: sched_wakeup: comm=me pid=7 prio=19 target_cpu=000",
+            " irq/13-uart-pl0-95 [000] dn.h1.. 0.010020: irq_handler_exit: irq=11 ret=handled",
+            " irq/13-uart-pl0-95 [000] d...2.. 0.010050: sched_switch: prev_comm=irq/13-uart-pl0 prev_pid=95 prev_prio=49 prev_state=R+ ==> next_comm=me next_pid=7 next_prio=19",
+        ];
+        let a = classify_lines(&w, &below);
+        assert_eq!(a.total_ns(), 60 * US);
+        assert!(a.causes.iter().all(|c| c.id != 13), "{:?}", a.causes);
+        let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
+        assert_eq!(rest.ns, 30 * US + 10 * US);
+        // The same thread above the measuring thread (prio 59): its time
+        // stays the IRQ's.
+        let above = below.map(|l| {
+            l.replace("prio=19", "prio=59")
+                .replace("next_prio=19", "next_prio=59")
+        });
+        let lines: std::vec::Vec<&str> = above.iter().map(|l| l.as_str()).collect();
+        let a = classify_lines(&w, &lines);
+        assert_eq!(a.total_ns(), 60 * US);
+        let irq = a.find(CauseKind::Irq, "irq/13-uart-pl0").unwrap();
+        assert_eq!(irq.ns, 30 * US);
     }
 
     /// The window of `cycle` in a board fixture whose measuring thread is
