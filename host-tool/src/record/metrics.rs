@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use super::board::{Board, TargetView};
+use std::sync::atomic::Ordering;
+
+use super::board::{Board, FleetStats, TargetView};
 use crate::error::{Error, Result};
 
 /// The media type Prometheus asks for.
@@ -23,10 +25,75 @@ fn secs(ns: u64) -> String {
     format!("{:e}", ns as f64 / 1e9)
 }
 
-/// The OpenMetrics exposition of all targets.
-pub fn exposition(views: &[TargetView]) -> String {
+/// The labels of a target's series: board name, run id, peer address and
+/// host name. Board and run tell every run apart, also boards that share
+/// a name.
+fn labels(v: &TargetView) -> String {
+    let board = if v.id.board.is_empty() {
+        &v.name
+    } else {
+        &v.id.board
+    };
+    format!(
+        "board=\"{}\",run=\"{}\",peer=\"{}\",host=\"{}\"",
+        escape(board),
+        escape(&v.id.run),
+        escape(&v.id.peer),
+        escape(&v.host)
+    )
+}
+
+/// The counters of a listening recorder.
+fn fleet_families(o: &mut String, st: &FleetStats) {
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    let _ = writeln!(o, "# TYPE latscope_connections gauge");
+    let _ = writeln!(o, "# HELP latscope_connections Target connections open.");
+    let _ = writeln!(o, "latscope_connections {}", get(&st.open));
+    let _ = writeln!(o, "# TYPE latscope_connections_accepted counter");
+    let _ = writeln!(
+        o,
+        "# HELP latscope_connections_accepted Target connections accepted."
+    );
+    let _ = writeln!(
+        o,
+        "latscope_connections_accepted_total {}",
+        get(&st.accepted)
+    );
+    let _ = writeln!(o, "# TYPE latscope_connections_refused counter");
+    let _ = writeln!(
+        o,
+        "# HELP latscope_connections_refused Connections closed at once: over --max-connections (cap), outside --allow (allow), or without a hello in time (no_hello)."
+    );
+    for (why, c) in [
+        ("cap", &st.refused_cap),
+        ("allow", &st.refused_allow),
+        ("no_hello", &st.no_hello),
+    ] {
+        let _ = writeln!(
+            o,
+            "latscope_connections_refused_total{{why=\"{why}\"}} {}",
+            get(c)
+        );
+    }
+    let _ = writeln!(o, "# TYPE latscope_runs_ended counter");
+    let _ = writeln!(
+        o,
+        "# HELP latscope_runs_ended Runs that ended: with a bye, timed out, or interrupted by the recorder stopping."
+    );
+    for (how, c) in [
+        ("bye", &st.runs_bye),
+        ("timeout", &st.runs_timed_out),
+        ("interrupted", &st.runs_interrupted),
+    ] {
+        let _ = writeln!(o, "latscope_runs_ended_total{{how=\"{how}\"}} {}", get(c));
+    }
+}
+
+/// The OpenMetrics exposition of all targets (and, listening, the
+/// recorder's own counters).
+pub fn exposition(views: &[TargetView], fleet: Option<&FleetStats>) -> String {
     let mut o = String::new();
-    let families: [(&str, &str, &str); 12] = [
+    let families: [(&str, &str, &str); 13] = [
         ("latscope_cycles", "counter", "Wake-ups measured."),
         (
             "latscope_latency_seconds",
@@ -75,6 +142,11 @@ pub fn exposition(views: &[TargetView]) -> String {
             "Run time of the target.",
         ),
         (
+            "latscope_ended",
+            "gauge",
+            "Whether the run has ended (its figures are final); shown until the linger passes.",
+        ),
+        (
             "latscope_degraded",
             "gauge",
             "Whether the run degraded its real-time settings (--best-effort).",
@@ -87,9 +159,7 @@ pub fn exposition(views: &[TargetView]) -> String {
             let _ = writeln!(o, "# UNIT {name} seconds");
         }
         for v in views {
-            let target = escape(if v.host.is_empty() { &v.name } else { &v.host });
-            let rec = escape(&v.name);
-            let tl = format!("target=\"{target}\",recording=\"{rec}\"");
+            let tl = labels(v);
             match name {
                 "latscope_link_frames" => {
                     let _ = writeln!(o, "{name}_total{{{tl}}} {}", v.link.frames);
@@ -114,6 +184,9 @@ pub fn exposition(views: &[TargetView]) -> String {
                 }
                 "latscope_elapsed_seconds" => {
                     let _ = writeln!(o, "{name}{{{tl}}} {}", secs(v.elapsed_ns));
+                }
+                "latscope_ended" => {
+                    let _ = writeln!(o, "{name}{{{tl}}} {}", u8::from(v.finished));
                 }
                 "latscope_degraded" => {
                     let _ = writeln!(o, "{name}{{{tl}}} {}", u8::from(!v.degraded.is_empty()));
@@ -164,6 +237,9 @@ pub fn exposition(views: &[TargetView]) -> String {
             }
         }
     }
+    if let Some(st) = fleet {
+        fleet_families(&mut o, st);
+    }
     o.push_str("# EOF\n");
     o
 }
@@ -194,7 +270,11 @@ fn answer(stream: TcpStream, board: &Board) {
     let path = parts.next().unwrap_or("");
     let (status, ctype, body) = match (method, path) {
         ("GET", "/metrics") | ("GET", "/metrics/") => {
-            ("200 OK", CONTENT_TYPE, exposition(&board.views()))
+            let fleet = board
+                .listening
+                .load(Ordering::Relaxed)
+                .then_some(&board.stats);
+            ("200 OK", CONTENT_TYPE, exposition(&board.views(), fleet))
         }
         ("GET", "/") => (
             "200 OK",
