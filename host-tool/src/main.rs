@@ -14,6 +14,7 @@ mod plot;
 mod record;
 mod report;
 mod session;
+mod simulate;
 mod summary;
 mod synth;
 
@@ -55,6 +56,28 @@ enum Cmd {
     /// Write a synthetic recording (for benchmarks and tests).
     #[command(hide = true)]
     Synth(SynthArgs),
+    /// Stream many synthetic targets into a listening recorder (for the
+    /// fleet benchmark).
+    #[command(hide = true)]
+    Simulate(SimulateArgs),
+}
+
+#[derive(Args, Debug)]
+struct SimulateArgs {
+    /// The recorder's ADDR:PORT.
+    addr: String,
+    /// Simulated targets.
+    #[arg(long, default_value_t = 16)]
+    targets: u32,
+    /// Reports (one per second) per run.
+    #[arg(long, default_value_t = 60)]
+    reports: u32,
+    /// Board names are PREFIX-N.
+    #[arg(long, default_value = "sim")]
+    prefix: String,
+    /// Where the exact figures of every run go (JSON).
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -431,6 +454,13 @@ fn main() -> ExitCode {
         Cmd::Report(a) => report(a),
         Cmd::Compare(a) => compare(a),
         Cmd::Synth(a) => synth(a),
+        Cmd::Simulate(a) => simulate::run(&simulate::SimPlan {
+            addr: a.addr,
+            targets: a.targets,
+            reports: a.reports,
+            prefix: a.prefix,
+            truth: a.truth,
+        }),
     };
     match res {
         Ok(code) => ExitCode::from(code),

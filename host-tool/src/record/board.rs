@@ -241,6 +241,13 @@ impl Board {
         self.lock().retain(|_, e| e.expires.is_none_or(|t| t > now));
     }
 
+    /// Call `f` with every view, in slot order, without copying them.
+    pub fn with_views<R>(&self, f: impl FnOnce(&[&TargetView]) -> R) -> R {
+        let g = self.lock();
+        let views: Vec<&TargetView> = g.values().map(|e| &e.view).collect();
+        f(&views)
+    }
+
     /// A copy of every view, in slot order.
     pub fn views(&self) -> Vec<TargetView> {
         self.lock().values().map(|e| e.view.clone()).collect()

@@ -16,8 +16,8 @@ use super::split::{Kind, Peeker, Piece, Splitter};
 
 /// How long a read waits before the connection checks its timeouts.
 const TICK: Duration = Duration::from_millis(500);
-/// Read buffer per connection.
-const READ_BUF: usize = 16 * 1024;
+/// Read buffer per connection (a report of a few threads is 1-2 KiB).
+const READ_BUF: usize = 4 * 1024;
 
 /// The time limits of a connection.
 #[derive(Debug, Clone, Copy)]

@@ -299,19 +299,22 @@ impl Fleet {
         name: &str,
         peer: &str,
     ) {
-        for (other, r) in runs {
-            if *other == id {
-                continue;
-            }
-            let r = lock(r);
-            if r.ended.is_none() && r.name == name {
-                eprintln!(
-                    "latscope-host: warning: two live runs carry the board name {name}: \
-                     run {other:016x} from {} and run {id:016x} from {peer}; they are told \
-                     apart by run id (give each board its own `latscope --name`)",
-                    r.peer
-                );
-            }
+        let others: Vec<String> = runs
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .filter_map(|(other, r)| {
+                let r = lock(r);
+                (r.ended.is_none() && r.name == name)
+                    .then(|| format!("{other:016x} from {}", r.peer))
+            })
+            .collect();
+        if let Some(first) = others.first() {
+            eprintln!(
+                "latscope-host: warning: board name {name} of run {id:016x} from {peer} is also \
+                 carried by {} other live run(s) (run {first}); told apart by run id and peer \
+                 (give each board its own `latscope --name`)",
+                others.len()
+            );
         }
     }
 

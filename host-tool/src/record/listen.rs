@@ -235,27 +235,37 @@ fn final_report(session: Session, quiet: bool) -> bool {
 /// the cap at once; back off when descriptors run out.
 fn accept_loop(listener: TcpListener, fleet: Arc<Fleet>, fw: Fleetwide) {
     let mut backoff = Duration::ZERO;
-    loop {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                backoff = Duration::ZERO;
-                admit(stream, peer, &fleet, &fw);
-            }
-            Err(e) if out_of_descriptors(&e) => {
-                if backoff.is_zero() {
-                    eprintln!(
-                        "latscope-host: cannot accept: {e}; backing off (raise the fd limit or \
-                         lower --max-connections)"
-                    );
-                }
-                backoff = (backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
-                thread::sleep(backoff);
-            }
-            Err(_) => {}
+    while !fleet.stopping.load(Ordering::Acquire) {
+        if let Some((stream, peer)) = accept(&listener, &mut backoff) {
+            admit(stream, peer, &fleet, &fw);
         }
-        if fleet.stopping.load(Ordering::Acquire) {
-            return;
+    }
+}
+
+/// Accept one connection. When descriptors run out, wait (10 ms, doubling
+/// to 1 s while it lasts) instead of spinning: the pending connections
+/// stay in the backlog until descriptors are free again.
+pub(crate) fn accept(
+    listener: &TcpListener,
+    backoff: &mut Duration,
+) -> Option<(TcpStream, SocketAddr)> {
+    match listener.accept() {
+        Ok(c) => {
+            *backoff = Duration::ZERO;
+            Some(c)
         }
+        Err(e) if out_of_descriptors(&e) => {
+            if backoff.is_zero() {
+                eprintln!(
+                    "latscope-host: cannot accept: {e}; backing off (raise the fd limit or \
+                     lower --max-connections)"
+                );
+            }
+            *backoff = (*backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+            thread::sleep(*backoff);
+            None
+        }
+        Err(_) => None,
     }
 }
 

@@ -91,8 +91,8 @@ fn fleet_families(o: &mut String, st: &FleetStats) {
 
 /// The OpenMetrics exposition of all targets (and, listening, the
 /// recorder's own counters).
-pub fn exposition(views: &[TargetView], fleet: Option<&FleetStats>) -> String {
-    let mut o = String::new();
+pub fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetStats>) {
+    o.clear();
     let families: [(&str, &str, &str); 13] = [
         ("latscope_cycles", "counter", "Wake-ups measured."),
         (
@@ -238,13 +238,14 @@ pub fn exposition(views: &[TargetView], fleet: Option<&FleetStats>) -> String {
         }
     }
     if let Some(st) = fleet {
-        fleet_families(&mut o, st);
+        fleet_families(o, st);
     }
     o.push_str("# EOF\n");
-    o
 }
 
-fn answer(stream: TcpStream, board: &Board) {
+/// Answer one request; `body` is reused from request to request, so a
+/// scrape of hundreds of runs does not churn the allocator.
+fn answer(stream: TcpStream, board: &Board, body: &mut String) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
     let Ok(clone) = stream.try_clone() else {
@@ -268,36 +269,44 @@ fn answer(stream: TcpStream, board: &Board) {
     let mut parts = request.split_whitespace();
     let method = parts.next().unwrap_or("");
     let path = parts.next().unwrap_or("");
-    let (status, ctype, body) = match (method, path) {
+    let (status, ctype) = match (method, path) {
         ("GET", "/metrics") | ("GET", "/metrics/") => {
             let fleet = board
                 .listening
                 .load(Ordering::Relaxed)
                 .then_some(&board.stats);
-            ("200 OK", CONTENT_TYPE, exposition(&board.views(), fleet))
+            board.with_views(|views| exposition(body, views, fleet));
+            ("200 OK", CONTENT_TYPE)
         }
-        ("GET", "/") => (
-            "200 OK",
-            "text/plain; charset=utf-8",
-            "latscope-host: metrics at /metrics\n".to_string(),
-        ),
-        ("GET", _) => ("404 Not Found", "text/plain", "not found\n".to_string()),
-        _ => (
-            "405 Method Not Allowed",
-            "text/plain",
-            "only GET\n".to_string(),
-        ),
+        ("GET", "/") => {
+            body.clear();
+            body.push_str("latscope-host: metrics at /metrics\n");
+            ("200 OK", "text/plain; charset=utf-8")
+        }
+        ("GET", _) => {
+            body.clear();
+            body.push_str("not found\n");
+            ("404 Not Found", "text/plain")
+        }
+        _ => {
+            body.clear();
+            body.push_str("only GET\n");
+            ("405 Method Not Allowed", "text/plain")
+        }
     };
     let mut w = stream;
     let _ = write!(
         w,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
+    let _ = w.write_all(body.as_bytes());
     let _ = w.flush();
 }
 
-/// Serve the board's metrics on `addr` from a background thread.
+/// Serve the board's metrics on `addr` from a background thread, one
+/// request at a time (each has 2 s to arrive and to be taken), with one
+/// reused body buffer.
 pub fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
     let listener = TcpListener::bind(addr).map_err(|source| Error::Bind {
         addr: addr.to_string(),
@@ -310,11 +319,12 @@ pub fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
     thread::Builder::new()
         .name("metrics".into())
         .spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let b = Arc::clone(&board);
-                let _ = thread::Builder::new()
-                    .name("metrics-conn".into())
-                    .spawn(move || answer(stream, &b));
+            let mut body = String::new();
+            let mut backoff = Duration::ZERO;
+            loop {
+                if let Some((stream, _)) = super::listen::accept(&listener, &mut backoff) {
+                    answer(stream, &board, &mut body);
+                }
             }
         })
         .map_err(|source| Error::Bind {
