@@ -1,3 +1,4 @@
 //! Helpers shared by the end-to-end tests.
+pub mod fleet;
 pub mod host;
 pub mod prometheus;
