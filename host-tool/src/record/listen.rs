@@ -54,7 +54,7 @@ fn listen_addr(addr: &str) -> String {
 }
 
 /// Run the listening recorder; returns the exit status.
-pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>) -> Result<u8> {
+pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>, stop: Arc<AtomicBool>) -> Result<u8> {
     let fw = plan.fleet.clone();
     let addr = listen_addr(addr);
     let bind_err = |source| Error::Bind {
@@ -68,12 +68,6 @@ pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>) -> Result<u8> {
         source,
     })?;
     raise_fd_limit();
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // A second signal while stopping ends the process at once.
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&stop));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
-    }
     eprintln!(
         "latscope-host: listening on {local}, recordings in {}",
         plan.out_dir.display()

@@ -136,12 +136,17 @@ impl Recording {
         })
     }
 
-    fn name_after(&mut self, host: &str) {
+    /// Name the recording `NAME-STAMP-RUNID.lsr` (as a listening
+    /// recorder names its recordings).
+    fn name_after(&mut self, name: &str, run_id: Option<u64>) {
         if self.named {
             return;
         }
         self.named = true;
-        let base = format!("{}-{}", sanitize(host), self.stamp);
+        let base = match run_id {
+            Some(id) => format!("{}-{}-{id:016x}", sanitize(name), self.stamp),
+            None => format!("{}-{}", sanitize(name), self.stamp),
+        };
         // Link, not rename: linking never replaces a file, so two targets
         // with the same host name that connect in the same second each
         // keep their own recording.
@@ -193,8 +198,8 @@ fn record_stream(
         s.feed(bytes);
         if !rec.named {
             if let Some(run) = s.agg.current() {
-                let host = run.hostname().to_string();
-                rec.name_after(&host);
+                let name = board_name(&run.hello).to_string();
+                rec.name_after(&name, Some(run.hello.run_id));
                 label = file_label(&rec.path);
             }
         }
@@ -207,7 +212,7 @@ fn record_stream(
     });
     s.finish();
     if !rec.named {
-        rec.name_after("unknown");
+        rec.name_after("unknown", None);
         label = file_label(&rec.path);
     }
     s.name = rec.path.display().to_string();
@@ -252,15 +257,25 @@ pub fn run(plan: Plan) -> Result<u8> {
         let local = metrics::serve(addr, Arc::clone(&board))?;
         eprintln!("latscope-host: metrics at http://{local}/metrics");
     }
+    let signalled = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // The first signal ends the recorder cleanly; a second while it is
+        // stopping ends the process at once.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&signalled));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
+    }
     match &plan.listen {
-        Some(addr) => listen::listen(&plan, addr, board),
-        None => single(&plan, board),
+        Some(addr) => listen::listen(&plan, addr, board, signalled),
+        None => single(&plan, board, signalled),
     }
 }
 
-fn single(plan: &Plan, board: Arc<Board>) -> Result<u8> {
+/// One stream. SIGINT/SIGTERM end a serial line's recording as if the
+/// line had ended; a pipe or file ends when its writer does (the target
+/// gets the same Ctrl-C and sends its bye).
+fn single(plan: &Plan, board: Arc<Board>, signalled: Arc<AtomicBool>) -> Result<u8> {
     let source = plan.source.clone().unwrap_or(Source::Stdin);
-    let mut reader = source.open()?;
+    let mut reader = source.open_until(Some(Arc::clone(&signalled)))?;
     let slot = board.slot();
     let rec = match &plan.output {
         Some(p) => Recording::fixed(p)?,
@@ -284,7 +299,9 @@ fn single(plan: &Plan, board: Arc<Board>) -> Result<u8> {
     if let Some(e) = err {
         eprintln!("latscope-host: {}: read error: {e}", source.name());
     }
-    finish(vec![session], plan.quiet)
+    let code = finish(vec![session], plan.quiet)?;
+    // Stopped by SIGINT/SIGTERM: the recording is closed and reported.
+    Ok(if signalled.load(Ordering::Acquire) { 0 } else { code })
 }
 
 fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
