@@ -189,6 +189,10 @@ pub struct Fleet {
     pub settings: Settings,
     runs: Mutex<HashMap<u64, Arc<Mutex<RunRec>>>>,
     files: Mutex<HashMap<u64, PathBuf>>,
+    /// Board slot of every run seen: a run that comes back after it ended
+    /// replaces its lingering view instead of adding a second series with
+    /// the same labels (Prometheus refuses a scrape with duplicates).
+    slots: Mutex<HashMap<u64, u64>>,
     next_gen: AtomicU64,
     ended: Mutex<mpsc::Sender<u64>>,
     /// Set when the recorder is stopping.
@@ -205,6 +209,7 @@ impl Fleet {
             settings,
             runs: Mutex::new(HashMap::new()),
             files: Mutex::new(files),
+            slots: Mutex::new(HashMap::new()),
             next_gen: AtomicU64::new(1),
             ended: Mutex::new(ended),
             stopping: AtomicBool::new(false),
@@ -274,7 +279,9 @@ impl Fleet {
             id,
             name: name.to_string(),
             peer: peer.to_string(),
-            slot: self.board.slot(),
+            slot: *lock(&self.slots)
+                .entry(id)
+                .or_insert_with(|| self.board.slot()),
             path,
             file,
             session: Some(session),

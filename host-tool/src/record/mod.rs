@@ -301,7 +301,11 @@ fn single(plan: &Plan, board: Arc<Board>, signalled: Arc<AtomicBool>) -> Result<
     }
     let code = finish(vec![session], plan.quiet)?;
     // Stopped by SIGINT/SIGTERM: the recording is closed and reported.
-    Ok(if signalled.load(Ordering::Acquire) { 0 } else { code })
+    Ok(if signalled.load(Ordering::Acquire) {
+        0
+    } else {
+        code
+    })
 }
 
 fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {

@@ -140,6 +140,33 @@ pub fn append(file: &mut File, path: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::synth::{Synth, SynthConfig};
+
+    #[test]
+    fn a_recording_cut_inside_a_frame_resumes_after_its_last_whole_frame() {
+        let (bytes, _) = Synth::bytes(SynthConfig {
+            reports: 6,
+            ..SynthConfig::default()
+        });
+        let dir = std::env::temp_dir().join(format!("latscope-store-{}", std::process::id()));
+        let _ = fs::create_dir_all(&dir);
+        let path = dir.join("x-20261130T000000Z-000000000000002a.lsr");
+        // The last frame written only in part, as by a killed recorder.
+        let cut = bytes.len() - 3;
+        fs::write(&path, &bytes[..cut]).unwrap();
+        let r = resume(&path).unwrap();
+        let whole = bytes[..cut].iter().rposition(|&b| b == 0).unwrap() + 1;
+        assert_eq!(fs::metadata(&path).unwrap().len(), whole as u64);
+        let frames = r.session.link().frames;
+        assert_eq!(
+            r.last_seq,
+            Some(frames as u32 - 1),
+            "sequence numbers 0..frames"
+        );
+        assert_eq!(r.session.link().crc_errors, 0);
+        assert_eq!(index(&dir).get(&42), Some(&path));
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn run_ids_come_from_file_names() {
