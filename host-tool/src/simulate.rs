@@ -62,9 +62,8 @@ impl Sim {
             if n == 0 {
                 return;
             }
-            if let Some(a) = self.acks.feed(&buf[..n]) {
-                self.acked = Some(a.seq);
-            }
+            let acked = &mut self.acked;
+            self.acks.feed_all(&buf[..n], |a| *acked = Some(a.seq));
         }
     }
 

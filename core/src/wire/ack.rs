@@ -98,19 +98,16 @@ impl AckReader {
         }
     }
 
-    /// Feed bytes; returns the last good ack they completed, if any.
-    pub fn feed(&mut self, data: &[u8]) -> Option<Ack> {
-        let mut last = None;
-        for &b in data {
+    /// Feed bytes; returns the first good ack they complete, if any, and
+    /// the bytes after it (feed those next: every ack counts, the first
+    /// of a connection above all).
+    pub fn feed<'a>(&mut self, data: &'a [u8]) -> (Option<Ack>, &'a [u8]) {
+        for (i, &b) in data.iter().enumerate() {
             if b == 0 {
-                if self.len > 0 && !self.skipping {
-                    match Ack::decode(self.buf.get_mut(..self.len).unwrap_or(&mut [])) {
-                        Some(a) => last = Some(a),
-                        None => self.rejected += 1,
-                    }
+                let ack = self.end_of_frame();
+                if ack.is_some() {
+                    return (ack, data.get(i + 1..).unwrap_or(&[]));
                 }
-                self.len = 0;
-                self.skipping = false;
                 continue;
             }
             if self.skipping {
@@ -128,7 +125,32 @@ impl AckReader {
                 }
             }
         }
-        last
+        (None, &[])
+    }
+
+    /// Every good ack in `data`, in order, handed to `f`.
+    pub fn feed_all(&mut self, mut data: &[u8], mut f: impl FnMut(Ack)) {
+        while !data.is_empty() {
+            let (ack, rest) = self.feed(data);
+            if let Some(a) = ack {
+                f(a);
+            }
+            data = rest;
+        }
+    }
+
+    /// A delimiter: decode what was collected.
+    fn end_of_frame(&mut self) -> Option<Ack> {
+        let mut ack = None;
+        if self.len > 0 && !self.skipping {
+            ack = Ack::decode(self.buf.get_mut(..self.len).unwrap_or(&mut []));
+            if ack.is_none() {
+                self.rejected += 1;
+            }
+        }
+        self.len = 0;
+        self.skipping = false;
+        ack
     }
 }
 
@@ -156,12 +178,10 @@ mod tests {
         stream.extend(encoded(b));
         for cut in 0..stream.len() {
             let mut r = AckReader::new();
-            let first = r.feed(&stream[..cut]);
-            let second = r.feed(&stream[cut..]);
-            assert_eq!(second, Some(b), "cut at {cut}");
-            if cut >= encoded(a).len() {
-                assert_eq!(first, Some(a), "cut at {cut}");
-            }
+            let mut got = std::vec::Vec::new();
+            r.feed_all(&stream[..cut], |x| got.push(x));
+            r.feed_all(&stream[cut..], |x| got.push(x));
+            assert_eq!(got, [a, b], "cut at {cut}: every ack, in order");
             assert_eq!(r.rejected, 0);
         }
     }
@@ -172,16 +192,20 @@ mod tests {
         let mut bad = encoded(a);
         bad[3] ^= 0x10;
         let mut r = AckReader::new();
-        assert_eq!(r.feed(&bad), None);
+        let mut got = std::vec::Vec::new();
+        r.feed_all(&bad, |x| got.push(x));
+        assert!(got.is_empty());
         assert_eq!(r.rejected, 1);
         // Another protocol version: a good checksum but not ours.
         let mut other = Ack::new(1, 99);
         other.version = PROTOCOL_VERSION.wrapping_add(1);
-        assert_eq!(r.feed(&encoded(other)), None);
+        r.feed_all(&encoded(other), |x| got.push(x));
+        assert!(got.is_empty());
         // A long run of non-zero bytes, then a good ack: only the ack counts.
         let mut long = std::vec![0x55u8; 3 * MAX_ACK_FRAME];
         long.extend(encoded(a));
-        assert_eq!(r.feed(&long), Some(a));
+        r.feed_all(&long, |x| got.push(x));
+        assert_eq!(got, [a]);
     }
 
     #[test]
