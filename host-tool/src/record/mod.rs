@@ -65,9 +65,14 @@ pub fn stamp(t: SystemTime) -> String {
     )
 }
 
-/// The board name a hello gives: its host name until hellos carry one.
+/// The board name a hello gives (`latscope --name`), or the host name of
+/// a stream whose hello names no board (version 1).
 pub fn board_name(h: &latscope_core::wire::Hello) -> &str {
-    h.target.hostname.as_str()
+    if h.target.name.is_empty() {
+        h.target.hostname.as_str()
+    } else {
+        h.target.name.as_str()
+    }
 }
 
 fn sanitize(host: &str) -> String {
