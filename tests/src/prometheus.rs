@@ -14,22 +14,6 @@ use serde_json::Value;
 
 use crate::host::{free_local_addr, http_get, Reaper, Scratch};
 
-/// Whether `tool` is on PATH. Without it the caller skips its test (one
-/// line `skipped: TEST: WHY`), except under CI=true, where that fails.
-pub fn tool_or_skip(test: &str, tool: &str, package: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()));
-    if found {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test}: needs `{tool}` (apt-get install {package}) under CI=true"
-    );
-    eprintln!("skipped: {test}: no `{tool}` (apt-get install {package})");
-    false
-}
-
 /// Run `promtool ARGS`; its combined output, and whether it succeeded.
 pub fn promtool(args: &[&str]) -> (bool, String) {
     let out = Command::new("promtool")

@@ -13,11 +13,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use latscope_tests::host::{
-    bins, free_local_addr, host_report_json, http_get, recordings, spawn_target, Reaper, Scratch,
+    bins, free_local_addr, host_report_json, http_get, recordings, target_args, Reaper, Scratch,
 };
-use latscope_tests::prometheus::{promtool, tool_or_skip, Prometheus, Sample};
+use latscope_tests::prometheus::{promtool, Prometheus, Sample};
+use latscope_tests::{have, require};
 
-const TEST: &str = "prometheus_sees_exact_final_figures_with_board_labels";
 const TARGETS: usize = 3;
 
 fn deploy(rel: &str) -> PathBuf {
@@ -53,13 +53,10 @@ fn dashboard_exprs(v: &Value, out: &mut Vec<String>) {
 
 #[test]
 fn shipped_config_and_rules_pass_promtool() {
-    if !tool_or_skip(
-        "shipped_config_and_rules_pass_promtool",
-        "promtool",
-        "prometheus",
-    ) {
-        return;
-    }
+    require!(
+        have("promtool"),
+        "promtool is not installed (apt-get install prometheus)"
+    );
     let config = deploy("prometheus/prometheus.yml");
     let rules = deploy("prometheus/latscope.rules.yml");
     let (ok, out) = promtool(&["check", "config", &config.display().to_string()]);
@@ -109,19 +106,25 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn prometheus_sees_exact_final_figures_with_board_labels() {
-    if !tool_or_skip(TEST, "prometheus", "prometheus") {
-        return;
-    }
+    require!(
+        have("prometheus"),
+        "prometheus is not installed (apt-get install prometheus)"
+    );
     let dir = Scratch::new("prometheus");
     let listen = free_local_addr();
     let (mut host, maddr) = recorder(&listen, &dir.join("rec"));
     let prom = Prometheus::start(&maddr, &deploy("prometheus/latscope.rules.yml"));
     let mut targets: Vec<Reaper> = (0..TARGETS)
         .map(|i| {
-            spawn_target(
-                "4",
-                &dir.join(&format!("t{i}.json")),
-                &format!("tcp:{listen}"),
+            Reaper::new(
+                Command::new(bins().latscope)
+                    .args(target_args("4", &dir.join(&format!("t{i}.json"))))
+                    .args(["--name", &format!("bench-{i}"), "--stream"])
+                    .arg(format!("tcp:{listen}"))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("run latscope"),
             )
         })
         .collect();
@@ -148,7 +151,11 @@ fn prometheus_sees_exact_final_figures_with_board_labels() {
             );
         }
         assert_eq!(s.labels["peer"], "127.0.0.1");
+        assert!(s.labels["board"].starts_with("bench-"), "{s:?}");
     }
+    let boards: std::collections::BTreeSet<&str> =
+        ended.iter().map(|s| s.labels["board"].as_str()).collect();
+    assert_eq!(boards.len(), TARGETS, "one board label each: {boards:?}");
     let counts = prom.query("latscope_latency_seconds_count");
     let maxes = prom.query("latscope_latency_max_seconds");
     let q99 = prom.query("latscope_latency_seconds{quantile=\"0.99\"}");
