@@ -5,17 +5,18 @@
 //! When a frame does not fit, the oldest are dropped. Whether a dropped
 //! frame was lost is only known later, and is counted then, so that the
 //! target's count equals the gaps the host sees in the sequence numbers:
-//! - dropped while the connection is up and after it was sent: the host
-//!   gets it anyway, unless the connection dies first;
-//! - dropped before it was ever sent on the current connection (the link
-//!   is down, or it is up but the host has not said where its recording
-//!   ends yet): the host has it only if it got it on an earlier
-//!   connection.
+//! - dropped after it was sent on the current connection ("in flight"): the
+//!   host gets it, unless the connection dies first; an ack at or beyond
+//!   it on the same connection settles it as delivered, and if the
+//!   connection dies first it becomes "away";
+//! - dropped while away (the link is down, or up but the host has not yet
+//!   said where its recording ends, and not sent on it): the host has it
+//!   only if it got it on an earlier connection. The host's first ack on
+//!   the next connection says the last sequence number it stored: away
+//!   frames after it are lost.
 //!
-//! Both are settled by the host's first ack on the next connection (it
-//! says the last sequence number the host stored: dropped frames after it
-//! are lost) or by a later ack on the same connection. A frame dropped
-//! unsent while the host's position is known is lost at once.
+//! A frame dropped unsent while the host's position is known is lost at
+//! once.
 
 use std::collections::VecDeque;
 
@@ -33,11 +34,13 @@ const fn after(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) > 0
 }
 
-/// A range `lo..=hi` of dropped sequence numbers not yet settled.
+/// A range `lo..=hi` of dropped sequence numbers not yet settled, and
+/// whether they were sent on the current connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Open {
     lo: u32,
     hi: u32,
+    flight: bool,
 }
 
 impl Open {
@@ -118,15 +121,21 @@ impl Resend {
             self.lost += 1;
             return;
         }
+        let flight = self.up && was_sent;
         match self.open.back_mut() {
-            Some(r) if r.hi.wrapping_add(1) == seq => r.hi = seq,
+            Some(r) if r.flight == flight && r.hi.wrapping_add(1) == seq => r.hi = seq,
             _ => {
                 if self.open.len() == OPEN_RANGES {
+                    // Kept bounded: the oldest unsettled drops count as lost.
                     if let Some(old) = self.open.pop_front() {
                         self.lost += old.len();
                     }
                 }
-                self.open.push_back(Open { lo: seq, hi: seq });
+                self.open.push_back(Open {
+                    lo: seq,
+                    hi: seq,
+                    flight,
+                });
             }
         }
     }
@@ -146,11 +155,14 @@ impl Resend {
         Some(first.wrapping_sub(1))
     }
 
-    /// The connection went down.
+    /// The connection went down: what was in flight on it is away now.
     pub fn disconnected(&mut self) {
         self.up = false;
         self.placed = false;
         self.sent = 0;
+        for r in self.open.iter_mut() {
+            r.flight = false;
+        }
     }
 
     /// The host stored every frame up to `seq` that reached it.
@@ -173,26 +185,26 @@ impl Resend {
     }
 
     /// Settle dropped frames against the host's position `seq`: those at
-    /// or before it reached the host. After a reconnect (`final_word`) the
-    /// rest never will.
-    fn settle(&mut self, seq: u32, final_word: bool) {
-        let mut keep = VecDeque::new();
-        std::mem::swap(&mut keep, &mut self.open);
-        for mut r in keep.drain(..) {
+    /// or before it reached the host. On the first ack of a connection
+    /// (`first`) the away frames after it never will.
+    fn settle(&mut self, seq: u32, first: bool) {
+        let n = self.open.len();
+        for _ in 0..n {
+            let Some(mut r) = self.open.pop_front() else {
+                break;
+            };
             if !after(r.hi, seq) {
                 continue;
             }
             if !after(r.lo, seq) {
                 r.lo = seq.wrapping_add(1);
             }
-            if final_word {
+            if first && !r.flight {
                 self.lost += r.len();
             } else {
                 self.open.push_back(r);
             }
         }
-        std::mem::swap(&mut keep, &mut self.open);
-        self.open = keep;
     }
 
     /// The bytes not yet sent on this connection, in at most two slices.
@@ -309,6 +321,43 @@ mod tests {
         r.ack(550);
         assert_eq!(r.unsettled(), 0);
         assert_eq!(r.take_lost(), 0, "they were on the wire");
+    }
+
+    #[test]
+    fn frames_resent_before_the_hosts_first_ack_and_then_dropped_are_not_lost() {
+        let mut r = Resend::new();
+        r.connected();
+        push(&mut r, 0, 100, 1000);
+        send_all(&mut r);
+        r.ack(99);
+        r.disconnected();
+        // Away: the buffer fills, nothing dropped yet.
+        push(&mut r, 100, 600, 1000);
+        assert_eq!(r.connected(), Some(99));
+        // Resent at once, then dropped by new frames before the first ack.
+        send_all(&mut r);
+        push(&mut r, 600, 700, 1000);
+        r.ack(99); // the host's position: it has up to 99
+        assert_eq!(r.take_lost(), 0, "the dropped frames were on the wire");
+        r.ack(699);
+        assert_eq!(r.unsettled(), 0);
+        assert_eq!(r.take_lost(), 0);
+    }
+
+    #[test]
+    fn frames_in_flight_when_a_connection_dies_count_if_the_host_never_stored_them() {
+        let mut r = Resend::new();
+        r.connected();
+        r.ack(u32::MAX);
+        push(&mut r, 0, 500, 1000);
+        send_all(&mut r);
+        push(&mut r, 500, 600, 1000); // sent frames dropped: in flight
+        let in_flight = r.unsettled();
+        assert!(in_flight > 0);
+        r.disconnected();
+        r.connected();
+        r.ack(9); // the host stored only up to 9 before it died
+        assert_eq!(r.take_lost(), in_flight - 10);
     }
 
     #[test]
