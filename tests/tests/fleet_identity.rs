@@ -14,6 +14,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use serde_json::Value;
+
 use latscope_tests::fleet::{drain, wait_until, Recorder};
 use latscope_tests::host::{
     assert_matches_target, bins, first_run, host_report_json, only_recording, read_json,
@@ -55,55 +57,59 @@ fn grows(out: &Path) -> impl FnMut() -> bool + '_ {
     }
 }
 
-#[test]
-fn a_recorder_killed_and_restarted_keeps_the_run_in_one_exact_recording() {
-    let dir = Scratch::new("fleet-restart");
+/// A target with `extra` streams into a recorder; once the recording
+/// grows the recorder is killed (SIGKILL), nobody listens for `away`, and
+/// another recorder takes the same address and directory. Both end; the
+/// one recording's report, the target's `--json`, the second recorder's
+/// stderr.
+fn across_a_restart(
+    tag: &str,
+    secs: &str,
+    extra: &[&str],
+    away: Duration,
+) -> (Value, Value, String) {
+    let dir = Scratch::new(tag);
     let out = dir.join("rec");
     let mut h1 = Recorder::start(&out, &["-q"]);
     let listen = h1.addr.clone();
     let json = dir.join("t.json");
-    let mut t = target("8", &json, &listen, &["--name", "restart-1"]);
+    let mut t = target(secs, &json, &listen, extra);
     wait_until("the recording grows", T, grows(&out));
-    h1.proc.child().kill().unwrap(); // SIGKILL, mid-run
+    h1.proc.child().kill().unwrap();
     let _ = h1.proc.wait(T);
+    if !away.is_zero() {
+        // The disturbance itself: the recorder is away.
+        std::thread::sleep(away);
+    }
     let mut h2 = recorder_on(&listen, &out);
     assert!(t.wait(Duration::from_secs(60)).status.success(), "target");
     assert_eq!(h2.proc.wait(T).status.code(), Some(0), "second recorder");
     let lines = drain(&h2.stderr, T).join("\n");
-    assert!(lines.contains("resumes"), "{lines}");
-    let rec = only_recording(&out);
-    let (doc, code, err) = host_report_json(&rec);
+    let (doc, code, err) = host_report_json(&only_recording(&out));
     assert_eq!(code, 0, "{err}");
+    (doc, read_json(&json), lines)
+}
+
+#[test]
+fn a_recorder_killed_and_restarted_keeps_the_run_in_one_exact_recording() {
+    let extra = ["--name", "restart-1"];
+    let (doc, target, lines) = across_a_restart("fleet-restart", "8", &extra, Duration::ZERO);
+    assert!(lines.contains("resumes"), "{lines}");
     assert_eq!(doc["link"]["frames_lost"], 0, "{}", doc["link"]);
     assert_eq!(doc["link"]["crc_errors"], 0);
     assert_eq!(doc["link"]["restarts"], 0, "{}", doc["link"]);
     let run = first_run(&doc);
     assert_eq!(run["bye"]["frames_dropped"], 0);
-    assert_matches_target(run, &read_json(&json));
+    assert_matches_target(run, &target);
 }
 
 #[test]
 fn frames_that_overflow_the_resend_buffer_are_counted_alike_by_target_and_recorder() {
-    let dir = Scratch::new("fleet-overflow");
-    let out = dir.join("rec");
-    let mut h1 = Recorder::start(&out, &["-q"]);
-    let listen = h1.addr.clone();
     // Every sample above 1 µs is a frame: about 4000 frames (120 KB) a
     // second, so the 512 KiB buffer overflows while the recorder is away.
-    let json = dir.join("t.json");
     let extra = ["--name", "overflow-1", "-i", "500", "--spike", "1"];
-    let mut t = target("16", &json, &listen, &extra);
-    wait_until("the recording grows", T, grows(&out));
-    h1.proc.child().kill().unwrap();
-    let _ = h1.proc.wait(T);
-    // The disturbance: nobody listens for 8 s.
-    std::thread::sleep(Duration::from_secs(8));
-    let mut h2 = recorder_on(&listen, &out);
-    assert!(t.wait(Duration::from_secs(60)).status.success(), "target");
-    assert_eq!(h2.proc.wait(T).status.code(), Some(0), "second recorder");
-    let rec = only_recording(&out);
-    let (doc, code, err) = host_report_json(&rec);
-    assert_eq!(code, 0, "{err}");
+    let away = Duration::from_secs(8);
+    let (doc, _, _) = across_a_restart("fleet-overflow", "16", &extra, away);
     let run = first_run(&doc);
     let lost = doc["link"]["frames_lost"].as_u64().unwrap();
     assert!(lost > 0, "the buffer overflowed: {}", doc["link"]);
