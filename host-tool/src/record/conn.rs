@@ -185,10 +185,13 @@ impl Conn {
             match &self.items[i].peek {
                 Some(p) if matches!(p.kind, Kind::Hello { .. }) => {
                     let seg = &self.bytes[self.items[i].range.clone()];
-                    let (link, ack) = self
+                    let attached = self
                         .fleet
                         .attach(p, seg, &self.peer)
                         .map_err(|e| e.to_string())?;
+                    let Some((link, ack)) = attached else {
+                        continue;
+                    };
                     self.link = Some(link);
                     if let Some(seq) = ack {
                         self.ack(seq);
@@ -221,8 +224,9 @@ impl Conn {
         self.fleet.after_read(&run);
         if let Some(i) = taken.rest_from {
             // A hello of another run on the same connection.
-            self.fleet.detach(self.link.as_ref().expect("linked"));
-            self.link = None;
+            if let Some(link) = self.link.take() {
+                self.fleet.detach(&link);
+            }
             return Ok(Some(from + i));
         }
         Ok(None)

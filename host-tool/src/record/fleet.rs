@@ -217,12 +217,17 @@ impl Fleet {
     }
 
     /// Attach a connection from `peer` whose first frame `seg` (with its
-    /// delimiters) is the hello `first`: to the run in memory, to its recording on disk, or
-    /// to a new recording. Returns the link and the sequence number to
-    /// acknowledge.
-    pub fn attach(&self, first: &Peeked, seg: &[u8], peer: &str) -> Result<(Link, Option<u32>)> {
+    /// delimiters) is the hello `first`: to the run in memory, to its
+    /// recording on disk, or to a new recording. Returns the link and the
+    /// sequence number to acknowledge; `None` if `first` is no hello.
+    pub fn attach(
+        &self,
+        first: &Peeked,
+        seg: &[u8],
+        peer: &str,
+    ) -> Result<Option<(Link, Option<u32>)>> {
         let Kind::Hello { run_id, name, .. } = &first.kind else {
-            unreachable!("attach is called with a hello");
+            return Ok(None);
         };
         let gen = self.next_gen.fetch_add(1, Ordering::Relaxed);
         let mut runs = lock(&self.runs);
@@ -245,7 +250,7 @@ impl Fleet {
         let slot = g.slot;
         drop(g);
         self.board.publish(slot, view);
-        Ok((Link { run, gen }, ack))
+        Ok(Some((Link { run, gen }, ack)))
     }
 
     /// The run's recording, reopened, or a new one that starts with the
