@@ -8,6 +8,11 @@
 //! and recording). A connection that sends no hello within
 //! `--hello-timeout` is closed and leaves no file. A connection or run
 //! with no bytes for `--idle-timeout` is closed, or ends timed out.
+//!
+//! Threads, not an event loop: measured with `bench/fleet`, 256 targets
+//! cost the recorder a few percent of one core and under 64 MiB, since a
+//! connection thread sleeps in `read` between a target's reports (a tick
+//! of 500 ms checks its timeouts).
 
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
