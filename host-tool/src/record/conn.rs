@@ -71,7 +71,7 @@ pub fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits)
         super::board::FleetStats::bump(&c.fleet.board.stats.no_hello);
     }
     match (why, &c.link) {
-        (Some(why), None) => eprintln!("latscope-host: {}: closed before a hello: {why}", c.peer),
+        (Some(why), None) => eprintln!("latscope-host: {}: nothing recorded: {why}", c.peer),
         (Some(why), Some(_)) => eprintln!("latscope-host: {}: {why}", c.peer),
         (None, _) => {}
     }
@@ -88,6 +88,10 @@ impl Conn {
                 return None;
             }
             match self.stream.read(&mut buf) {
+                // A stream of another version says so when it ends.
+                Ok(0) if self.link.is_none() && self.foreign > 0 => {
+                    return Some(self.no_hello("closed without a hello"));
+                }
                 Ok(0) => return None,
                 Ok(n) => {
                     last = Instant::now();
@@ -100,7 +104,8 @@ impl Conn {
                 }
                 Err(e) if is_timeout(&e) => {
                     if self.link.is_none() && start.elapsed() >= limits.hello {
-                        return Some(self.no_hello(limits.hello));
+                        let why = format!("no hello within {} s", limits.hello.as_secs_f64());
+                        return Some(self.no_hello(&why));
                     }
                     if last.elapsed() >= limits.idle {
                         return Some(format!("idle for {} s, closed", limits.idle.as_secs()));
@@ -114,9 +119,12 @@ impl Conn {
         }
     }
 
-    fn no_hello(&self, limit: Duration) -> String {
-        let mut s = format!("no hello within {} s", limit.as_secs_f64());
-        if self.foreign > 0 {
+    /// The line for a connection that ended (`why`) without a hello.
+    fn no_hello(&self, why: &str) -> String {
+        let mut s = why.to_string();
+        if let Some(v) = self.peek.other_version {
+            s.push_str(&format!("; {}", crate::session::version_line(v)));
+        } else if self.foreign > 0 {
             s.push_str(&format!(
                 "; {} frame(s) of another protocol version or schema (a target of another \
                  latscope version?)",
@@ -126,7 +134,7 @@ impl Conn {
         if self.before_hello > 0 {
             s.push_str(&format!("; {} frame(s) before it", self.before_hello));
         }
-        s + "; nothing recorded"
+        s
     }
 
     /// Whether a newer connection took the run over (or it ended and was

@@ -3,7 +3,7 @@
 //! written. Written back as `00 ‖ segment ‖ 00`, the frames of a stream
 //! reproduce it byte for byte.
 
-use latscope_core::wire::{Body, Decoder, MAX_FRAME};
+use latscope_core::wire::{Body, DecodeError, Decoder, MAX_FRAME};
 
 /// What the splitter found.
 #[derive(Debug, PartialEq, Eq)]
@@ -112,11 +112,18 @@ pub struct Peeked {
 
 /// Decodes single frames to decide where they go, before they are
 /// recorded and decoded for good.
-pub struct Peeker(Box<Decoder<MAX_FRAME>>);
+pub struct Peeker {
+    dec: Box<Decoder<MAX_FRAME>>,
+    /// The protocol version of the first frame of another version seen.
+    pub other_version: Option<u8>,
+}
 
 impl Default for Peeker {
     fn default() -> Self {
-        Peeker(Box::new(Decoder::new()))
+        Peeker {
+            dec: Box::new(Decoder::new()),
+            other_version: None,
+        }
     }
 }
 
@@ -128,8 +135,11 @@ impl Peeker {
         for part in [&[0u8][..], seg, &[0u8][..]] {
             let mut rest = part;
             while !rest.is_empty() {
-                let (ev, r) = self.0.feed_ref(rest);
+                let (ev, r) = self.dec.feed_ref(rest);
                 rest = r;
+                if let Some(Err(DecodeError::UnknownVersion(v))) = ev {
+                    self.other_version.get_or_insert(v);
+                }
                 if let Some(Ok(f)) = ev {
                     let kind = match &f.body {
                         Body::Hello(h) => Kind::Hello {
