@@ -104,17 +104,9 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 + 1e-9 * b.abs()
 }
 
-#[test]
-fn prometheus_sees_exact_final_figures_with_board_labels() {
-    require!(
-        have("prometheus"),
-        "prometheus is not installed (apt-get install prometheus)"
-    );
-    let dir = Scratch::new("prometheus");
-    let listen = free_local_addr();
-    let (mut host, maddr) = recorder(&listen, &dir.join("rec"));
-    let prom = Prometheus::start(&maddr, &deploy("prometheus/latscope.rules.yml"));
-    let mut targets: Vec<Reaper> = (0..TARGETS)
+/// `n` targets named `bench-N`, 4 s each, into `listen`; wait for them.
+fn run_named_targets(dir: &Scratch, listen: &str, n: usize) {
+    let mut targets: Vec<Reaper> = (0..n)
         .map(|i| {
             Reaper::new(
                 Command::new(bins().latscope)
@@ -129,11 +121,93 @@ fn prometheus_sees_exact_final_figures_with_board_labels() {
         })
         .collect();
     for t in &mut targets {
-        assert!(
-            t.wait(Duration::from_secs(60)).status.success(),
-            "target failed"
-        );
+        let ok = t.wait(Duration::from_secs(60)).status.success();
+        assert!(ok, "target failed");
     }
+}
+
+/// The series of the ended runs carry every label, one board each.
+fn check_labels(ended: &[Sample]) {
+    for s in ended {
+        for l in ["board", "run", "peer", "host", "recorder"] {
+            let set = s.labels.get(l).is_some_and(|v| !v.is_empty());
+            assert!(set, "label {l}: {s:?}");
+        }
+        assert_eq!(s.labels["peer"], "127.0.0.1");
+        assert!(s.labels["board"].starts_with("bench-"), "{s:?}");
+    }
+    let boards: std::collections::BTreeSet<&str> =
+        ended.iter().map(|s| s.labels["board"].as_str()).collect();
+    assert_eq!(
+        boards.len(),
+        ended.len(),
+        "one board label each: {boards:?}"
+    );
+}
+
+/// Prometheus's count, max and quantiles of every thread of every
+/// recording in `rec` equal the recording's report.
+fn check_final_figures(prom: &Prometheus, rec: &Path) {
+    let counts = prom.query("latscope_latency_seconds_count");
+    let maxes = prom.query("latscope_latency_max_seconds");
+    let q99 = prom.query("latscope_latency_seconds{quantile=\"0.99\"}");
+    let q999 = prom.query("latscope_latency_seconds{quantile=\"0.999\"}");
+    let recs = recordings(rec);
+    assert_eq!(recs.len(), TARGETS, "{recs:?}");
+    for rec in &recs {
+        let (doc, code, err) = host_report_json(rec);
+        assert_eq!(code, 0, "{}: {err}", rec.display());
+        let run = &doc["runs"][0];
+        let id = run["run_id"].as_str().expect("run id");
+        let threads = run["threads"].as_array().expect("threads");
+        for (i, t) in threads.iter().enumerate() {
+            let c = one(&counts, id, i, "count").value;
+            assert_eq!(
+                c,
+                t["count"].as_u64().unwrap() as f64,
+                "run {id} T{i} count"
+            );
+            let m = one(&maxes, id, i, "max").value;
+            let want = seconds(&t["max_ns"]);
+            assert!(close(m, want), "run {id} T{i} max {m} vs {want}");
+            let q: BTreeMap<&str, &Value> = t["quantiles"]
+                .as_array()
+                .expect("quantiles")
+                .iter()
+                .map(|q| (q[0].as_str().unwrap(), &q[1]))
+                .collect();
+            for (name, got) in [("p99", &q99), ("p99.9", &q999)] {
+                let v = one(got, id, i, name).value;
+                let want = seconds(q[name]);
+                assert!(close(v, want), "run {id} T{i} {name}: {v} vs {want}");
+            }
+        }
+    }
+}
+
+/// Every expression of the shipped dashboard returns data.
+fn check_dashboard(prom: &Prometheus) {
+    let text = std::fs::read_to_string(deploy("grafana/latscope-fleet.json")).expect("dashboard");
+    let dash: Value = serde_json::from_str(&text).expect("dashboard JSON");
+    let mut exprs = Vec::new();
+    dashboard_exprs(&dash, &mut exprs);
+    assert!(exprs.len() >= 8, "{exprs:?}");
+    for e in &exprs {
+        prom.wait_for(e, Duration::from_secs(30), |s| !s.is_empty());
+    }
+}
+
+#[test]
+fn prometheus_sees_exact_final_figures_with_board_labels() {
+    require!(
+        have("prometheus"),
+        "prometheus is not installed (apt-get install prometheus)"
+    );
+    let dir = Scratch::new("prometheus");
+    let listen = free_local_addr();
+    let (mut host, maddr) = recorder(&listen, &dir.join("rec"));
+    let prom = Prometheus::start(&maddr, &deploy("prometheus/latscope.rules.yml"));
+    run_named_targets(&dir, &listen, TARGETS);
     // Every run ended and Prometheus scraped its final figures.
     prom.wait_for(
         "sum(latscope_runs_ended_total{how=\"bye\"})",
@@ -143,74 +217,9 @@ fn prometheus_sees_exact_final_figures_with_board_labels() {
     let ended = prom.wait_for("latscope_ended == 1", Duration::from_secs(30), |s| {
         s.len() == TARGETS
     });
-    for s in &ended {
-        for l in ["board", "run", "peer", "host", "recorder"] {
-            assert!(
-                s.labels.get(l).is_some_and(|v| !v.is_empty()),
-                "label {l}: {s:?}"
-            );
-        }
-        assert_eq!(s.labels["peer"], "127.0.0.1");
-        assert!(s.labels["board"].starts_with("bench-"), "{s:?}");
-    }
-    let boards: std::collections::BTreeSet<&str> =
-        ended.iter().map(|s| s.labels["board"].as_str()).collect();
-    assert_eq!(boards.len(), TARGETS, "one board label each: {boards:?}");
-    let counts = prom.query("latscope_latency_seconds_count");
-    let maxes = prom.query("latscope_latency_max_seconds");
-    let q99 = prom.query("latscope_latency_seconds{quantile=\"0.99\"}");
-    let q999 = prom.query("latscope_latency_seconds{quantile=\"0.999\"}");
-    let recs = recordings(&dir.join("rec"));
-    assert_eq!(recs.len(), TARGETS, "{recs:?}");
-    for rec in &recs {
-        let (doc, code, err) = host_report_json(rec);
-        assert_eq!(code, 0, "{}: {err}", rec.display());
-        let run = &doc["runs"][0];
-        let id = run["run_id"].as_str().expect("run id");
-        for (i, t) in run["threads"]
-            .as_array()
-            .expect("threads")
-            .iter()
-            .enumerate()
-        {
-            let c = one(&counts, id, i, "count").value;
-            assert_eq!(
-                c,
-                t["count"].as_u64().unwrap() as f64,
-                "run {id} T{i} count"
-            );
-            let m = one(&maxes, id, i, "max").value;
-            assert!(
-                close(m, seconds(&t["max_ns"])),
-                "run {id} T{i} max {m} vs {}",
-                t["max_ns"]
-            );
-            let q: BTreeMap<&str, &Value> = t["quantiles"]
-                .as_array()
-                .expect("quantiles")
-                .iter()
-                .map(|q| (q[0].as_str().unwrap(), &q[1]))
-                .collect();
-            for (name, got) in [("p99", &q99), ("p99.9", &q999)] {
-                let v = one(got, id, i, name).value;
-                assert!(
-                    close(v, seconds(q[name])),
-                    "run {id} T{i} {name}: {v} vs {}",
-                    q[name]
-                );
-            }
-        }
-    }
-    // Every dashboard expression (they use the recording rules) has data.
-    let dash: Value = serde_json::from_str(
-        &std::fs::read_to_string(deploy("grafana/latscope-fleet.json")).expect("dashboard"),
-    )
-    .expect("dashboard JSON");
-    let mut exprs = Vec::new();
-    dashboard_exprs(&dash, &mut exprs);
-    assert!(exprs.len() >= 8, "{exprs:?}");
-    for e in &exprs {
-        prom.wait_for(e, Duration::from_secs(30), |s| !s.is_empty());
-    }
+    check_labels(&ended);
+    check_final_figures(&prom, &dir.join("rec"));
+    // The dashboard's expressions use the recording rules too.
+    check_dashboard(&prom);
     drop(host.child().kill());
 }
