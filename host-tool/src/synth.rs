@@ -148,6 +148,7 @@ impl Synth {
                 degraded: Degraded::default(),
                 self_check: false,
                 threads,
+                tracefs_mounted: false,
             },
         }
     }

@@ -115,8 +115,8 @@ fn unpinned_threads_are_explained_on_the_cpu_they_woke_on() {
 /// Runs `latscope --explain` as root in a private mount namespace in which
 /// tracefs (and debugfs) are unmounted, through `wrap` (e.g. `setpriv ...
 /// `, or empty), then lists the namespace's tracefs mounts. Returns
-/// latscope's stderr, its attributions and the mount lines after the run.
-fn run_without_tracefs(wrap: &str) -> (String, Vec<Attribution>, String) {
+/// latscope's stderr, its frames and the mount lines after the run.
+fn run_without_tracefs(wrap: &str) -> (String, Vec<Frame>, String) {
     let script = format!(
         "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; \
          grep -q ' tracefs ' /proc/mounts && echo 'tracefs still mounted' >&2 && exit 90; \
@@ -134,7 +134,15 @@ fn run_without_tracefs(wrap: &str) -> (String, Vec<Attribution>, String) {
         .filter(|l| l.split(' ').nth(2) == Some("tracefs"))
         .collect::<Vec<_>>()
         .join("\n");
-    (err, attributions(&decode_all(&out.stdout)), mounts)
+    (err, decode_all(&out.stdout), mounts)
+}
+
+/// Whether the stream's hello says latscope mounted tracefs.
+fn hello_says_mounted(frames: &[Frame]) -> Option<bool> {
+    frames.iter().find_map(|f| match &f.body {
+        Body::Hello(h) => Some(h.config.tracefs_mounted),
+        _ => None,
+    })
 }
 
 #[test]
@@ -142,11 +150,13 @@ fn without_tracefs_it_is_mounted_and_left_in_place() {
     require!(is_root(), "needs a private mount namespace (root)");
     require!(have("unshare"), "unshare is not installed");
     let _g = serial();
-    let (err, explained, mounts) = run_without_tracefs("");
+    let (err, frames, mounts) = run_without_tracefs("");
+    let explained = attributions(&frames);
     assert!(
         err.contains("tracefs was not mounted: mounted it at /sys/kernel/tracing"),
         "{err}"
     );
+    assert_eq!(hello_says_mounted(&frames), Some(true));
     assert!(!explained.is_empty(), "no attribution in 3 s\n{err}");
     assert!(explained.iter().all(|a| !a.coarse), "{explained:?}");
     assert!(
@@ -162,7 +172,9 @@ fn without_the_privilege_to_mount_tracefs_attribution_is_coarse() {
     require!(have("setpriv"), "setpriv is not installed");
     let _g = serial();
     // root, but without CAP_SYS_ADMIN: it cannot mount
-    let (err, coarse, mounts) = run_without_tracefs("setpriv --bounding-set=-sys_admin");
+    let (err, frames, mounts) = run_without_tracefs("setpriv --bounding-set=-sys_admin");
+    let coarse = attributions(&frames);
+    assert_eq!(hello_says_mounted(&frames), Some(false));
     assert!(
         err.contains("no privilege to mount tracefs at /sys/kernel/tracing"),
         "{err}"

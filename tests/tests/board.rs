@@ -80,6 +80,9 @@ fn explain_problems(sum: &Summary, console: &str) -> Vec<String> {
     if !sum.logs.iter().any(|l| l.contains(mounted)) {
         bad.push(format!("no log line {mounted:?}: {:?}", sum.logs));
     }
+    if !sum.hello.as_ref().is_some_and(|h| h.config.tracefs_mounted) {
+        bad.push("the hello does not say latscope mounted tracefs".to_string());
+    }
     if sum.explained.is_empty() {
         bad.push("no explained spike".to_string());
     }

@@ -76,6 +76,7 @@ fn hello() -> Hello {
             degraded: Degraded::default(),
             self_check: false,
             threads,
+            tracefs_mounted: true,
         },
     }
 }

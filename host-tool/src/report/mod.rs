@@ -234,6 +234,7 @@ fn json_run(run: &Run) -> Value {
             "linear_us": run.layout.linear_us, "buckets": run.layout.buckets,
             "degraded": text::degraded(run),
             "missing_devices": text::missing_devices(run),
+            "tracefs_mounted": c.tracefs_mounted,
         },
         "end": text::ending(run),
         "bye": run.bye.map(|b| json!({

@@ -37,18 +37,19 @@ pub fn ending(run: &Run) -> String {
     }
 }
 
-/// True if the target's kernel has no `/dev/cpu_dma_latency`. The hello
-/// says the device was not held; without `--best-effort` on the command
-/// line a device that is there but refused stops the run instead, so it
-/// was missing.
+/// True if the target's kernel has no `/dev/cpu_dma_latency`, as the
+/// hello says. A version-1 hello only says the device was not held; without
+/// `--best-effort` on the command line a device that is there but refused
+/// stops the run instead, so then it was missing.
 fn dma_latency_device_missing(run: &Run) -> bool {
+    let d = run.hello.config.degraded;
     let best_effort = run
         .hello
         .target
         .argv
         .split_whitespace()
         .any(|a| a == "--best-effort");
-    run.hello.config.degraded.no_dma_latency && !best_effort
+    d.no_dma_latency_device || (d.no_dma_latency && !best_effort)
 }
 
 /// The devices the target's kernel lacks (not degradations: nothing was
@@ -185,6 +186,12 @@ pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
     }
     for dev in missing_devices(run) {
         let _ = writeln!(out, "missing:  {dev} (not on the target's kernel)");
+    }
+    if run.hello.config.tracefs_mounted {
+        let _ = writeln!(
+            out,
+            "tracefs:  mounted by latscope at /sys/kernel/tracing (none was mounted; left in place)"
+        );
     }
     let _ = writeln!(out, "end:      {}", ending(run));
     let _ = writeln!(out, "link:     {}", link_line(link));

@@ -53,6 +53,8 @@ pub struct Setup {
     pub deg: Degradations,
     /// The value held in `/dev/cpu_dma_latency`, if held.
     pub dma_latency: Option<i32>,
+    /// latscope mounted tracefs for `--explain` or `--tracemark`.
+    pub tracefs_mounted: bool,
     /// `--tracemark`.
     pub tracemark: Option<Tracemark>,
     /// `--explain` without tracefs: the CPUs to explain coarsely.
@@ -108,6 +110,7 @@ impl Setup {
         let tracefs = find_or_mount_tracefs(cfg, &mut deg);
         let tracemark = open_tracemark(cfg, tracefs.as_ref(), &mut deg);
         let (tracer, markers) = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);
+        let tracefs_mounted = tracefs.is_some_and(|t| t.is_ok_and(|t| t.mounted));
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
         let n = plans.len();
         let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
@@ -129,6 +132,7 @@ impl Setup {
             mainaffinity,
             deg,
             dma_latency,
+            tracefs_mounted,
             tracemark,
             coarse_cpus,
             shared: (0..n).map(|_| Shared::new()).collect(),
@@ -186,6 +190,7 @@ fn dma_latency(
         }
         Err(Errno::NOENT) => {
             deg.flags.no_dma_latency = true;
+            deg.flags.no_dma_latency_device = true;
             deg.missing_devices.push(DMA_LATENCY);
             deg.warnings.push(format!(
                 "no {DMA_LATENCY} on this kernel: CPU idle states unchanged"
