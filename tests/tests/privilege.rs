@@ -14,7 +14,7 @@
 
 use std::process::{Command, Output, Stdio};
 
-use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
+use latscope_core::wire::{Body, Decoder, MAX_FRAME};
 use latscope_tests::host::{bins, Scratch};
 
 fn ci() -> bool {
@@ -150,20 +150,12 @@ fn best_effort_degrades_and_says_so_in_output_and_stream() {
     // The stream's hello flags the degradation.
     let bytes = std::fs::read(&rec).unwrap();
     let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = &bytes[..];
     let mut hello = None;
     let mut logs = Vec::new();
-    while !rest.is_empty() {
-        let (ev, r) = d.feed(rest);
-        rest = r;
-        match ev {
-            Some(Ok(Frame {
-                body: Body::Hello(h),
-                ..
-            })) => hello = Some(h),
-            Some(Ok(Frame {
-                body: Body::Log(l), ..
-            })) => logs.push(l.text.to_string()),
+    for f in d.frames(&bytes).filter_map(Result::ok) {
+        match f.body {
+            Body::Hello(h) => hello = Some(h),
+            Body::Log(l) => logs.push(l.text.to_string()),
             _ => {}
         }
     }
