@@ -130,39 +130,25 @@ impl FrameSink for PacedLine<'_, '_> {
     }
 }
 
-fn main() {
-    let mut clock = SimClock {
-        now: 0,
-        rng: 0x5EED,
-    };
+/// The measuring loop, with the reporting context's turns in between
+/// (on a microcontroller: the timer interrupt and the main loop). Returns
+/// when the run's duration is over.
+fn measure(
+    clock: &mut SimClock,
+    reporter: &mut Reporter,
+    log: &mut ThreadLog<N>,
+    line: &mut PacedLine,
+) {
     let cfg = CycleConfig {
         interval_ns: INTERVAL_NS,
         duration_ns: 3 * SEC as u64,
         ..CycleConfig::DEFAULT
     };
-    let start = clock.now();
-    let mut cycle = Cycle::new(cfg, start).expect("a valid cycle");
+    let mut cycle = Cycle::new(cfg, clock.now()).expect("a valid cycle");
     let mut writer = RECORD.writer().expect("the one writer");
-
-    // The reporting context's state: fixed size, made once.
-    let mut reporter = Reporter::new(start, SEC as u64);
-    let mut log = Box::new(ThreadLog::<N>::new(0, LINEAR_US));
     let mut snap = Box::new(Snapshot::<N>::new());
-    let mut buf = vec![0u8; 64 * 1024];
-    let mut sink = SliceSink::new(&mut buf);
-    let mut line = PacedLine {
-        out: &mut sink,
-        pacer: Pacer::half_of_baud(115_200),
-        now: start,
-    };
-    reporter.hello(start, &hello(), &mut line);
-    reporter.resend(&log, &mut line);
-
-    // The measuring loop, with the reporting context's turns in between.
     loop {
-        let now = cycle
-            .sleep(&mut clock)
-            .expect("the simulated clock never fails");
+        let now = cycle.sleep(clock).expect("the simulated clock never fails");
         let Step::Sample { sample, stop } = cycle.on_wake(now) else {
             continue;
         };
@@ -173,15 +159,39 @@ fn main() {
             RECORD
                 .snapshot(&mut snap, 16)
                 .expect("the writer is not running");
-            reporter.report(&mut log, &snap, Extra::default(), &mut line);
+            reporter.report(log, &snap, Extra::default(), line);
         }
         if stop.is_some() {
-            break;
+            return;
         }
     }
+}
+
+fn main() {
+    let mut clock = SimClock {
+        now: 0,
+        rng: 0x5EED,
+    };
+    let start = clock.now();
+    // The reporting context's state: fixed size, made once.
+    let mut reporter = Reporter::new(start, SEC as u64);
+    let mut log = Box::new(ThreadLog::<N>::new(0, LINEAR_US));
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut sink = SliceSink::new(&mut buf);
+    let mut line = PacedLine {
+        out: &mut sink,
+        pacer: Pacer::half_of_baud(115_200),
+        now: start,
+    };
+    reporter.hello(start, &hello(), &mut line);
+    reporter.resend(&log, &mut line);
+    measure(&mut clock, &mut reporter, &mut log, &mut line);
+
+    // The end: the final report with the full histogram, and the bye.
     let end = clock.now();
     line.now = end;
     let epoch = reporter.begin_final(end);
+    let mut snap = Box::new(Snapshot::<N>::new());
     RECORD.snapshot(&mut snap, 16).expect("the writer is done");
     reporter.report(&mut log, &snap, Extra::default(), &mut line);
     let bye = Bye {
@@ -198,7 +208,7 @@ fn main() {
     let paced_until = line.now;
     let bytes = sink.filled().to_vec();
     println!(
-        "target: {} samples, {} reports, {} frames in {} bytes ({} frames did not fit), \
+        "target: {} samples, {} reports, {} frames in {} bytes ({} did not fit), \
          the last left {:.2} s after the end",
         log.stats().count,
         epoch,

@@ -190,7 +190,10 @@ fn time_of(marks: &[(usize, u64)], i: usize) -> u64 {
     marks.get(k).map_or(0, |m| m.1)
 }
 
-/// Relay target -> host through two ptys at `line` bytes per second.
+/// Relay target -> host through two ptys at `line` bytes per second. A
+/// reader thread takes the target's bytes as they come (so the times are
+/// the target's, not the line's); the line hands them on in pieces, each
+/// leaving when the line is free.
 fn relay(line: u64, out: &str) -> std::io::Result<()> {
     let target = Pty::open()?;
     let host = Pty::open()?;
@@ -201,38 +204,45 @@ fn relay(line: u64, out: &str) -> std::io::Result<()> {
     let mut to = host.master.try_clone()?;
     rustix::fs::fcntl_setfl(&from, rustix::fs::OFlags::NONBLOCK)?;
     let t0 = Instant::now();
-    let (mut bytes, mut marks) = (Vec::new(), Vec::new());
-    let mut free_at = Duration::ZERO; // when the line is next idle
-    let mut quiet_since = Instant::now();
-    let mut buf = [0u8; 4096];
-    loop {
-        match from.read(&mut buf) {
-            Ok(n) if n > 0 => {
-                let now = t0.elapsed();
-                bytes.extend_from_slice(&buf[..n]);
-                marks.push((bytes.len(), now.as_nanos() as u64));
-                for &b in &buf[..n] {
-                    // 10 bits per byte: it leaves when the line is free
-                    free_at = free_at.max(t0.elapsed()) + Duration::from_nanos(SEC / line);
-                    let now = t0.elapsed();
-                    if free_at > now {
-                        std::thread::sleep(free_at - now);
+    let (tx, rx) = std::sync::mpsc::channel::<(Vec<u8>, u64)>();
+    let reader = std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        let mut quiet_since = Instant::now();
+        let mut seen = false;
+        loop {
+            match from.read(&mut buf) {
+                Ok(n) if n > 0 => {
+                    let at = t0.elapsed().as_nanos() as u64;
+                    if tx.send((buf[..n].to_vec(), at)).is_err() {
+                        return;
                     }
-                    to.write_all(&[b])?;
+                    (seen, quiet_since) = (true, Instant::now());
                 }
-                quiet_since = Instant::now();
-            }
-            _ => {
-                if !bytes.is_empty() && quiet_since.elapsed() > Duration::from_secs(3) {
-                    break;
+                _ => {
+                    if seen && quiet_since.elapsed() > Duration::from_secs(3) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
                 }
-                std::thread::sleep(Duration::from_millis(1));
             }
         }
+    });
+    let (mut bytes, mut marks) = (Vec::new(), Vec::new());
+    let mut free_at = Duration::ZERO; // when the line is next idle
+    for (chunk, at) in rx {
+        bytes.extend_from_slice(&chunk);
+        marks.push((bytes.len(), at));
+        for piece in chunk.chunks(64) {
+            let start = free_at.max(t0.elapsed());
+            std::thread::sleep(start.saturating_sub(t0.elapsed()));
+            to.write_all(piece)?;
+            free_at = start + Duration::from_nanos(piece.len() as u64 * SEC / line);
+        }
     }
+    let _ = reader.join();
     std::fs::write(out, &bytes)?;
     let last_in = marks.last().map_or(0, |m| m.1);
-    let drain = free_at.as_nanos() as u64 - last_in.min(free_at.as_nanos() as u64);
+    let drain = (free_at.as_nanos() as u64).saturating_sub(last_in);
     let (mut fr, _) = frames_of(&bytes, |i| time_of(&marks, i));
     fr.sort_by_key(|f| f.t_ns);
     print(&fr, line * 10, "arrival from the target");
