@@ -219,7 +219,8 @@ impl<S: BucketStore> Assembler<S> {
         for p in c.runs.iter(c.start) {
             match p {
                 Ok((b, n)) if usize::from(b) < end => {
-                    self.store.set(usize::from(b), n);
+                    // the range was cleared: adding sets
+                    self.store.add(usize::from(b), n);
                     self.total = self.total.wrapping_add(n);
                 }
                 _ => {

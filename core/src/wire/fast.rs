@@ -8,7 +8,7 @@
 //! upgraded); on anything else it returns `None` and the caller falls back
 //! to postcard, which then gives the verdict.
 
-use super::{v1, Body, Frame, HistDelta, Runs, SnapshotChunk, ThreadStats, RUN_BYTES};
+use super::{v1, Body, Frame, HistDelta, RunWriter, Runs, SnapshotChunk, ThreadStats, RUN_BYTES};
 
 /// Postcard's variant indices of the fast bodies (declaration order).
 const STATS: u32 = 1;
@@ -208,24 +208,6 @@ fn stats(r: &mut Reader<'_>) -> Option<ThreadStats> {
     })
 }
 
-/// A postcard sequence of at most `C` items, each read by `item`.
-#[inline(always)]
-fn list<'a, T, const C: usize>(
-    r: &mut Reader<'a>,
-    item: impl Fn(&mut Reader<'a>) -> Option<T>,
-) -> Option<heapless::Vec<T, C>> {
-    let len = r.usize()?;
-    if len > C {
-        return None;
-    }
-    let mut v = heapless::Vec::new();
-    for _ in 0..len {
-        // cannot fail: len <= C
-        let _ = v.push(item(r)?);
-    }
-    Some(v)
-}
-
 /// Version 1's statistics, upgraded.
 #[inline(always)]
 fn stats_v1(r: &mut Reader<'_>) -> Option<ThreadStats> {
@@ -256,41 +238,92 @@ fn head_v1(r: &mut Reader<'_>) -> Option<(u16, u32, u16, u16)> {
     Some((r.u16()?, r.u32()?, r.u16()?, r.u16()?))
 }
 
-/// Version 1's delta, upgraded.
+/// Version 1's pairs, packed: their first and last bucket, the runs' base
+/// and the runs.
+struct PairsV1 {
+    span: Option<(u16, u16)>,
+    start: u16,
+    runs: Runs,
+}
+
+/// Version 1's `{bucket, count}` list (at most `cap` entries, counts read
+/// by `count`), packed as runs from `base` (or from its first bucket) as
+/// the upgrade packs it; `None` where postcard or the upgrade would fail
+/// (entries out of order).
 #[inline(always)]
-fn delta_v1(r: &mut Reader<'_>) -> Option<HistDelta> {
-    let (thread, epoch, part, parts) = head_v1(r)?;
-    let entries = list(r, |r| {
-        Some(v1::DeltaEntry {
-            bucket: r.u16()?,
-            count: r.u32()?,
-        })
-    })?;
-    v1::delta(v1::HistDelta {
-        thread,
-        epoch,
-        part,
-        parts,
-        entries,
+fn pairs_v1(
+    r: &mut Reader<'_>,
+    cap: usize,
+    base: Option<u16>,
+    count: impl Fn(&mut Reader<'_>) -> Option<u64>,
+) -> Option<PairsV1> {
+    let len = r.usize()?;
+    if len > cap {
+        return None;
+    }
+    if len == 0 {
+        return Some(PairsV1 {
+            span: None,
+            start: base.unwrap_or(0),
+            runs: Runs::new(),
+        });
+    }
+    let (first, c) = (r.u16()?, count(r)?);
+    let start = base.unwrap_or(first);
+    let mut w = RunWriter::new(start, RUN_BYTES);
+    let mut last = first;
+    if !w.push(first, c) {
+        return None;
+    }
+    for _ in 1..len {
+        let (b, c) = (r.u16()?, count(r)?);
+        if !w.push(b, c) {
+            return None;
+        }
+        last = b;
+    }
+    Some(PairsV1 {
+        span: Some((first, last)),
+        start,
+        runs: w.finish(),
     })
 }
 
-/// Version 1's snapshot chunk, upgraded.
+/// Version 1's delta, upgraded (as `v1::delta`).
+#[inline(always)]
+fn delta_v1(r: &mut Reader<'_>) -> Option<HistDelta> {
+    let (thread, epoch, part, _parts) = head_v1(r)?;
+    let PairsV1 { start, runs, .. } =
+        pairs_v1(r, v1::DELTA_ENTRIES, None, |r| r.u32().map(u64::from))?;
+    Some(HistDelta {
+        thread,
+        epoch,
+        part,
+        start,
+        runs,
+    })
+}
+
+/// Version 1's snapshot chunk, upgraded (as `v1::chunk`).
 #[inline(always)]
 fn chunk_v1(r: &mut Reader<'_>) -> Option<SnapshotChunk> {
     let (thread, epoch, index, total) = head_v1(r)?;
-    let entries = list(r, |r| {
-        Some(v1::SnapshotEntry {
-            bucket: r.u16()?,
-            count: r.u64()?,
-        })
-    })?;
-    v1::chunk(v1::SnapshotChunk {
+    let base = (index == 0).then_some(0);
+    let PairsV1 { span, start, runs } = pairs_v1(r, v1::CHUNK_ENTRIES, base, |r| r.u64())?;
+    if index != 0 {
+        span?;
+    }
+    let end = if index.saturating_add(1) >= total {
+        u16::MAX
+    } else {
+        span?.1.checked_add(1)?
+    };
+    Some(SnapshotChunk {
         thread,
         epoch,
-        index,
-        total,
-        entries,
+        start,
+        end,
+        runs,
     })
 }
 

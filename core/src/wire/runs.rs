@@ -73,6 +73,7 @@ impl Runs {
 }
 
 /// The number of bytes of `v` as a varint.
+#[inline(always)]
 pub const fn varint_len(v: u64) -> usize {
     let bits = 64 - (v | 1).leading_zeros() as usize;
     bits.div_ceil(7)
@@ -118,9 +119,37 @@ impl RunWriter {
         self.len == 0
     }
 
-    /// Append `v` as a varint at `self.len`; the caller checked the room.
+    /// Append `v` as a varint; the caller checked the room.
     #[inline(always)]
-    fn put(&mut self, mut v: u64) {
+    fn put(&mut self, v: u64) {
+        let i = self.len;
+        let b = |k: u32| ((v >> (7 * k)) as u8) | 0x80;
+        let last = |k: u32| (v >> (7 * k)) as u8;
+        let n = if v < 1 << 7 {
+            self.buf.get_mut(i).map(|d| *d = v as u8).map(|_| 1)
+        } else if v < 1 << 14 {
+            self.buf
+                .get_mut(i..i + 2)
+                .map(|d| d.copy_from_slice(&[b(0), last(1)]))
+                .map(|_| 2)
+        } else if v < 1 << 21 {
+            self.buf
+                .get_mut(i..i + 3)
+                .map(|d| d.copy_from_slice(&[b(0), b(1), last(2)]))
+                .map(|_| 3)
+        } else if v < 1 << 28 {
+            self.buf
+                .get_mut(i..i + 4)
+                .map(|d| d.copy_from_slice(&[b(0), b(1), b(2), last(3)]))
+                .map(|_| 4)
+        } else {
+            self.put_long(v);
+            return;
+        };
+        self.len += n.unwrap_or(0);
+    }
+
+    fn put_long(&mut self, mut v: u64) {
         let mut i = self.len;
         while v >= 0x80 {
             if let Some(b) = self.buf.get_mut(i) {
@@ -144,18 +173,21 @@ impl RunWriter {
         let Some(skip) = bucket.checked_sub(self.cursor) else {
             return false;
         };
-        if skip == 0 && count < 1 << 63 {
-            let h = count << 1;
-            if self.len + varint_len(h) > self.limit {
-                return false;
-            }
-            self.put(h);
+        let plain = skip == 0 && count < 1 << 63;
+        let h = if plain {
+            count << 1
         } else {
-            let h = ((skip as u64) << 1) | 1;
-            if self.len + varint_len(h) + varint_len(count) > self.limit {
+            ((skip as u64) << 1) | 1
+        };
+        // the exact size matters only near the end of the budget
+        if self.len + MAX_PAIR_BYTES > self.limit {
+            let need = varint_len(h) + if plain { 0 } else { varint_len(count) };
+            if self.len + need > self.limit {
                 return false;
             }
-            self.put(h);
+        }
+        self.put(h);
+        if !plain {
             self.put(count);
         }
         self.cursor = bucket + 1;

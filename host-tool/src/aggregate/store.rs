@@ -1,8 +1,8 @@
 //! A sparse bucket store for the host: counts in pages of 64 buckets,
-//! allocated when a bucket in them first gets a count and freed when a
-//! snapshot clears them. A run's memory follows the buckets its latencies
-//! actually fall in (a few pages per thread), not its layout's length,
-//! while every access stays one index.
+//! allocated when a bucket in them first gets a count (and kept: snapshots
+//! clear and refill the same ranges over and over). A run's memory follows
+//! the buckets its latencies actually fall in (a few pages per thread), not
+//! its layout's length, while every access stays one index.
 
 use latscope_core::protocol::BucketStore;
 use latscope_core::Error;
@@ -91,14 +91,9 @@ impl BucketStore for PagedStore {
         while i < to {
             let (page, lo) = (i / PAGE, i % PAGE);
             let hi = (to - page * PAGE).min(PAGE);
-            if let Some(slot) = self.pages.get_mut(page) {
-                if let Some(p) = slot {
-                    for c in &mut p[lo..hi] {
-                        removed = removed.wrapping_add(std::mem::take(c));
-                    }
-                    if p.iter().all(|&c| c == 0) {
-                        *slot = None;
-                    }
+            if let Some(Some(p)) = self.pages.get_mut(page) {
+                for c in &mut p[lo..hi] {
+                    removed = removed.wrapping_add(std::mem::take(c));
                 }
             }
             i = page * PAGE + hi;
@@ -166,7 +161,11 @@ mod tests {
         }
         p.add(5_000, 1);
         assert_eq!(p.bytes(), empty + 2 * PAGE * 8);
+        // cleared and refilled: no new pages
         p.clear(0, 21_482);
+        p.add(40, 1);
+        assert_eq!(p.bytes(), empty + 2 * PAGE * 8);
+        p.reset(21_482).unwrap();
         assert_eq!(p.bytes(), empty);
     }
 }
