@@ -1,2 +1,10 @@
-//! Helpers shared by the end-to-end tests.
+//! Test support for every integration test of the workspace: running the
+//! target ([`target`]), decoding its stream, starting a recording host
+//! ([`host`]), and deciding what a test does when the machine lacks what
+//! it needs ([`precondition`]: under `CI=true` it fails, elsewhere it says
+//! `skipped:`).
 pub mod host;
+pub mod precondition;
+pub mod target;
+
+pub use precondition::{ci, have, is_root, missing, switched_off};
