@@ -125,9 +125,12 @@ fn frames_with_spans(clean: &[u8]) -> Vec<(Frame, usize, usize)> {
     out
 }
 
+/// A chunk's range as sent, and whether it arrived intact.
+type Span = (u16, u16, bool);
+
 /// Whether chunks of one epoch, as sent, arrived intact and cover every
 /// bucket of the default layout from 0 on.
-fn whole(chunks: &[(u16, u16, bool)]) -> bool {
+fn whole(chunks: &[Span]) -> bool {
     let mut at = 0usize;
     for &(start, end, ok) in chunks {
         if !ok || usize::from(start) != at {
@@ -249,7 +252,7 @@ fn run_case(flip: f64, drop: f64, seed: u64) {
     // intact (a full snapshot, or a rolling chunk that covered the whole
     // histogram).
     let mut stats = BTreeMap::new();
-    let mut chunks: BTreeMap<(u16, u32), Vec<(u16, u16, bool)>> = BTreeMap::new();
+    let mut chunks: BTreeMap<(u16, u32), Vec<Span>> = BTreeMap::new();
     let mut stats_ok = BTreeMap::new();
     let mut bye_ok = false;
     for (f, a, z) in &sent {
