@@ -123,10 +123,10 @@ struct PacedLine<'a, 'b> {
 }
 
 impl FrameSink for PacedLine<'_, '_> {
-    fn frame(&mut self, bytes: &[u8]) {
+    fn frame(&mut self, seq: u32, bytes: &[u8]) {
         self.now = self.pacer.ready_at(self.now, bytes.len());
         self.pacer.sent(self.now, bytes.len());
-        self.out.frame(bytes);
+        self.out.frame(seq, bytes);
     }
 }
 

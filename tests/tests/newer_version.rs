@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use latscope_core::wire::{Body, Frame, PROTOCOL_VERSION};
 use latscope_tests::host::{
-    bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, Scratch,
+    bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, recordings,
+    stderr_lines, wait_for_line, Scratch,
 };
 
 /// The first protocol version this build does not know.
@@ -117,12 +118,28 @@ fn newer_version_over_tcp_gets_one_clear_line() {
     let mut c = conn.expect("connect to the host");
     c.write_all(&encode_frames(&frames, NEXT, 0)).unwrap();
     drop(c);
+    // No run started, so nothing ends for --exit-after: the recorder says
+    // what it saw and goes on until it is stopped.
+    let rx = stderr_lines(h.child());
+    let line = wait_for_line(&rx, &format!("version {NEXT}"), Duration::from_secs(20));
+    let pid = rustix::process::Pid::from_raw(h.child().id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let o = h.wait(Duration::from_secs(20));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.code().is_some(), "host died by a signal: {err}");
-    let named_v = format!("version {NEXT}");
-    assert!(err.contains(&named_v), "no clear line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let named: Vec<&str> = err.lines().filter(|l| l.contains(&named_v)).collect();
-    assert_eq!(named.len(), 1, "one line per connection: {err}");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "SIGTERM ends the recorder cleanly"
+    );
+    assert!(
+        line.contains("upgrade latscope-host"),
+        "no clear line: {line}"
+    );
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert!(
+        !rest
+            .iter()
+            .any(|l| l.contains(&format!("version {NEXT}")) || l.contains("panicked")),
+        "one line per connection: {rest:?}"
+    );
+    assert!(recordings(&dir.join("out")).is_empty(), "nothing recorded");
 }

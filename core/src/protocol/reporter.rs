@@ -180,8 +180,9 @@ impl Reporter {
 
     /// Encode `body` as the next frame into `out`.
     pub fn send<S: FrameSink + ?Sized>(&mut self, body: Body, out: &mut S) {
+        let seq = self.enc.next_seq();
         match self.enc.frame(body) {
-            Ok(bytes) => out.frame(bytes),
+            Ok(bytes) => out.frame(seq, bytes),
             Err(e) => out.failed(e),
         }
     }

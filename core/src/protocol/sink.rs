@@ -4,10 +4,11 @@ use crate::error::Error;
 
 /// Takes encoded frames (both delimiters included) from a
 /// [`super::Reporter`]. A closure `FnMut(&[u8])` is one; the target's link
-/// is another; [`SliceSink`] fills a caller's buffer.
+/// is another (it keeps frames by sequence number to send them again);
+/// [`SliceSink`] fills a caller's buffer.
 pub trait FrameSink {
-    /// One encoded frame.
-    fn frame(&mut self, bytes: &[u8]);
+    /// One encoded frame, with the sequence number it carries.
+    fn frame(&mut self, seq: u32, bytes: &[u8]);
 
     /// A frame could not be encoded (a sizing bug, never expected); the
     /// default ignores it, a link counts it as not delivered.
@@ -15,7 +16,7 @@ pub trait FrameSink {
 }
 
 impl<F: FnMut(&[u8])> FrameSink for F {
-    fn frame(&mut self, bytes: &[u8]) {
+    fn frame(&mut self, _seq: u32, bytes: &[u8]) {
         self(bytes)
     }
 }
@@ -52,7 +53,7 @@ impl<'a> SliceSink<'a> {
 }
 
 impl FrameSink for SliceSink<'_> {
-    fn frame(&mut self, bytes: &[u8]) {
+    fn frame(&mut self, _seq: u32, bytes: &[u8]) {
         match self.buf.get_mut(self.len..self.len + bytes.len()) {
             Some(dst) => {
                 dst.copy_from_slice(bytes);

@@ -28,6 +28,7 @@
 //!   names the bucket range it covers, so a snapshot can roll through the
 //!   histogram a chunk per report; delta parts fill a small frame.
 
+mod ack;
 mod cobs_fast;
 mod decode;
 mod encode;
@@ -36,6 +37,7 @@ mod runs;
 mod types;
 mod v1;
 
+pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, Frames, LinkStats};
 pub use encode::{encode, Encoder, MAX_FRAME, MAX_PAYLOAD};
 pub use runs::{varint_len, RunIter, RunWriter, Runs, MAX_PAIR_BYTES, RUN_BYTES};

@@ -17,7 +17,9 @@
 //!   key is kept, and the host reports the mismatch as before.
 //!
 //! Fields that later versions add to the current types get their
-//! documented defaults in [`upgrade`].
+//! documented defaults in [`upgrade`]:
+//! * `TargetInfo::name` (the board's name): empty; a host then goes by the
+//!   host name.
 //!
 //! Nothing here may change: a changed type would change [`SCHEMA_KEY`],
 //! which a test pins.
@@ -330,6 +332,8 @@ fn hello(h: Hello) -> now::Hello {
             clocksource: t.clocksource,
             rt_runtime_us: t.rt_runtime_us,
             argv: t.argv,
+            // version 1 had no board names: a host goes by the host name
+            name: String::new(),
         },
         config: config(h.config),
     }

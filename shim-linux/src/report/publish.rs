@@ -3,10 +3,12 @@
 //! protocol's schedule (documented in `latscope_core::protocol`): per report
 //! and thread the delta, the statistics and a rolling snapshot chunk; full
 //! snapshots at a new connection, after lost frames and at the end; a hello
-//! every 10 s; the bye.
+//! at the start and every 10 s; the bye. A TCP connection that resumes the
+//! run starts with a hello that takes no sequence number (the host learns
+//! the run from it, then gets again every frame it had not acknowledged).
 //!
 //! [`Publisher`] adds what only the target knows: the link, the hello and
-//! the warnings to repeat on every connection, and when frames were lost.
+//! the warnings of the start, and when frames were lost.
 
 use latscope_core::protocol::{Extra, FrameSink, Reporter, ThreadLog};
 use latscope_core::record::Snapshot;
@@ -31,9 +33,9 @@ pub struct Publisher {
 struct Out<'a>(&'a mut Option<Sink>);
 
 impl FrameSink for Out<'_> {
-    fn frame(&mut self, bytes: &[u8]) {
+    fn frame(&mut self, seq: u32, bytes: &[u8]) {
         if let Some(s) = self.0.as_mut() {
-            s.send(bytes);
+            s.send(bytes, seq);
         }
     }
 
@@ -78,12 +80,20 @@ impl Publisher {
         self.sink.as_ref().map_or(0, |s| s.frames_dropped)
     }
 
-    /// Connect or flush the link. On a new connection send the hello and
-    /// the warnings, and return `true`: the caller then sends every
-    /// thread's [`Publisher::restart`].
+    /// Connect or flush the link. At the start send the hello and the
+    /// warnings (a TCP connection that later resumes the run starts with
+    /// the hello by itself). Return `true` at the start and on every new
+    /// connection: the caller then sends every thread's
+    /// [`Publisher::restart`].
     pub fn service_link(&mut self, now: i64, first: bool) -> bool {
-        let new = self.sink.as_mut().is_some_and(|s| s.service(now, first));
-        if new {
+        let Some(sink) = self.sink.as_mut() else {
+            return false;
+        };
+        if first {
+            sink.set_hello(&self.hello);
+        }
+        let new = sink.service(now, first);
+        if first {
             self.rep.hello(now, &self.hello, &mut Out(&mut self.sink));
             for w in &self.warnings {
                 let line = LogLine {
@@ -93,7 +103,7 @@ impl Publisher {
                 self.rep.send(Body::Log(line), &mut Out(&mut self.sink));
             }
         }
-        new
+        first || new
     }
 
     /// A thread's latest statistics and cumulative histogram, for a new
@@ -145,12 +155,14 @@ impl Publisher {
         self.rep.report(log, cur, extra, &mut Out(&mut self.sink));
     }
 
-    /// The end of the stream: the bye (with the frames lost so far), then
-    /// up to 2 s to deliver what is queued.
+    /// The end of the stream: up to 1 s for the host to acknowledge what
+    /// was sent (so the count of lost frames is final), the bye with that
+    /// count, then up to 2 s for the bye's acknowledgement.
     pub fn bye(&mut self, now: i64, bye: Bye) {
         let mut frames_dropped = self.frames_dropped();
         if let Some(sink) = self.sink.as_mut() {
             sink.service(now, false);
+            sink.settle(now, 1_000_000_000);
             frames_dropped = sink.frames_dropped;
         }
         self.send(Body::Bye(Bye {
