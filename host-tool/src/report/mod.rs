@@ -219,7 +219,7 @@ fn json_run(run: &Run) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut v = json!({
         "run_id": format!("{:016x}", h.run_id),
         "tool_version": h.tool_version.as_str(),
         "target": {
@@ -236,8 +236,6 @@ fn json_run(run: &Run) -> Value {
             "spike_ns": c.spike_ns, "break_ns": c.break_ns, "hist_us": c.hist_us,
             "linear_us": run.layout.linear_us, "buckets": run.layout.buckets,
             "degraded": text::degraded(run),
-            "missing_devices": text::missing_devices(run),
-            "tracefs_mounted": c.tracefs_mounted,
         },
         "end": text::ending(run),
         "bye": run.bye.map(|b| json!({
@@ -264,5 +262,15 @@ fn json_run(run: &Run) -> Value {
             })).collect::<Vec<_>>(),
         },
         "logs": run.logs.iter().map(|l| json!({"level": format!("{:?}", l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
-    })
+    });
+    // Only when there is something to say, so that reports of runs
+    // without either read as they always did.
+    let missing = text::missing_devices(run);
+    if !missing.is_empty() {
+        v["config"]["missing_devices"] = json!(missing);
+    }
+    if c.tracefs_mounted {
+        v["config"]["tracefs_mounted"] = json!(true);
+    }
+    v
 }
