@@ -242,9 +242,9 @@ impl<const N: usize> ThreadRecord<N> {
         }
         Some(Writer {
             rec: self,
-            local: Counters::ZERO,
-            seq: self.seq.load(Relaxed),
             linear_ns: self.layout.linear_us as u64 * 1000,
+            min: self.min.load(),
+            max: self.max.load(),
         })
     }
 
@@ -289,12 +289,19 @@ impl<const N: usize> ThreadRecord<N> {
 }
 
 /// The single writer of a [`ThreadRecord`], owned by the measuring thread.
+///
+/// Being their only writer, it reads the counters back from the record
+/// (each update is one read-modify-write of a field it alone writes, which
+/// x86 does in one instruction) instead of keeping a copy to store twice.
+/// Only the minimum and maximum have a copy here: they are compared on
+/// every sample but rarely stored.
 pub struct Writer<'a, const N: usize> {
     rec: &'a ThreadRecord<N>,
-    local: Counters,
-    seq: u32,
     /// The end of the linear range in ns: below it, a bucket is `ns / 1000`.
     linear_ns: u64,
+    /// The published minimum and maximum.
+    min: u64,
+    max: u64,
 }
 
 impl<const N: usize> Writer<'_, N> {
@@ -316,7 +323,6 @@ impl<const N: usize> Writer<'_, N> {
     pub fn record_plain(&mut self, latency_ns: u64) {
         self.section(|w| {
             w.add_latency(latency_ns);
-            w.local.last = latency_ns as i64;
             w.rec.last.store(latency_ns);
         });
     }
@@ -325,30 +331,27 @@ impl<const N: usize> Writer<'_, N> {
     /// odd while it runs, and a reader that overlaps it retries.
     #[inline(always)]
     fn section(&mut self, publish: impl FnOnce(&mut Self)) {
-        let (r, s) = (self.rec, self.seq);
-        r.seq.store(s.wrapping_add(1), Relaxed);
+        let r = self.rec;
+        r.seq.store(r.seq.load(Relaxed).wrapping_add(1), Relaxed);
         fence(Release);
         publish(self);
-        self.seq = s.wrapping_add(2);
-        r.seq.store(self.seq, Release);
+        r.seq.store(r.seq.load(Relaxed).wrapping_add(1), Release);
     }
 
     /// The rare samples: early, or late by whole periods.
     #[inline(never)]
     fn record_other(&mut self, latency_ns: i64, missed: u64) {
         self.section(|w| {
+            let r = w.rec;
             if latency_ns >= 0 {
                 w.add_latency(latency_ns as u64);
             } else {
-                w.local.early = w.local.early.wrapping_add(1);
-                w.rec.early.store(w.local.early);
+                r.early.store(r.early.load().wrapping_add(1));
             }
             if missed > 0 {
-                w.local.missed = w.local.missed.saturating_add(missed);
-                w.rec.missed.store(w.local.missed);
+                r.missed.store(r.missed.load().saturating_add(missed));
             }
-            w.local.last = latency_ns;
-            w.rec.last.store(latency_ns as u64);
+            r.last.store(latency_ns as u64);
         });
     }
 
@@ -357,9 +360,8 @@ impl<const N: usize> Writer<'_, N> {
     #[inline]
     fn add_latency(&mut self, ns: u64) {
         let r = self.rec;
-        let t = &mut self.local.totals;
-        t.count = t.count.wrapping_add(1);
-        t.sum = t.sum.saturating_add(ns);
+        r.count.store(r.count.load().wrapping_add(1));
+        r.sum.store(r.sum.load().saturating_add(ns));
         let i = if ns < self.linear_ns {
             (ns / 1000) as usize
         } else {
@@ -368,14 +370,12 @@ impl<const N: usize> Writer<'_, N> {
         if let Some(b) = r.buckets.get(i) {
             b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
         }
-        r.count.store(t.count);
-        r.sum.store(t.sum);
-        if ns < t.min {
-            t.min = ns;
+        if ns < self.min {
+            self.min = ns;
             r.min.store(ns);
         }
-        if ns > t.max {
-            t.max = ns;
+        if ns > self.max {
+            self.max = ns;
             r.max.store(ns);
         }
     }
@@ -385,9 +385,10 @@ impl<const N: usize> Writer<'_, N> {
     /// all of them except `cycles`, which snapshots derive from the count
     /// and the early wake-ups.
     pub fn seed(&mut self, counters: Counters) {
-        self.local = counters;
+        self.min = counters.totals.min;
+        self.max = counters.totals.max;
         self.section(|w| {
-            let (r, l) = (w.rec, &w.local);
+            let (r, l) = (w.rec, &counters);
             r.count.store(l.totals.count);
             r.sum.store(l.totals.sum);
             r.min.store(l.totals.min);
