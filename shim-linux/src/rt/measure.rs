@@ -6,8 +6,11 @@ use std::sync::atomic::Ordering;
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, Sample, Step, StopReason};
 use latscope_core::wire::{SpikeFlags, SpikeRecord};
 
-use super::ThreadArgs;
+use latscope_core::record::Writer;
+
+use super::{ThreadArgs, N};
 use crate::error::Error;
+use crate::linux::clock::LinuxClock;
 use crate::linux::procfs;
 
 /// The measuring loop.
@@ -29,7 +32,24 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
         }
     }
     let start = clock.now();
-    let mut cycle = Cycle::new(cfg, start)?;
+    let cycle = Cycle::new(cfg, start)?;
+    // `-v` is decided once, outside the loop: the plain loop then has no
+    // test for it at all.
+    if a.verbose.is_some() {
+        run::<true>(a, &mut w, clock, cycle)
+    } else {
+        run::<false>(a, &mut w, clock, cycle)
+    }
+}
+
+/// The loop itself; `VERBOSE`: queue every sample for `-v`.
+#[inline(always)]
+fn run<const VERBOSE: bool>(
+    a: &mut ThreadArgs<'_>,
+    w: &mut Writer<'_, N>,
+    mut clock: LinuxClock,
+    mut cycle: Cycle,
+) -> Result<(), Error> {
     let stop = &a.control.stop;
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -39,7 +59,7 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
         // the common case: a plain sample, nothing else to do
         if let Some(latency) = cycle.plain_wake(now) {
             w.record_plain(latency);
-            if a.verbose.is_some() {
+            if VERBOSE {
                 verbose(a, cycle.recorded() - 1, latency as i64);
             }
             continue;
@@ -52,7 +72,7 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
         if sample.flags.any() {
             flagged(a, &sample);
         }
-        if a.verbose.is_some() {
+        if VERBOSE {
             verbose(a, sample.cycle, sample.latency);
         }
         if let Some(reason) = end {
