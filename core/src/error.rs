@@ -21,6 +21,10 @@ pub enum Error {
     Sleep(i32),
     /// A configuration value is out of range (named).
     BadConfig(&'static str),
+    /// Time zone data or a `TZ` rule that cannot be read (why).
+    BadTimeZone(&'static str),
+    /// Bucket memory handed in does not match the layout.
+    BucketMemory,
 }
 
 impl fmt::Display for Error {
@@ -33,6 +37,10 @@ impl fmt::Display for Error {
             Error::Encode => f.write_str("frame could not be serialised"),
             Error::Sleep(e) => write!(f, "clock_nanosleep failed (errno {e})"),
             Error::BadConfig(what) => write!(f, "invalid configuration: {what}"),
+            Error::BadTimeZone(why) => write!(f, "time zone: {why}"),
+            Error::BucketMemory => {
+                f.write_str("bucket memory does not match the layout (length or not zeroed)")
+            }
         }
     }
 }

@@ -12,6 +12,8 @@
 //! * [`spike`]: a bounded log of the largest and the first spikes;
 //! * [`explain`]: a tracefs text parser and a classifier that attributes a
 //!   spike's time to IRQs, softirqs and tasks, exactly;
+//! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
+//! * [`tz`]: UTC offsets from TZif data and `TZ` rules, and the calendar;
 //! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder.
 //!
 //! All memory is sized at compile time and every type that a measuring
@@ -21,6 +23,7 @@
 #![deny(missing_docs)]
 
 pub mod cycle;
+pub mod cyclictest;
 pub mod error;
 pub mod explain;
 pub mod hist;
@@ -28,6 +31,7 @@ pub mod layout;
 pub mod record;
 pub mod spike;
 pub mod stats;
+pub mod tz;
 pub mod wire;
 
 pub use error::Error;
