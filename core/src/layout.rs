@@ -30,6 +30,13 @@ pub const MIN_TOP_US: u64 = 60_000_000;
 pub const DEFAULT_BUCKETS: usize = buckets_for(DEFAULT_LINEAR_US, MIN_TOP_US);
 /// Largest bucket count a layout may have (indices travel as `u16`).
 pub const MAX_BUCKETS: usize = u16::MAX as usize;
+/// Widest 1 µs range a run may choose (`-h`/`-H` up to this many µs): the
+/// one number every run-time layout and every host limit derives from.
+pub const MAX_LINEAR_US: u32 = 20_000;
+/// Buckets of the largest layout a target can send
+/// ([`MAX_LINEAR_US`] linear, then log-linear past 60 s).
+pub const MAX_LAYOUT_BUCKETS: usize = buckets_for(MAX_LINEAR_US, MIN_TOP_US);
+const _: () = assert!(MAX_LAYOUT_BUCKETS <= MAX_BUCKETS);
 
 /// Index of `us` on the unbounded log-linear grid.
 const fn grid_index(us: u64) -> u64 {
@@ -108,9 +115,27 @@ impl Layout {
         }
     }
 
-    /// Whether this layout is self-consistent (as a decoded hello must be).
+    /// The layout a run uses for a `-h`/`-H` range of `hist_us` µs: the
+    /// default up to [`DEFAULT_LINEAR_US`], else `hist_us` 1 µs buckets and
+    /// the log part to past 60 s. `None` above [`MAX_LINEAR_US`].
+    pub const fn for_hist_us(hist_us: u32) -> Option<Layout> {
+        if hist_us > MAX_LINEAR_US {
+            None
+        } else if hist_us <= DEFAULT_LINEAR_US {
+            Some(Layout::DEFAULT)
+        } else {
+            Some(Layout::new(hist_us, buckets_for(hist_us, MIN_TOP_US)))
+        }
+    }
+
+    /// Whether this layout is self-consistent and within what a target
+    /// can send ([`MAX_LINEAR_US`], [`MAX_LAYOUT_BUCKETS`]), as a decoded
+    /// hello must be.
     pub const fn is_valid(&self) -> bool {
-        self.linear_us > 0 && (self.buckets as u32) > self.linear_us
+        self.linear_us > 0
+            && self.linear_us <= MAX_LINEAR_US
+            && (self.buckets as u32) > self.linear_us
+            && self.buckets as usize <= MAX_LAYOUT_BUCKETS
     }
 
     /// Number of buckets.
@@ -250,6 +275,30 @@ mod tests {
         assert!(s60 < l.len() - 1);
         assert!(l.lower_ns(s60) <= 60_000_000_000);
         assert!(l.upper_ns(s60).unwrap() > 60_000_000_000);
+    }
+
+    #[test]
+    fn run_time_layouts_from_hist_us() {
+        assert_eq!(Layout::for_hist_us(0), Some(Layout::DEFAULT));
+        assert_eq!(Layout::for_hist_us(1000), Some(Layout::DEFAULT));
+        let l = Layout::for_hist_us(3500).unwrap();
+        assert_eq!((l.linear_us, l.len()), (3500, 5304));
+        let max = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
+        assert_eq!((max.linear_us, max.len()), (20_000, MAX_LAYOUT_BUCKETS));
+        assert_eq!(MAX_LAYOUT_BUCKETS, 21_482);
+        assert!(l.is_valid() && max.is_valid());
+        assert_eq!(Layout::for_hist_us(MAX_LINEAR_US + 1), None);
+        for us in [1001, 3500, 19_999, 20_000] {
+            let l = Layout::for_hist_us(us).unwrap();
+            assert_eq!(l.bucket_of(us as u64 * 1000 - 1), us as usize - 1);
+            assert_eq!(l.bucket_of(us as u64 * 1000), us as usize);
+            assert!(l.lower_us(l.len() - 1) > MIN_TOP_US);
+        }
+        let too_big = Layout {
+            linear_us: MAX_LINEAR_US + 1,
+            buckets: (MAX_LAYOUT_BUCKETS + 10) as u16,
+        };
+        assert!(!too_big.is_valid());
     }
 
     #[test]
