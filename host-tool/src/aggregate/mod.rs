@@ -11,15 +11,19 @@ pub use explain::{cause_label, Explained};
 pub use series::Point;
 pub use thread::ThreadAgg;
 
-use latscope_core::layout::Layout;
+use latscope_core::layout::{Layout, MAX_LINEAR_US};
 use latscope_core::wire::{
     Body, Bye, Frame, Hello, Level, LogLine, MAX_THREADS, PROTOCOL_VERSION, SCHEMA_KEY,
 };
 
 /// Log lines kept per run; later ones are counted.
 const LOGS_KEPT: usize = 64;
-/// Overflow cycle numbers kept per thread (cyclictest prints at most `-h`).
-const OVERFLOW_CYCLES_KEPT: usize = 1024;
+
+/// Overflow cycle numbers kept per thread: cyclictest prints at most `-h`
+/// of them, and a target's `-h` is at most [`MAX_LINEAR_US`].
+fn overflow_keep(hello: &Hello) -> usize {
+    hello.config.hist_us.min(MAX_LINEAR_US) as usize
+}
 
 /// One run of the target: everything between its hellos and its bye.
 #[derive(Debug)]
@@ -60,7 +64,7 @@ impl Run {
             .unwrap_or(0)
             .min(MAX_THREADS);
         let mut threads: Vec<ThreadAgg> = (0..n)
-            .map(|_| ThreadAgg::new(&layout, None, OVERFLOW_CYCLES_KEPT))
+            .map(|_| ThreadAgg::new(&layout, None, overflow_keep(&hello), hello.config.spike_ns))
             .collect();
         for t in &hello.config.threads {
             if let Some(agg) = threads.get_mut(usize::from(t.index)) {
@@ -92,8 +96,10 @@ impl Run {
             return None;
         }
         while self.threads.len() <= i {
+            let keep = overflow_keep(&self.hello);
+            let spike_ns = self.hello.config.spike_ns;
             self.threads
-                .push(ThreadAgg::new(&self.layout, None, OVERFLOW_CYCLES_KEPT));
+                .push(ThreadAgg::new(&self.layout, None, keep, spike_ns));
         }
         self.threads.get_mut(i)
     }

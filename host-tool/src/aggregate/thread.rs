@@ -64,8 +64,15 @@ pub struct ThreadAgg {
 }
 
 impl ThreadAgg {
-    /// An empty thread for a histogram of `layout`.
-    pub fn new(layout: &Layout, info: Option<ThreadInfo>, overflow_keep: usize) -> Self {
+    /// An empty thread for a histogram of `layout`, keeping the first
+    /// `overflow_keep` overflow cycle numbers and the `--spike` records
+    /// over `spike_ns`.
+    pub fn new(
+        layout: &Layout,
+        info: Option<ThreadInfo>,
+        overflow_keep: usize,
+        spike_ns: u64,
+    ) -> Self {
         ThreadAgg {
             info,
             hist: vec![0; layout.len()],
@@ -75,7 +82,7 @@ impl ThreadAgg {
             exact_epoch: None,
             stats: None,
             series: MaxSeries::new(4096),
-            spikes: SpikeList::new(32, overflow_keep),
+            spikes: SpikeList::new(32, overflow_keep, spike_ns),
             stale_parts: 0,
             bad_entries: 0,
             delta: DeltaAsm::default(),
