@@ -291,7 +291,7 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
             rec: self,
             local: Counters::ZERO,
             seq: self.seq.load(Relaxed),
-            linear_ns: self.layout.linear_us as u64 * 1000,
+            linear: linear_part(self.buckets.as_ref(), &self.layout),
         })
     }
 
@@ -344,8 +344,15 @@ pub struct Writer<'a, B> {
     rec: &'a ThreadRecordIn<B>,
     local: Counters,
     seq: u32,
-    /// The end of the linear range in ns: below it, a bucket is `ns / 1000`.
-    linear_ns: u64,
+    /// The counters of the linear range (looked up once): a latency of
+    /// `us` whole µs below its end counts in `linear[us]`.
+    linear: &'a [AtomicU32],
+}
+
+/// The counters of the 1 µs buckets of `layout` in `buckets`.
+fn linear_part<'a>(buckets: &'a [AtomicU32], layout: &Layout) -> &'a [AtomicU32] {
+    let n = (layout.linear_us as usize).min(buckets.len());
+    &buckets[..n]
 }
 
 impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
@@ -411,12 +418,13 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
         let t = &mut self.local.totals;
         t.count = t.count.wrapping_add(1);
         t.sum = t.sum.saturating_add(ns);
-        let i = if ns < self.linear_ns {
-            (ns / 1000) as usize
-        } else {
-            r.layout.bucket_of(ns)
+        // the common case: a 1 µs bucket, found with one bounds check
+        let us = usize::try_from(ns / 1000).ok();
+        let b = match us.and_then(|us| self.linear.get(us)) {
+            Some(b) => Some(b),
+            None => r.buckets.as_ref().get(r.layout.bucket_of(ns)),
         };
-        if let Some(b) = r.buckets.as_ref().get(i) {
+        if let Some(b) = b {
             b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
         }
         r.count.store(t.count);
