@@ -30,13 +30,13 @@ pub const MIN_TOP_US: u64 = 60_000_000;
 pub const DEFAULT_BUCKETS: usize = buckets_for(DEFAULT_LINEAR_US, MIN_TOP_US);
 /// Largest bucket count a layout may have (indices travel as `u16`).
 pub const MAX_BUCKETS: usize = u16::MAX as usize;
-/// Widest 1 µs range a run may choose (`-h`/`-H` up to this many µs): the
-/// one number every run-time layout and every host limit derives from.
+/// Widest 1 µs linear range a latscope target uses (`-h`/`-H` up to this).
 pub const MAX_LINEAR_US: u32 = 20_000;
-/// Buckets of the largest layout a target can send
-/// ([`MAX_LINEAR_US`] linear, then log-linear past 60 s).
-pub const MAX_LAYOUT_BUCKETS: usize = buckets_for(MAX_LINEAR_US, MIN_TOP_US);
-const _: () = assert!(MAX_LAYOUT_BUCKETS <= MAX_BUCKETS);
+/// Most buckets a latscope target's layout has: [`MAX_LINEAR_US`] linear
+/// buckets and the log part up to 60 s. A receiver sizes everything from
+/// this number (times [`crate::wire::MAX_THREADS`]) and rejects larger
+/// layouts: no target can produce them.
+pub const MAX_TARGET_BUCKETS: usize = buckets_for(MAX_LINEAR_US, MIN_TOP_US);
 
 /// Index of `us` on the unbounded log-linear grid.
 const fn grid_index(us: u64) -> u64 {
@@ -128,14 +128,18 @@ impl Layout {
         }
     }
 
-    /// Whether this layout is self-consistent and within what a target
-    /// can send ([`MAX_LINEAR_US`], [`MAX_LAYOUT_BUCKETS`]), as a decoded
-    /// hello must be.
+    /// Whether this layout is self-consistent (as a decoded hello must be).
     pub const fn is_valid(&self) -> bool {
-        self.linear_us > 0
+        self.linear_us > 0 && (self.buckets as u32) > self.linear_us
+    }
+
+    /// Whether a latscope target can produce this layout: valid, a linear
+    /// range of at most [`MAX_LINEAR_US`] and at most
+    /// [`MAX_TARGET_BUCKETS`] buckets.
+    pub const fn is_legal(&self) -> bool {
+        self.is_valid()
             && self.linear_us <= MAX_LINEAR_US
-            && (self.buckets as u32) > self.linear_us
-            && self.buckets as usize <= MAX_LAYOUT_BUCKETS
+            && self.buckets as usize <= MAX_TARGET_BUCKETS
     }
 
     /// Number of buckets.
@@ -284,9 +288,8 @@ mod tests {
         let l = Layout::for_hist_us(3500).unwrap();
         assert_eq!((l.linear_us, l.len()), (3500, 5304));
         let max = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
-        assert_eq!((max.linear_us, max.len()), (20_000, MAX_LAYOUT_BUCKETS));
-        assert_eq!(MAX_LAYOUT_BUCKETS, 21_482);
-        assert!(l.is_valid() && max.is_valid());
+        assert_eq!((max.linear_us, max.len()), (20_000, MAX_TARGET_BUCKETS));
+        assert!(l.is_legal() && max.is_legal());
         assert_eq!(Layout::for_hist_us(MAX_LINEAR_US + 1), None);
         for us in [1001, 3500, 19_999, 20_000] {
             let l = Layout::for_hist_us(us).unwrap();
@@ -294,11 +297,17 @@ mod tests {
             assert_eq!(l.bucket_of(us as u64 * 1000), us as usize);
             assert!(l.lower_us(l.len() - 1) > MIN_TOP_US);
         }
-        let too_big = Layout {
-            linear_us: MAX_LINEAR_US + 1,
-            buckets: (MAX_LAYOUT_BUCKETS + 10) as u16,
-        };
-        assert!(!too_big.is_valid());
+    }
+
+    #[test]
+    fn legal_layouts_are_capped_by_the_widest_linear_range() {
+        assert_eq!(MAX_TARGET_BUCKETS, 21_482);
+        assert!(Layout::DEFAULT.is_legal());
+        let widest = Layout::new(MAX_LINEAR_US, MAX_TARGET_BUCKETS);
+        assert!(widest.is_legal());
+        assert!(!Layout::new(MAX_LINEAR_US, MAX_TARGET_BUCKETS + 1).is_legal());
+        assert!(!Layout::new(MAX_LINEAR_US + 1, MAX_TARGET_BUCKETS).is_legal());
+        assert!(!Layout::new(1000, MAX_BUCKETS).is_legal());
     }
 
     #[test]

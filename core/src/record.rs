@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn caller_memory_holds_a_run_time_layout() {
-        use crate::layout::{MAX_LAYOUT_BUCKETS, MAX_LINEAR_US};
+        use crate::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
         let layout = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
         let mem: std::vec::Vec<AtomicU32> = (0..layout.len()).map(|_| AtomicU32::new(0)).collect();
         let r = ThreadRecordIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
@@ -551,7 +551,7 @@ mod tests {
             (s.buckets[999], s.buckets[19_999], s.buckets[20_000]),
             (1, 1, 1)
         );
-        assert_eq!(s.buckets[MAX_LAYOUT_BUCKETS - 1], 1, "the open last bucket");
+        assert_eq!(s.buckets[MAX_TARGET_BUCKETS - 1], 1, "the open last bucket");
         assert_eq!(s.buckets.iter().sum::<u32>(), 4);
         assert_eq!(s.counters.totals.max, 70_000_000_000);
         // wrong length, or memory that is not zero
