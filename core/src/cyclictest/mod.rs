@@ -102,6 +102,32 @@ impl Thread<'_> {
     }
 }
 
+/// rt-tests' cap of the command line in its JSON (`MAX_COMMAND_LINE`).
+pub const MAX_COMMAND_LINE: usize = 4096;
+
+/// The JSON's `"cmdline:"` as rt-tests' `rt_init` builds it: every word of
+/// argv from argv[0] as typed, each followed by a blank except the last,
+/// stopping at the first word that would reach [`MAX_COMMAND_LINE`] bytes
+/// (the blank before it stays).
+pub fn cmdline<'a, W: fmt::Write>(
+    w: &mut W,
+    argv: impl IntoIterator<Item = &'a str>,
+) -> fmt::Result {
+    let mut offset = 0usize;
+    let mut words = argv.into_iter().peekable();
+    while let Some(word) = words.next() {
+        if offset + word.len() + 1 >= MAX_COMMAND_LINE {
+            break;
+        }
+        w.write_str(word)?;
+        if words.peek().is_some() {
+            w.write_char(' ')?;
+        }
+        offset += word.len() + 1;
+    }
+    Ok(())
+}
+
 /// Whether a sample belongs in the `--spike` list of a run whose threshold
 /// is `spike_ns` (cyclictest: `diff > trigger`).
 pub fn is_spike(r: &SpikeRecord, spike_ns: u64) -> bool {

@@ -406,3 +406,26 @@ fn nsecs_prints_ns_and_time_stamps_stay_in_us() {
         "       0:       3:    4900\n       0:       3:       4\n"
     );
 }
+
+#[test]
+fn cmdline_joins_argv_and_caps_it_as_rt_init() {
+    let mut s = String::new();
+    cmdline(&mut s, ["./cyclictest", "-q", "-h 3500", "--json=-"]).unwrap();
+    assert_eq!(s, "./cyclictest -q -h 3500 --json=-");
+    // a word that would reach 4096 bytes ends it; the blank before stays
+    let long = "x".repeat(4000);
+    let mut s = String::new();
+    cmdline(
+        &mut s,
+        ["ct", long.as_str(), "0123456789".repeat(10).as_str(), "-q"],
+    )
+    .unwrap();
+    assert_eq!(s, format!("ct {long} "));
+    let exact = "y".repeat(MAX_COMMAND_LINE - 2);
+    let mut s = String::new();
+    cmdline(&mut s, [exact.as_str()]).unwrap();
+    assert_eq!(s.len(), MAX_COMMAND_LINE - 2, "len + 1 < 4096 fits");
+    let mut s = String::new();
+    cmdline(&mut s, ["y".repeat(MAX_COMMAND_LINE - 1).as_str()]).unwrap();
+    assert_eq!(s, "");
+}
