@@ -71,7 +71,7 @@ fn decode_in_pieces(data: &[u8], step: usize) -> Decoded {
 pub fn cli(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let words: Vec<&str> = text.split(['\0', '\n']).collect();
-    if let Err(e) = latscope::cli::parse(&words) {
+    if let Err(e) = latscope::testing::parse_args(&words) {
         let msg = e.to_string();
         assert!(!msg.contains('\n'), "multi-line error: {msg:?}");
         assert!(!msg.is_empty(), "empty error message");

@@ -1,4 +1,6 @@
-//! The crate's one error type, and the exit status of each kind.
+//! The program's one error type. Variants say what went wrong; the exit
+//! status follows from the variant ([`Error::exit_status`]), as the README
+//! and `--help` document it.
 
 use std::fmt;
 
@@ -25,6 +27,14 @@ pub enum Error {
         /// The flags that avoid the step.
         hint: &'static str,
     },
+    /// The kernel refused a request for a reason other than privilege
+    /// (e.g. SCHED_DEADLINE admission control).
+    Refused {
+        /// The request and the kernel's answer.
+        what: String,
+        /// What to do instead.
+        advice: &'static str,
+    },
     /// A system call failed.
     Sys {
         /// What latscope was doing.
@@ -32,13 +42,25 @@ pub enum Error {
         /// The error number.
         errno: Errno,
     },
-    /// A file or stream could not be used.
-    Io {
-        /// What latscope was doing.
+    /// An output (the stream, `--json`, `--histfile`) could not be opened or
+    /// written.
+    Output {
+        /// The output.
         what: String,
         /// The error text.
         msg: String,
     },
+    /// A facility the run can do without is missing (e.g. tracefs).
+    Unavailable(String),
+    /// A thread could not be started.
+    Thread {
+        /// Which thread.
+        what: &'static str,
+        /// The error text.
+        msg: String,
+    },
+    /// An internal invariant does not hold (a bug).
+    Internal(&'static str),
     /// The core refused a value or failed.
     Core(latscope_core::Error),
 }
@@ -57,9 +79,9 @@ impl Error {
         }
     }
 
-    /// A failed file or stream operation.
-    pub fn io(what: impl Into<String>, e: impl fmt::Display) -> Self {
-        Error::Io {
+    /// A failed output.
+    pub fn output(what: impl Into<String>, e: impl fmt::Display) -> Self {
+        Error::Output {
             what: what.into(),
             msg: e.to_string(),
         }
@@ -70,7 +92,13 @@ impl Error {
         match self {
             Error::Usage(_) => EXIT_USAGE,
             Error::Privilege { .. } => EXIT_PRIVILEGE,
-            _ => EXIT_FAILED,
+            Error::Refused { .. }
+            | Error::Sys { .. }
+            | Error::Output { .. }
+            | Error::Unavailable(_)
+            | Error::Thread { .. }
+            | Error::Internal(_)
+            | Error::Core(_) => EXIT_FAILED,
         }
     }
 }
@@ -82,8 +110,12 @@ impl fmt::Display for Error {
             Error::Privilege { what, hint } => {
                 write!(f, "{what}; run as root, or without it: {hint}")
             }
+            Error::Refused { what, advice } => write!(f, "{what}: {advice}"),
             Error::Sys { what, errno } => write!(f, "{what}: {errno}"),
-            Error::Io { what, msg } => write!(f, "{what}: {msg}"),
+            Error::Output { what, msg } => write!(f, "{what}: {msg}"),
+            Error::Unavailable(m) => f.write_str(m),
+            Error::Thread { what, msg } => write!(f, "starting {what}: {msg}"),
+            Error::Internal(m) => write!(f, "internal error: {m}"),
             Error::Core(e) => write!(f, "{e}"),
         }
     }
@@ -94,5 +126,37 @@ impl std::error::Error for Error {}
 impl From<latscope_core::Error> for Error {
     fn from(e: latscope_core::Error) -> Self {
         Error::Core(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_status_follows_the_meaning() {
+        assert_eq!(Error::usage("-i 0").exit_status(), EXIT_USAGE);
+        let p = Error::Privilege {
+            what: "mlockall failed".into(),
+            hint: "--no-mlock",
+        };
+        assert_eq!(p.exit_status(), EXIT_PRIVILEGE);
+        assert_eq!(
+            p.to_string(),
+            "mlockall failed; run as root, or without it: --no-mlock"
+        );
+        for e in [
+            Error::Refused {
+                what: "SCHED_DEADLINE refused".into(),
+                advice: "run unpinned",
+            },
+            Error::sys("pinning", Errno::INVAL),
+            Error::output("--json x", "No space left on device"),
+            Error::Unavailable("tracefs is not mounted".into()),
+            Error::Internal("record claimed twice"),
+        ] {
+            assert_eq!(e.exit_status(), EXIT_FAILED, "{e}");
+            assert!(!e.to_string().contains('\n'), "{e}");
+        }
     }
 }

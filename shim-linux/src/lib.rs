@@ -1,38 +1,40 @@
 //! latscope, the target program: a real-time wake-up latency measuring
 //! process on rustix, compatible with cyclictest where they overlap.
 //!
-//! The binary is a thin `main` over [`run::main_entry`]; the modules are
-//! public so that integration tests can drive the measuring loop.
+//! The folders follow the threads of a run:
 //!
-//! * [`cli`], [`cpus`]: the command line and the thread plan;
-//! * [`sys`]: the raw syscalls rustix lacks (the only `unsafe` code);
-//! * [`clock`], [`measure`]: the Linux clock and the measuring threads;
-//! * [`sender`], [`stream`]: the non-RT sender thread and the stream links;
-//! * [`human`], [`json`]: cyclictest's output formats;
-//! * [`procfs`]: fault counts and system facts;
-//! * [`exit`]: the exit discipline and the panic hook;
-//! * [`explain`]: spike attribution through a private tracefs instance;
-//! * [`selfcheck`]: `--self-check` (seccomp);
-//! * [`init`]: PID 1 mode;
-//! * [`run`]: one run, start to end.
+//! * `config`: what the command line asks for, and which
+//!   measuring thread runs where;
+//! * `app`: the main thread: set-up, start, signals, the end;
+//! * `rt`: the measuring threads: set-up, start handshake, hot loop;
+//! * `report`: the sender thread: publishing the frame stream, the live
+//!   view, spike attribution, `-v`;
+//! * `output`: cyclictest's text and `--json`, and which standard stream
+//!   the human output goes to;
+//! * `link`: where the stream goes (stdout, file, TCP, serial);
+//! * `linux`: the system below all of them (raw syscalls, the only
+//!   `unsafe`; clock, procfs, seccomp, PID 1, the exit discipline, tracefs);
+//! * `bench`: hidden options for the proof scripts and tests.
+//!
+//! Dependencies point one way: `config` and `linux` depend on nothing
+//! above them, and nothing depends on `app`.
+//!
+//! The binary is a thin `main` over [`main`]. The only other public items
+//! are the [`testing`] interface, for the integration tests and the fuzz
+//! targets.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod cli;
-pub mod clock;
-pub mod cpus;
-pub mod error;
-pub mod exit;
-pub mod explain;
-pub mod human;
-pub mod init;
-pub mod json;
-pub mod measure;
-pub mod procfs;
-pub mod run;
-pub mod selfcheck;
-pub mod sender;
-pub mod stream;
-pub mod sys;
+mod app;
+mod bench;
+mod config;
+mod error;
+mod link;
+mod linux;
+mod output;
+mod report;
+mod rt;
+pub mod testing;
 
+pub use app::main;
 pub use error::Error;

@@ -1,5 +1,5 @@
 //! `latscope`: see the library crate for everything it does.
 
 fn main() {
-    latscope::run::main_entry()
+    latscope::main()
 }

@@ -1,9 +1,7 @@
 //! The command line through the binary: bad values get one line of error
 //! and exit status 2; --help documents every flag.
 
-mod common;
-
-use common::*;
+use latscope_tests::this_target;
 
 #[test]
 fn bad_command_lines_exit_2_with_one_line() {
@@ -50,7 +48,7 @@ fn bad_command_lines_exit_2_with_one_line() {
         &["--mainaffinity", "x"],
     ];
     for args in table {
-        let out = run(args);
+        let out = this_target!().run(args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: one line, got {err:?}");
@@ -61,7 +59,7 @@ fn bad_command_lines_exit_2_with_one_line() {
 
 #[test]
 fn help_documents_every_flag_and_version_prints() {
-    let out = run(&["--help"]);
+    let out = this_target!().run(&["--help"]);
     assert!(out.status.success());
     let help = String::from_utf8_lossy(&out.stdout);
     for flag in [
@@ -106,7 +104,7 @@ fn help_documents_every_flag_and_version_prints() {
     ] {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
-    let out = run(&["--version"]);
+    let out = this_target!().run(&["--version"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("latscope "));
 }

@@ -2,23 +2,27 @@
 //! stream with an attribution whose cause lines add up to the spike, and
 //! the trace instance is gone after the run.
 
-mod common;
+use std::path::Path;
 
-use common::*;
 use latscope_core::explain::Attribution;
 use latscope_core::wire::{Body, Frame};
+use latscope_tests::precondition::tracefs;
+use latscope_tests::target::{decode_all, serial, tool};
+use latscope_tests::{have, is_root, missing, require, this_target};
 
-/// The tracefs root, if this run can create instances (root, mounted).
-fn tracefs_root() -> Option<&'static str> {
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_latscope");
+
+/// The tracefs root, if this run can create instances (root, mounted);
+/// otherwise the test is [`missing`] what it needs.
+fn tracefs_root() -> Option<&'static Path> {
     if !is_root() {
-        eprintln!("skipping: tracefs instances need root");
+        missing("trace instances need root");
         return None;
     }
-    let root = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).join("instances").is_dir());
+    let root = tracefs();
     if root.is_none() {
-        eprintln!("skipping: no tracefs");
+        missing("tracefs is not mounted");
     }
     root
 }
@@ -37,7 +41,7 @@ fn attributions(frames: &[Frame]) -> Vec<Attribution> {
 /// Runs 2 threads for 3 s with `--explain 15` and the extra `args`;
 /// checks that spikes came, that the explained ones add up, and that the
 /// trace instance is gone afterwards. Returns the attributions.
-fn explained_run(root: &str, args: &[&str]) -> Vec<Attribution> {
+fn explained_run(root: &Path, args: &[&str]) -> Vec<Attribution> {
     let mut all = vec![
         "-t",
         "2",
@@ -51,7 +55,7 @@ fn explained_run(root: &str, args: &[&str]) -> Vec<Attribution> {
     ];
     all.extend(args);
     // a low threshold: this VM always has samples above 15 µs
-    let out = run(&all);
+    let out = this_target!().run(&all);
     assert!(
         out.status.success(),
         "{}",
@@ -72,7 +76,7 @@ fn explained_run(root: &str, args: &[&str]) -> Vec<Attribution> {
             assert_eq!(sum, a.latency_ns, "cause lines add up: {a:?}");
         }
     }
-    let pid_instances: Vec<_> = std::fs::read_dir(format!("{root}/instances"))
+    let pid_instances: Vec<_> = std::fs::read_dir(root.join("instances"))
         .unwrap()
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -110,13 +114,8 @@ fn unpinned_threads_are_explained_on_the_cpu_they_woke_on() {
 
 #[test]
 fn without_tracefs_spikes_get_a_coarse_attribution() {
-    if !is_root() {
-        eprintln!("skipping: needs a private mount namespace (root)");
-        return;
-    }
-    if !require("unshare") {
-        return;
-    }
+    require!(is_root(), "needs a private mount namespace (root)");
+    require!(have("unshare"), "unshare is not installed");
     let _g = serial();
     // hide tracefs in a private mount namespace, then run
     let script = format!(

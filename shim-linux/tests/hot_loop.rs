@@ -1,16 +1,13 @@
 //! The measuring loop, driven through the library: no allocation and no
 //! page fault while it measures.
 
-mod common;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use latscope::clock::LinuxClock;
-use latscope::cpus::ThreadPlan;
-use latscope::measure::{self, state, Control, LoopSettings, Shared, SpikeQueue, ThreadArgs};
-use latscope_core::cycle::CycleConfig;
-use latscope_core::wire::{ClockKind, Policy};
+use latscope::testing::{measuring_thread, OneThread};
+use latscope_core::wire::Policy;
+use latscope_tests::is_root;
+use latscope_tests::target::serial;
 
 /// Counts every allocation of the process.
 struct Counting;
@@ -44,92 +41,40 @@ fn sleep_ms(ms: u64) {
 
 #[test]
 fn measuring_loop_allocates_nothing_and_takes_no_faults() {
-    let _g = common::serial();
-    let root = common::is_root();
-    LinuxClock::new(ClockKind::Monotonic).warm_up();
+    let _g = serial();
+    let root = is_root();
     if root {
         rustix::mm::mlockall(
             rustix::mm::MlockAllFlags::CURRENT | rustix::mm::MlockAllFlags::FUTURE,
         )
         .expect("mlockall as root");
     }
-    let shared = Shared::new();
-    let control = Control::new();
-    let mut q = SpikeQueue::new();
-    measure::prefault_queue(&mut q, measure::EMPTY_SPIKE);
-    let (tx, mut rx) = q.split();
-    let settings = LoopSettings {
+    let opts = OneThread {
         policy: if root { Policy::Fifo } else { Policy::Other },
-        deadline: (0, 0, 0),
-        best_effort: true,
-        exit_demote: true,
-        cycle: CycleConfig {
-            // every sample is flagged: the queue fills and the drop path runs
-            spike_ns: 1,
-            overflow_ns: 50_000,
-            ..CycleConfig::DEFAULT
-        },
-        clock: LinuxClock::new(ClockKind::Monotonic),
-    };
-    let plan = ThreadPlan {
-        cpu: None,
-        priority: 80,
         interval_us: 200,
+        // every sample is flagged: the queue fills and the drop path runs
+        spike_ns: 1,
+        overflow_ns: 50_000,
     };
-    let (allocs, faults, dropped, cycles) = std::thread::scope(|s| {
-        let args = ThreadArgs {
-            index: 0,
-            plan,
-            settings: &settings,
-            shared: &shared,
-            control: &control,
-            spikes: tx,
-            verbose: None,
-            marker: None,
-            tracemark: None,
-        };
-        std::thread::Builder::new()
-            .stack_size(measure::STACK_BYTES)
-            .spawn_scoped(s, move || measure::run(args))
-            .unwrap();
-        control.wait_ready(1);
-        control.go.store(true, Ordering::SeqCst);
-        while shared.state.load(Ordering::SeqCst) < state::MEASURING {
-            sleep_ms(1);
-        }
+    let mut allocs = 0;
+    let mut faults = (0, 0);
+    let end = measuring_thread(opts, |m| {
         // let it warm up, then count over a stretch of pure measuring
         sleep_ms(300);
-        let tid = shared.tid.load(Ordering::SeqCst);
-        let path = format!("/proc/self/task/{tid}/stat");
-        let f0 = latscope::procfs::thread_faults(&path).unwrap();
+        let f0 = m.faults();
         let a0 = ALLOCS.load(Ordering::SeqCst);
         sleep_ms(1000);
-        let a1 = ALLOCS.load(Ordering::SeqCst);
-        let f1 = latscope::procfs::thread_faults(&path).unwrap();
-        control.stop.store(true, Ordering::SeqCst);
-        while shared.state.load(Ordering::SeqCst) != state::DONE {
-            sleep_ms(1);
-        }
-        let mut n = 0;
-        while rx.dequeue().is_some() {
-            n += 1;
-        }
-        assert!(n > 0, "flagged samples were queued");
-        let mut snap = Box::new(latscope_core::record::Snapshot::new());
-        shared.rec.snapshot(&mut snap, 1000).unwrap();
-        (
-            a1 - a0,
-            (f1.minflt - f0.minflt, f1.majflt - f0.majflt),
-            shared.dropped.load(Ordering::SeqCst),
-            snap.counters.cycles,
-        )
+        allocs = ALLOCS.load(Ordering::SeqCst) - a0;
+        let f1 = m.faults();
+        faults = (f1.0 - f0.0, f1.1 - f0.1);
     });
     if root {
         let _ = rustix::mm::munlockall();
     }
-    assert!(cycles > 1000, "the loop ran ({cycles} cycles)");
-    assert!(dropped > 0, "the full queue's drop path ran");
+    assert!(end.cycles > 1000, "the loop ran ({} cycles)", end.cycles);
+    assert!(end.queued > 0, "flagged samples were queued");
+    assert!(end.dropped > 0, "the full queue's drop path ran");
     assert_eq!(allocs, 0, "allocations while measuring");
     assert_eq!(faults, (0, 0), "page faults while measuring (minor, major)");
-    assert!(shared.error.lock().unwrap().is_none());
+    assert!(end.error.is_none(), "{:?}", end.error);
 }

@@ -1,14 +1,13 @@
 //! Stream links: TCP with a reconnect mid-run, and a serial line (a pty
 //! pair standing in for the UART) in raw mode.
 
-mod common;
-
 use std::io::Read;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use common::*;
-use latscope_core::wire::{Body, ByeReason, Decoder, Frame, MAX_FRAME};
+use latscope_core::wire::{Body, Bye, ByeReason, Decoder, Frame, MAX_FRAME};
+use latscope_tests::target::{decode_all, serial};
+use latscope_tests::this_target;
 
 /// Decode what a connection delivered, tolerating a cut last frame.
 fn decode_lenient(bytes: &[u8]) -> Vec<Frame> {
@@ -52,23 +51,11 @@ fn tcp_reconnects_and_the_new_connection_is_exact() {
         "200ms",
         &json_arg,
     ];
-    let mut child = spawn(&args);
+    let mut child = this_target!().spawn(&args);
 
     // first connection: read a while, then hang up on the target
-    let (mut c1, _) = listener.accept().unwrap();
-    c1.set_read_timeout(Some(Duration::from_millis(100)))
-        .unwrap();
-    let mut first = Vec::new();
-    let t0 = Instant::now();
-    let mut buf = [0u8; 4096];
-    while t0.elapsed() < Duration::from_millis(1200) {
-        match c1.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => first.extend_from_slice(&buf[..n]),
-            Err(_) => {}
-        }
-    }
-    drop(c1);
+    let (c1, _) = listener.accept().unwrap();
+    let first = read_for(c1, Duration::from_millis(1200));
     let f1 = decode_lenient(&first);
     assert!(matches!(f1[0].body, Body::Hello(_)), "hello first");
 
@@ -95,34 +82,57 @@ fn tcp_reconnects_and_the_new_connection_is_exact() {
     assert_eq!(bye.reason, ByeReason::Completed);
     let json = std::fs::read_to_string(&json).unwrap();
     for t in 0..2u16 {
-        let last = f2
-            .iter()
-            .rev()
-            .find_map(|f| match &f.body {
-                Body::Stats(s) if s.thread == t => Some(*s),
-                _ => None,
-            })
-            .unwrap();
-        assert!(last.last_report);
-        let cycles = format!("\"cycles\": {},", last.cycles);
-        assert!(
-            json.contains(&cycles),
-            "thread {t}: {cycles} not in the JSON"
-        );
-        let max = format!("\"max_ns\": {},", last.max);
-        assert!(json.contains(&max), "thread {t}: {max}");
-        // the last snapshot of the second connection sums to the count
-        let total: u64 = f2
-            .iter()
-            .filter_map(|f| match &f.body {
-                Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => {
-                    Some(c.entries.iter().map(|e| e.count).sum::<u64>())
-                }
-                _ => None,
-            })
-            .sum();
-        assert_eq!(total, last.count);
+        check_last_figures(&f2, t, &bye, &json);
     }
+}
+
+/// What a connection delivers within `limit`; then it is closed.
+fn read_for(mut c: std::net::TcpStream, limit: Duration) -> Vec<u8> {
+    c.set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    let mut got = Vec::new();
+    let t0 = Instant::now();
+    let mut buf = [0u8; 4096];
+    while t0.elapsed() < limit {
+        match c.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(_) => {}
+        }
+    }
+    got
+}
+
+/// Thread `t`'s last statistics and snapshot on the second connection are
+/// the run's final figures (as its `--json` says).
+fn check_last_figures(f2: &[Frame], t: u16, bye: &Bye, json: &str) {
+    let last = f2
+        .iter()
+        .rev()
+        .find_map(|f| match &f.body {
+            Body::Stats(s) if s.thread == t => Some(*s),
+            _ => None,
+        })
+        .unwrap();
+    assert!(last.last_report);
+    let cycles = format!("\"cycles\": {},", last.cycles);
+    assert!(
+        json.contains(&cycles),
+        "thread {t}: {cycles} not in the JSON"
+    );
+    let max = format!("\"max_ns\": {},", last.max);
+    assert!(json.contains(&max), "thread {t}: {max}");
+    // the last snapshot of the second connection sums to the count
+    let total: u64 = f2
+        .iter()
+        .filter_map(|f| match &f.body {
+            Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => {
+                Some(c.entries.iter().map(|e| e.count).sum::<u64>())
+            }
+            _ => None,
+        })
+        .sum();
+    assert_eq!(total, last.count);
 }
 
 #[test]
@@ -144,7 +154,7 @@ fn serial_line_in_raw_mode_carries_the_stream() {
         "--report-interval",
         "200ms",
     ];
-    let mut child = spawn(&args);
+    let mut child = this_target!().spawn(&args);
     let mut bytes = Vec::new();
     let mut buf = [0u8; 4096];
     let t0 = Instant::now();

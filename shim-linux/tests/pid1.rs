@@ -2,22 +2,19 @@
 //! needs, runs, syncs and "powers off" (in a PID namespace the kernel turns
 //! the power-off into SIGINT for the namespace's init).
 
-mod common;
-
 use std::os::unix::process::ExitStatusExt;
 
-use common::*;
 use latscope_core::wire::{Body, ByeReason};
+use latscope_tests::target::{decode_all, serial, tool};
+use latscope_tests::{have, is_root, require};
+
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_latscope");
 
 #[test]
 fn runs_as_pid_1_and_powers_off() {
-    if !is_root() {
-        eprintln!("skipping: PID and mount namespaces need root");
-        return;
-    }
-    if !require("unshare") {
-        return;
-    }
+    require!(is_root(), "PID and mount namespaces need root");
+    require!(have("unshare"), "unshare is not installed");
     let _g = serial();
     let path = std::env::temp_dir().join(format!("latscope-pid1-{}.bin", std::process::id()));
     let dest = path.to_str().unwrap();

@@ -1,14 +1,16 @@
 //! Whole runs of the binary: signals end a run cleanly with a complete
 //! stream, SIGUSR1 reports status, the self-check counts defects, -b stops.
 
-mod common;
-
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::*;
 use latscope_core::wire::{Body, ByeReason};
+use latscope_tests::target::{decode_all, privilege_flags, serial, tool};
+use latscope_tests::this_target;
 use rustix::process::{kill_process, Pid, Signal};
+
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_latscope");
 
 fn wait_for(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
     let t0 = Instant::now();
@@ -89,14 +91,14 @@ fn self_check_full_run_and_probe() {
     let _g = serial();
     let mut args = vec!["-t", "2", "-l", "500", "-q", "--self-check"];
     args.extend(privilege_flags());
-    let out = run(&args);
+    let out = this_target!().run(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("self-check: 0 defect(s)"), "{err}");
 
     let mut args = vec!["-l", "300", "-q", "--self-check-probe", "--stream", "-"];
     args.extend(privilege_flags());
-    let out = run(&args);
+    let out = this_target!().run(&args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     // every process-creation and exec request, refused and counted
@@ -131,7 +133,7 @@ fn break_stops_and_prints_cyclictest_lines() {
     // -b 1: the first sample above 1 µs stops the run
     let mut args = vec!["-t", "2", "-b", "1", "-l", "100000", "-q"];
     args.extend(privilege_flags());
-    let out = run(&args);
+    let out = this_target!().run(&args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     assert!(text.contains("# Thread Ids:"), "{text}");
@@ -146,7 +148,7 @@ fn histogram_text_has_every_row() {
     let hf = format!("--histfile={}", hist.display());
     let mut args = vec!["-t", "2", "-l", "300", "-q", "-H", "40", &hf];
     args.extend(privilege_flags());
-    let out = run(&args);
+    let out = this_target!().run(&args);
     assert!(out.status.success());
     let text = std::fs::read_to_string(&hist).unwrap();
     let _ = std::fs::remove_file(&hist);

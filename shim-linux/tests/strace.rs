@@ -4,11 +4,13 @@
 //! These need strace (and root for the RT policy; without root they run
 //! with --best-effort). Under CI=true a missing strace fails the test.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
+use latscope_tests::target::{privilege_flags, serial, tool};
+use latscope_tests::{have, is_root, require};
+
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_latscope");
 
 fn tmp(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("latscope-{}-{name}", std::process::id()))
@@ -61,9 +63,7 @@ fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
 
 #[test]
 fn one_clock_nanosleep_per_cycle_and_nothing_else() {
-    if !require("strace") {
-        return;
-    }
+    require!(have("strace"), "strace is not installed");
     let _g = serial();
     let short = syscall_counts(20_000);
     let long = syscall_counts(40_000);
@@ -87,9 +87,7 @@ fn one_clock_nanosleep_per_cycle_and_nothing_else() {
 
 #[test]
 fn only_threads_are_cloned() {
-    if !require("strace") {
-        return;
-    }
+    require!(have("strace"), "strace is not installed");
     let _g = serial();
     let text = strace(
         &["-e", "trace=process"],
@@ -127,13 +125,11 @@ fn only_threads_are_cloned() {
 
 #[test]
 fn exit_order_demote_then_unlock_then_close_dma() {
-    if !require("strace") {
-        return;
-    }
-    if !is_root() {
-        eprintln!("skipping: needs root for mlockall and /dev/cpu_dma_latency");
-        return;
-    }
+    require!(have("strace"), "strace is not installed");
+    require!(
+        is_root(),
+        "needs root for mlockall and /dev/cpu_dma_latency"
+    );
     let _g = serial();
     // Root, so no privilege flag is added: the full real-time exit path.
     let text = strace(

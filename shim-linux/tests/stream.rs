@@ -1,12 +1,11 @@
 //! The frame stream: what a host receives must rebuild the target's own
 //! `--json` figures exactly.
 
-mod common;
-
-use common::*;
 use latscope_core::hist::Histogram;
 use latscope_core::layout::DEFAULT_BUCKETS;
-use latscope_core::wire::{Body, ByeReason, SCHEMA_KEY};
+use latscope_core::wire::{Body, Bye, ByeReason, Frame, SCHEMA_KEY};
+use latscope_tests::target::{decode_all, privilege_flags, serial};
+use latscope_tests::this_target;
 
 fn json_number(json: &str, thread: usize, key: &str) -> u64 {
     let t = json
@@ -44,7 +43,7 @@ fn stream_rebuilds_the_runs_exact_figures() {
         &json_arg,
     ];
     args.extend(privilege_flags());
-    let out = run(&args);
+    let out = this_target!().run(&args);
     assert!(
         out.status.success(),
         "{}",
@@ -52,7 +51,15 @@ fn stream_rebuilds_the_runs_exact_figures() {
     );
     let frames = decode_all(&out.stdout);
     let json = std::fs::read_to_string(&json).unwrap();
+    let bye = check_hello_and_bye(&frames);
+    for t in 0..2u16 {
+        check_thread(&frames, t, &bye, &json);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
 
+/// Hello first, bye last, consecutive sequence numbers; the bye.
+fn check_hello_and_bye(frames: &[Frame]) -> Bye {
     // hello first, with the schema and the thread list
     match &frames[0].body {
         Body::Hello(h) => {
@@ -75,60 +82,61 @@ fn stream_rebuilds_the_runs_exact_figures() {
     assert_eq!(bye.threads, 2);
     assert_eq!(bye.cycles, 6000);
     assert_eq!(bye.frames_dropped, 0);
+    bye
+}
 
-    for t in 0..2u16 {
-        // deltas summed = final snapshot = the JSON's histogram rows
-        let mut from_deltas = vec![0u64; DEFAULT_BUCKETS];
-        let mut last_snapshot = vec![0u64; DEFAULT_BUCKETS];
-        let mut last_epoch_stats = None;
-        let mut final_chunk_epoch = 0;
-        for f in &frames {
-            match &f.body {
-                Body::Delta(d) if d.thread == t => {
-                    assert!(d.part < d.parts);
-                    for e in &d.entries {
-                        from_deltas[e.bucket as usize] += e.count as u64;
-                    }
+/// Thread `t`: its deltas summed equal its final snapshot, which equals
+/// the `--json` histogram rows and figures.
+fn check_thread(frames: &[Frame], t: u16, bye: &Bye, json: &str) {
+    let mut from_deltas = vec![0u64; DEFAULT_BUCKETS];
+    let mut last_snapshot = vec![0u64; DEFAULT_BUCKETS];
+    let mut last_epoch_stats = None;
+    let mut final_chunk_epoch = 0;
+    for f in frames {
+        match &f.body {
+            Body::Delta(d) if d.thread == t => {
+                assert!(d.part < d.parts);
+                for e in &d.entries {
+                    from_deltas[e.bucket as usize] += e.count as u64;
                 }
-                Body::Chunk(c) if c.thread == t => {
-                    if c.index == 0 {
-                        last_snapshot.iter_mut().for_each(|x| *x = 0);
-                    }
-                    final_chunk_epoch = c.epoch;
-                    for e in &c.entries {
-                        last_snapshot[e.bucket as usize] = e.count;
-                    }
+            }
+            Body::Chunk(c) if c.thread == t => {
+                if c.index == 0 {
+                    last_snapshot.iter_mut().for_each(|x| *x = 0);
                 }
-                Body::Stats(s) if s.thread == t => last_epoch_stats = Some(*s),
-                _ => {}
+                final_chunk_epoch = c.epoch;
+                for e in &c.entries {
+                    last_snapshot[e.bucket as usize] = e.count;
+                }
             }
-        }
-        let stats = last_epoch_stats.expect("stats");
-        assert!(stats.last_report);
-        assert_eq!(stats.epoch, bye.epoch);
-        assert_eq!(final_chunk_epoch, bye.epoch);
-        assert_eq!(from_deltas, last_snapshot, "thread {t}");
-        let mut h = Histogram::<DEFAULT_BUCKETS>::new(1000);
-        for (i, &c) in last_snapshot.iter().enumerate() {
-            h.add_bucket(i, c).unwrap();
-        }
-        assert_eq!(h.counts().iter().sum::<u64>(), stats.count);
-        assert_eq!(stats.cycles, json_number(&json, t as usize, "cycles"));
-        assert_eq!(stats.cycles, 3000);
-        assert_eq!(stats.min, json_number(&json, t as usize, "min_ns"));
-        assert_eq!(stats.max, json_number(&json, t as usize, "max_ns"));
-        assert_eq!(stats.min / 1000, json_number(&json, t as usize, "min"));
-        assert_eq!(stats.max / 1000, json_number(&json, t as usize, "max"));
-        // the JSON's -h rows equal the stream's first 100 buckets
-        let section = &json[json.find(&format!("\"{t}\": {{")).unwrap()..];
-        for (i, &c) in last_snapshot.iter().take(100).enumerate() {
-            if c > 0 {
-                assert!(
-                    section.contains(&format!("\"{i}\": {c}")),
-                    "bucket {i} count {c} missing in JSON"
-                );
-            }
+            Body::Stats(s) if s.thread == t => last_epoch_stats = Some(*s),
+            _ => {}
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let stats = last_epoch_stats.expect("stats");
+    assert!(stats.last_report);
+    assert_eq!(stats.epoch, bye.epoch);
+    assert_eq!(final_chunk_epoch, bye.epoch);
+    assert_eq!(from_deltas, last_snapshot, "thread {t}");
+    let mut h = Histogram::<DEFAULT_BUCKETS>::new(1000);
+    for (i, &c) in last_snapshot.iter().enumerate() {
+        h.add_bucket(i, c).unwrap();
+    }
+    assert_eq!(h.counts().iter().sum::<u64>(), stats.count);
+    assert_eq!(stats.cycles, json_number(json, t as usize, "cycles"));
+    assert_eq!(stats.cycles, 3000);
+    assert_eq!(stats.min, json_number(json, t as usize, "min_ns"));
+    assert_eq!(stats.max, json_number(json, t as usize, "max_ns"));
+    assert_eq!(stats.min / 1000, json_number(json, t as usize, "min"));
+    assert_eq!(stats.max / 1000, json_number(json, t as usize, "max"));
+    // the JSON's -h rows equal the stream's first 100 buckets
+    let section = &json[json.find(&format!("\"{t}\": {{")).unwrap()..];
+    for (i, &c) in last_snapshot.iter().take(100).enumerate() {
+        if c > 0 {
+            assert!(
+                section.contains(&format!("\"{i}\": {c}")),
+                "bucket {i} count {c} missing in JSON"
+            );
+        }
+    }
 }

@@ -307,20 +307,6 @@ pub fn assert_cut_recording(dir: &Path) {
     assert_eq!(doc["link"]["crc_errors"], 0);
 }
 
-/// Whether this runs as root. Without root the caller skips its test,
-/// except under CI=true, where that is a failure.
-pub fn root_or_skip() -> bool {
-    if rustix::process::geteuid().is_root() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "this test needs root under CI=true"
-    );
-    eprintln!("skipping: needs root");
-    false
-}
-
 /// Read a JSON file.
 pub fn read_json(p: &Path) -> Value {
     let text = fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));

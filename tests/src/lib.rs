@@ -1,3 +1,12 @@
-//! Helpers shared by the end-to-end tests.
+//! Test support for every integration test of the workspace: running the
+//! target ([`target`]), decoding its stream, starting a recording host
+//! ([`host`]), comparing its cyclictest outputs with cyclictest's
+//! ([`compat`]), and deciding what a test does when the machine lacks what
+//! it needs ([`precondition`]: under `CI=true` it fails, elsewhere it says
+//! `skipped:`).
 pub mod compat;
 pub mod host;
+pub mod precondition;
+pub mod target;
+
+pub use precondition::{ci, have, is_root, missing, switched_off};

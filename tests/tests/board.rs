@@ -35,7 +35,7 @@ fn arch_prefix(arch: Arch) -> &'static str {
 
 fn board_run(arch: Arch) {
     if qemu::board_tests_disabled() {
-        eprintln!("skipped: LATSCOPE_BOARD_TESTS=0");
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
     let Some(board) = Board::find(arch) else {
@@ -106,7 +106,7 @@ fn is_root() -> bool {
 
 fn user_smoke(arch: Arch) {
     if qemu::board_tests_disabled() {
-        eprintln!("skipped: LATSCOPE_BOARD_TESTS=0");
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
     if qemu::which(arch.qemu_user()).is_none() {

@@ -10,30 +10,13 @@
 //!   and unlocks before it exits, while the `--no-exit-demote` control exits
 //!   at its real-time policy holding its locked memory (strace).
 //!
-//! Needs root; under CI=true also strace.
+//! Needs root, and strace for the exit test.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope_tests::host::{bins, root_or_skip, Reaper};
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-fn have(tool: &str) -> bool {
-    let ok = Command::new(tool)
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok || !ci(), "{tool} is required under CI=true");
-    if !ok {
-        eprintln!("skipping: {tool} not installed");
-    }
-    ok
-}
+use latscope_tests::host::{bins, Reaper};
+use latscope_tests::{have, is_root, require};
 
 /// `fork_repro MODE 2` -> its `minflt` (faults of the RT thread).
 fn rt_thread_faults(mode: &str) -> (i64, String) {
@@ -58,9 +41,7 @@ fn rt_thread_faults(mode: &str) -> (i64, String) {
 
 #[test]
 fn only_an_in_process_fork_faults_the_rt_thread() {
-    if !root_or_skip() {
-        return;
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
     let (inproc, l1) = rt_thread_faults("inproc");
     let (separate, l2) = rt_thread_faults("separate");
     let (none, l3) = rt_thread_faults("none");
@@ -91,9 +72,7 @@ fn vmlck_kib(pid: u32) -> u64 {
 
 #[test]
 fn ballast_is_locked_while_running() {
-    if !root_or_skip() {
-        return;
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
     let mut t = Reaper::new(
         Command::new(bins().latscope)
             .args(["--ballast-mib", "64", "-t", "1", "-a", "0", "-i", "1000"])
@@ -145,9 +124,8 @@ fn exit_trace(extra: &[&str]) -> String {
 
 #[test]
 fn exit_demotes_and_unlocks_by_default_and_not_with_the_control_flag() {
-    if !root_or_skip() || !have("strace") {
-        return;
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
+    require!(have("strace"), "strace is not installed");
     let demote = exit_trace(&[]);
     let pid_of_main = |t: &str| {
         t.lines()

@@ -9,40 +9,27 @@
 //! `--best-effort` a run that completes and flags its degradation in the
 //! output and in the stream's hello.
 //!
-//! Needs root (to drop from) and util-linux's setpriv and prlimit. Under
-//! CI=true a missing tool or running as non-root fails the test.
+//! Needs root (to drop from) and util-linux's setpriv and prlimit; see
+//! `latscope_tests::precondition` for what happens without them.
 
 use std::process::{Command, Output, Stdio};
 
-use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
+use latscope_core::wire::Body;
 use latscope_tests::host::{bins, Scratch};
+use latscope_tests::target::decode_all;
+use latscope_tests::{have, is_root, missing};
 
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-/// Whether the test can run; under CI it must.
+/// Whether the test can run (root, setpriv, prlimit); under CI it must.
 fn runnable() -> bool {
-    let root = rustix::process::geteuid().is_root();
-    let tools = ["setpriv", "prlimit"].iter().all(|t| {
-        Command::new(t)
-            .arg("--version")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if root && tools {
-        return true;
+    if !is_root() {
+        missing("must run as root (it drops privileges from root)");
+        return false;
     }
-    let why = if root {
-        "setpriv and prlimit (util-linux) are required"
-    } else {
-        "must run as root (it drops privileges from root)"
-    };
-    assert!(!ci(), "privilege test under CI=true: {why}");
-    eprintln!("skipping: {why}");
-    false
+    if !(have("setpriv") && have("prlimit")) {
+        missing("setpriv and prlimit (util-linux) are required");
+        return false;
+    }
+    true
 }
 
 /// Run latscope without capabilities, memlock 0 and rtprio 0.
@@ -118,6 +105,22 @@ fn the_suggested_flags_run_without_privilege() {
     assert_eq!(o.status.code(), Some(0), "{:?}", messages(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("C:    200"), "{out}");
+    // a non-RT policy needs no privilege and gets 1 ns timer slack
+    let o = unprivileged(&[
+        "-l",
+        "100",
+        "-q",
+        "--no-mlock",
+        "--policy",
+        "other",
+        "--stream",
+        "-",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{:?}", messages(&o));
+    let Body::Hello(h) = &decode_all(&o.stdout)[0].body else {
+        panic!("hello first")
+    };
+    assert_eq!(h.config.timer_slack_ns, 1);
 }
 
 #[test]
@@ -148,26 +151,21 @@ fn best_effort_degrades_and_says_so_in_output_and_stream() {
     assert!(err.contains("memory not locked"), "{err}");
     assert!(err.contains("SCHED_FIFO"), "{err}");
     // The stream's hello flags the degradation.
-    let bytes = std::fs::read(&rec).unwrap();
-    let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = &bytes[..];
-    let mut hello = None;
-    let mut logs = Vec::new();
-    while !rest.is_empty() {
-        let (ev, r) = d.feed(rest);
-        rest = r;
-        match ev {
-            Some(Ok(Frame {
-                body: Body::Hello(h),
-                ..
-            })) => hello = Some(h),
-            Some(Ok(Frame {
-                body: Body::Log(l), ..
-            })) => logs.push(l.text.to_string()),
-            _ => {}
-        }
-    }
-    let h = hello.expect("a hello frame");
+    let frames = decode_all(&std::fs::read(&rec).unwrap());
+    let h = frames
+        .iter()
+        .find_map(|f| match &f.body {
+            Body::Hello(h) => Some(h.clone()),
+            _ => None,
+        })
+        .expect("a hello frame");
+    let logs: Vec<String> = frames
+        .iter()
+        .filter_map(|f| match &f.body {
+            Body::Log(l) => Some(l.text.to_string()),
+            _ => None,
+        })
+        .collect();
     let g = h.config.degraded;
     assert!(g.no_mlock && g.no_rt_policy, "{g:?}");
     assert!(!h.config.mlock, "hello says memory is locked");

@@ -9,7 +9,7 @@
 //!
 //! `shim-linux/tests/run.rs` covers a plain `-l` run and the probe on
 //! stdout; this file covers the stream, the signals and the host's side.
-//! Needs root for the real-time settings; under CI=true it must be root.
+//! Needs root for the real-time settings.
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -17,9 +17,10 @@ use std::time::Duration;
 
 use latscope_core::wire::{Body, Bye, ByeReason, Frame};
 use latscope_tests::host::{
-    bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording,
-    root_or_skip, Reaper, Scratch,
+    bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording, Reaper,
+    Scratch,
 };
+use latscope_tests::{is_root, require};
 
 fn decode(bytes: &[u8]) -> Vec<Frame> {
     let (out, link) = decode_frames(bytes);
@@ -82,9 +83,7 @@ fn spawn_rt_target(extra: &[&str], stream: &str) -> Reaper {
 
 #[test]
 fn full_run_over_tcp_with_self_check_has_no_defect() {
-    if !root_or_skip() {
-        return;
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
     let dir = Scratch::new("selfcheck-tcp");
     let listen = free_local_addr();
     let mut h = listening_host(&listen, dir.path());
@@ -122,23 +121,19 @@ fn ended_by_signal(sig: rustix::process::Signal, signo: u8) {
 
 #[test]
 fn sigterm_exit_with_self_check_has_no_defect() {
-    if root_or_skip() {
-        ended_by_signal(rustix::process::Signal::TERM, 15);
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
+    ended_by_signal(rustix::process::Signal::TERM, 15);
 }
 
 #[test]
 fn sigint_exit_with_self_check_has_no_defect() {
-    if root_or_skip() {
-        ended_by_signal(rustix::process::Signal::INT, 2);
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
+    ended_by_signal(rustix::process::Signal::INT, 2);
 }
 
 #[test]
 fn break_exit_with_self_check_has_no_defect() {
-    if !root_or_skip() {
-        return;
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
     let dir = Scratch::new("selfcheck-break");
     let rec = dir.join("b.lsr");
     // A 1 us break threshold stops at the first sample.
@@ -158,9 +153,7 @@ fn break_exit_with_self_check_has_no_defect() {
 
 #[test]
 fn probe_defect_reaches_the_host_and_fails_both() {
-    if !root_or_skip() {
-        return;
-    }
+    require!(is_root(), "needs root (real-time policy and locked memory)");
     let dir = Scratch::new("selfcheck-probe");
     let rec = dir.join("p.lsr");
     let out = rt_target(

@@ -1,0 +1,87 @@
+//! The main thread: one run from the command line to the exit status.
+//!
+//! [`main`] parses and dispatches; [`run`] goes through the four steps,
+//! each in its own module:
+//!
+//! 1. [`setup`]: block signals, lock memory, hold the DMA latency request,
+//!    open the trace instance, the stream and the queues, install the
+//!    self-check: everything allocated (and locked) before any thread runs;
+//! 2. [`start`]: start the measuring threads, wait until each is set up,
+//!    open the gate, start the sender;
+//! 3. [`wait`]: handle signals until the measuring threads are done;
+//! 4. [`finish`]: the final summary, `--json`, and the exit status.
+//!
+//! Every path after set-up began leaves through the exit discipline
+//! ([`exit::teardown`]).
+
+mod finish;
+mod hello;
+mod setup;
+mod start;
+mod wait;
+
+use crate::bench;
+use crate::config::{self, Action, Config};
+use crate::error::{Error, EXIT_OK};
+use crate::linux::{self, exit, pid1};
+use crate::output::Std;
+
+/// The program: parse, run, leave. Never returns.
+pub fn main() -> ! {
+    pid1::start();
+    exit::install_panic_hook();
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let status = match config::parse(&args) {
+        Ok(Action::Help) => {
+            Std::Out.write(config::HELP.as_bytes());
+            EXIT_OK
+        }
+        Ok(Action::Version) => {
+            Std::Out.write(format!("latscope {}\n", env!("CARGO_PKG_VERSION")).as_bytes());
+            EXIT_OK
+        }
+        Ok(Action::Run(cfg)) => run(&cfg),
+        Err(e) => fail(&e),
+    };
+    exit::leave(status)
+}
+
+/// Say why the run failed; its exit status.
+fn fail(e: &Error) -> i32 {
+    eprintln!("latscope: {e}");
+    e.exit_status()
+}
+
+/// Run a measurement; returns the exit status.
+fn run(cfg: &Config) -> i32 {
+    let mut held = exit::Held {
+        demote: !cfg.bench.no_exit_demote,
+        ..exit::Held::default()
+    };
+    let status = measure(cfg, &mut held).unwrap_or_else(|e| fail(&e));
+    if cfg.bench.no_exit_demote {
+        let cpu = config::first_pinned_cpu(cfg, &linux::available_cpus());
+        bench::naive_exit(cpu, cfg.policy, cfg.priority, &mut held);
+    } else {
+        exit::teardown(&mut held);
+    }
+    status
+}
+
+/// Set up, measure, finish.
+fn measure(cfg: &Config, held: &mut exit::Held) -> Result<i32, Error> {
+    let (mut s, mut handoff) = setup::Setup::prepare(cfg, held)?;
+    match start::run_threads(cfg, &mut s, &mut handoff) {
+        Ok(ended) => finish::finish(cfg, &s, &ended),
+        Err(e) => {
+            // the stream still learns why the run ended
+            if let Some(sink) = handoff.sink.as_mut() {
+                finish::error_stream(sink, &e);
+            }
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! Step 1 of a run: everything it needs, acquired and allocated (and so
+//! locked) before any thread starts. A missing privilege stops the run
+//! here, or with `--best-effort` becomes a degradation the output and the
+//! stream report.
+
+use latscope_core::cycle::CycleConfig;
+use latscope_core::wire::Degraded;
+use rustix::io::Errno;
+
+use crate::bench;
+use crate::config::{self, Config, ThreadPlan};
+use crate::error::Error;
+use crate::link::Sink;
+use crate::linux::clock::{realtime_s, LinuxClock};
+use crate::linux::exit::Held;
+use crate::linux::seccomp::SelfCheck;
+use crate::linux::sys::{self, sig, sigbit};
+use crate::linux::tracefs::{Marker, Tracemark, Tracer};
+use crate::linux::{self, hold_dma_latency};
+use crate::output::Console;
+use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
+
+/// glibc's heap grows by exactly what is asked (its default pad, 128 KiB,
+/// would all be locked and resident under mlockall). Only start-up and the
+/// non-RT sender allocate, so the extra brk calls cost nothing measured.
+const MALLOC_TOP_PAD: i32 = 0;
+
+/// The signals latscope handles synchronously in its main thread.
+pub const SIGNALS: sys::SigSet =
+    sigbit(sig::INT) | sigbit(sig::TERM) | sigbit(sig::USR1) | sigbit(sig::HUP);
+
+/// What the run does without, and the warnings that say so.
+#[derive(Default)]
+pub struct Degradations {
+    /// For the hello.
+    pub flags: Degraded,
+    /// One line each, for stderr and the stream.
+    pub warnings: Vec<String>,
+}
+
+/// Everything a run holds before its threads start.
+pub struct Setup {
+    /// Wall-clock start, for `--json`.
+    pub start_s: i64,
+    /// The measuring threads as planned.
+    pub plans: Vec<ThreadPlan>,
+    /// `--mainaffinity`, resolved.
+    pub mainaffinity: Option<Vec<usize>>,
+    /// What is degraded so far.
+    pub deg: Degradations,
+    /// The value held in `/dev/cpu_dma_latency`, if held.
+    pub dma_latency: Option<i32>,
+    /// `--tracemark`.
+    pub tracemark: Option<Tracemark>,
+    /// `--explain` without tracefs: the CPUs to explain coarsely.
+    pub coarse_cpus: Vec<usize>,
+    /// Per-thread shared state.
+    pub shared: Vec<Box<Shared>>,
+    /// Run control.
+    pub control: Control,
+    /// What every measuring thread shares.
+    pub settings: LoopSettings,
+    /// `--self-check`.
+    pub selfcheck: Option<SelfCheck>,
+    /// Where the human output goes.
+    pub console: Console,
+}
+
+/// What a run hands to its threads when they start.
+pub struct Handoff {
+    /// `--explain`: the trace instance, for the sender.
+    pub tracer: Option<Tracer>,
+    /// `--explain`: one marker per measuring thread.
+    pub markers: Vec<Option<Marker>>,
+    /// Per-thread spike queues.
+    pub spike_queues: Vec<SpikeQueue>,
+    /// Per-thread `-v` queues (none without `-v`).
+    pub verbose_queues: Vec<Box<VerboseQueue>>,
+    /// The stream, for the sender (it stays here if the sender never
+    /// starts, so that the stream still learns why).
+    pub sink: Option<Sink>,
+}
+
+impl Setup {
+    /// Acquire everything, in order; what is held goes into `held` for
+    /// the exit discipline.
+    pub fn prepare(cfg: &Config, held: &mut Held) -> Result<(Setup, Handoff), Error> {
+        // one small allocator heap: nothing locked for arenas no thread uses
+        sys::malloc_single_arena(MALLOC_TOP_PAD);
+        // before any thread exists (threads inherit the mask)
+        sys::block_signals(SIGNALS).map_err(|e| Error::sys("blocking signals", e))?;
+        // the vDSO clock, whose first call can allocate
+        let clock = LinuxClock::new(cfg.clock);
+        clock.warm_up();
+        let start_s = realtime_s();
+        let available = linux::available_cpus();
+        let plans = config::plan(cfg, &available)?;
+        let mainaffinity = config::mainaffinity(cfg, &available)?;
+        let mut deg = Degradations::default();
+        lock_memory(cfg, held, &mut deg)?;
+        if cfg.bench.ballast_mib > 0 {
+            held.ballast = bench::ballast(cfg.bench.ballast_mib);
+        }
+        let dma_latency = dma_latency(cfg, held, &mut deg)?;
+        let tracemark = cfg.tracemark.then(Tracemark::open).flatten();
+        if cfg.tracemark && tracemark.is_none() {
+            deg.warnings
+                .push("--tracemark: tracefs not found; no trace marker written".into());
+        }
+        let (tracer, markers) = open_explain(cfg, &plans, &mut deg);
+        let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
+        let n = plans.len();
+        let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
+        let settings = loop_settings(cfg, clock);
+        // the filter goes on now, inherited by every thread
+        let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
+        let handoff = Handoff {
+            tracer,
+            markers,
+            spike_queues: (0..n).map(|_| rt::spike_queue()).collect(),
+            verbose_queues: (0..if cfg.verbose { n } else { 0 })
+                .map(|_| rt::verbose_queue())
+                .collect(),
+            sink,
+        };
+        let setup = Setup {
+            start_s,
+            plans,
+            mainaffinity,
+            deg,
+            dma_latency,
+            tracemark,
+            coarse_cpus,
+            shared: (0..n).map(|_| Shared::new()).collect(),
+            control: Control::new(),
+            settings,
+            selfcheck,
+            console: Console::of(cfg),
+        };
+        Ok((setup, handoff))
+    }
+}
+
+/// `mlockall`, unless `--no-mlock`.
+fn lock_memory(cfg: &Config, held: &mut Held, deg: &mut Degradations) -> Result<(), Error> {
+    use rustix::mm::MlockAllFlags;
+    if !cfg.mlock {
+        return Ok(());
+    }
+    match rustix::mm::mlockall(MlockAllFlags::CURRENT | MlockAllFlags::FUTURE) {
+        Ok(()) => held.locked = true,
+        Err(_) if cfg.best_effort => {
+            deg.flags.no_mlock = true;
+            deg.warnings
+                .push("degraded: memory not locked (page faults count as latency)".into());
+        }
+        Err(e) => {
+            return Err(Error::Privilege {
+                what: format!(
+                    "mlockall failed: {e} (needs CAP_IPC_LOCK or a RLIMIT_MEMLOCK above the process size)"
+                ),
+                hint: "--no-mlock (or --best-effort)",
+            })
+        }
+    }
+    Ok(())
+}
+
+/// The `/dev/cpu_dma_latency` request, unless `--default-system`.
+fn dma_latency(
+    cfg: &Config,
+    held: &mut Held,
+    deg: &mut Degradations,
+) -> Result<Option<i32>, Error> {
+    if cfg.default_system {
+        return Ok(None);
+    }
+    match hold_dma_latency(cfg.latency_us) {
+        Ok(fd) => {
+            held.dma = Some(fd);
+            eprintln!("# /dev/cpu_dma_latency set to {}us", cfg.latency_us);
+            return Ok(Some(cfg.latency_us));
+        }
+        Err(Errno::NOENT) => {
+            deg.flags.no_dma_latency = true;
+            deg.warnings
+                .push("no /dev/cpu_dma_latency on this kernel: CPU idle states unchanged".into());
+        }
+        Err(e) if cfg.best_effort => {
+            deg.flags.no_dma_latency = true;
+            deg.warnings.push(format!(
+                "degraded: /dev/cpu_dma_latency not held ({e}): deep idle states stay allowed"
+            ));
+        }
+        Err(e) => {
+            return Err(Error::Privilege {
+                what: format!("opening /dev/cpu_dma_latency for writing failed: {e}"),
+                hint: "--default-system (or --best-effort)",
+            })
+        }
+    }
+    Ok(None)
+}
+
+/// `--explain`: the trace instance and one marker per thread. It traces
+/// the pinned threads' CPUs, and every CPU the process may run on if a
+/// thread is unpinned (its spikes are explained on the CPU it woke on).
+fn open_explain(
+    cfg: &Config,
+    plans: &[ThreadPlan],
+    deg: &mut Degradations,
+) -> (Option<Tracer>, Vec<Option<Marker>>) {
+    let none = || (0..plans.len()).map(|_| None).collect();
+    if cfg.explain_us == 0 {
+        return (None, none());
+    }
+    let mut cpus: Vec<usize> = plans.iter().filter_map(|p| p.cpu).collect();
+    if plans.iter().any(|p| p.cpu.is_none()) {
+        cpus.extend(linux::available_cpus());
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    match Tracer::open(&cpus, cfg.explain_us * 1000) {
+        Ok(t) => {
+            let markers = plans.iter().map(|_| t.marker()).collect();
+            (Some(t), markers)
+        }
+        Err(e) => {
+            deg.warnings.push(format!(
+                "--explain: no trace instance ({e}); coarse attribution from /proc/interrupts and /proc/softirqs per report interval"
+            ));
+            (None, none())
+        }
+    }
+}
+
+/// `--explain` without a trace instance: the pinned CPUs, explained
+/// coarsely.
+fn coarse_cpus(cfg: &Config, plans: &[ThreadPlan], traced: bool) -> Vec<usize> {
+    if cfg.explain_us == 0 || traced {
+        return Vec::new();
+    }
+    let mut c: Vec<usize> = plans.iter().filter_map(|p| p.cpu).collect();
+    c.sort_unstable();
+    c.dedup();
+    c
+}
+
+/// What every measuring thread shares (the interval is set per thread).
+fn loop_settings(cfg: &Config, clock: LinuxClock) -> LoopSettings {
+    LoopSettings {
+        policy: cfg.policy,
+        deadline: cfg.deadline_ns(),
+        best_effort: cfg.best_effort,
+        exit_demote: !cfg.bench.no_exit_demote,
+        cycle: CycleConfig {
+            interval_ns: cfg.interval_us * 1000,
+            warmup_cycles: 0,
+            warmup_ns: cfg.warmup_ns,
+            loops: cfg.loops,
+            duration_ns: cfg.duration_ns,
+            break_ns: cfg.break_us * 1000,
+            spike_ns: cfg.flag_us() * 1000,
+            overflow_ns: cfg.hist_us as u64 * 1000,
+        },
+        clock,
+    }
+}

@@ -1,0 +1,249 @@
+//! Step 2 of a run: the measuring threads start and set themselves up; once
+//! all are ready the gate opens, the sender starts, and the main thread
+//! waits for the end (step 3, [`super::wait`]).
+
+use std::sync::atomic::Ordering;
+use std::thread::{Scope, ScopedJoinHandle};
+
+use heapless::spsc::{Consumer, Producer};
+use latscope_core::wire::SpikeRecord;
+
+use super::hello::{hello, policy_label};
+use super::setup::{Degradations, Handoff, Setup};
+use super::wait::wait_for_end;
+use crate::config::{policy_upper, Config, ThreadPlan};
+use crate::error::Error;
+use crate::linux::clock::monotonic_ns;
+use crate::linux::cpu_set;
+use crate::linux::tracefs::Marker;
+use crate::report::{self, Outcome};
+use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
+
+/// Stack of the sender thread (unoptimised builds need far more). The
+/// release sender touches at most 52 KiB of it (measured with --explain,
+/// --json, -h, --spike, -v and --self-check, unlocked); all of it is locked
+/// and resident under mlockall, so it is no larger than that plus margin.
+const SENDER_STACK: usize = if cfg!(debug_assertions) {
+    1024 * 1024
+} else {
+    96 * 1024
+};
+
+/// What the threads of a run hand back.
+pub struct Ended {
+    /// The sender's figures.
+    pub outcome: Outcome,
+    /// The thread plan as it turned out (a degraded thread runs unpinned
+    /// or at priority 0).
+    pub effective: Vec<ThreadPlan>,
+}
+
+/// The sender's ends of the queues.
+struct Receivers<'q> {
+    spikes: Vec<Consumer<'q, SpikeRecord>>,
+    verbose: Vec<Consumer<'q, VerboseSample>>,
+}
+
+/// Run the threads to their end. The set-up's degradations are completed
+/// with what the measuring threads met.
+pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended, Error> {
+    let n = s.plans.len();
+    let mut spike_tx = Vec::with_capacity(n);
+    let mut rx = Receivers {
+        spikes: Vec::with_capacity(n),
+        verbose: Vec::with_capacity(n),
+    };
+    for q in h.spike_queues.iter_mut() {
+        let (p, c) = q.split();
+        spike_tx.push(p);
+        rx.spikes.push(c);
+    }
+    let mut verbose_tx: Vec<Option<Producer<'_, VerboseSample>>> = Vec::with_capacity(n);
+    for q in h.verbose_queues.iter_mut() {
+        let (p, c) = q.split();
+        verbose_tx.push(Some(p));
+        rx.verbose.push(c);
+    }
+    verbose_tx.resize_with(n, || None);
+    let markers = std::mem::take(&mut h.markers);
+    let (sink, tracer) = (&mut h.sink, &mut h.tracer);
+    let mut deg = std::mem::take(&mut s.deg);
+    let setup: &Setup = s;
+    let ended = std::thread::scope(|scope| {
+        start_measuring(scope, setup, spike_tx, verbose_tx, markers)?;
+        collect_degradations(cfg, &setup.shared, &mut deg);
+        let effective = effective_plans(&setup.plans, &setup.shared);
+        setup.control.gate.open();
+        let start_ns = monotonic_ns();
+        for w in &deg.warnings {
+            eprintln!("latscope: {w}");
+        }
+        let args = report::Args {
+            shared: &setup.shared,
+            plans: effective.clone(),
+            control: &setup.control,
+            spikes: rx.spikes,
+            verbose: rx.verbose,
+            opts: sender_options(cfg, setup, &deg),
+            hello: hello(cfg, setup, &deg),
+            warnings: deg.warnings.clone(),
+            sink: sink.take(),
+            tracer: tracer.take(),
+            explain_ns: cfg.explain_us * 1000,
+            coarse_cpus: setup.coarse_cpus.clone(),
+            warmup_ns: cfg.warmup_ns,
+            start_ns,
+        };
+        let sender = spawn_sender(scope, setup, args)?;
+        if let Some(c) = &setup.mainaffinity {
+            let _ = rustix::thread::sched_setaffinity(None, &cpu_set(c));
+        }
+        wait_for_end(&setup.control, n, setup.selfcheck.as_ref());
+        let outcome = sender
+            .join()
+            .map_err(|_| Error::Internal("the sender thread ended without a result"))?;
+        Ok(Ended { outcome, effective })
+    });
+    s.deg = deg;
+    ended
+}
+
+/// Start one measuring thread per plan and wait until each is set up. On
+/// an error (a thread that cannot start or set up) the gate is cancelled
+/// and the first error returned.
+fn start_measuring<'scope, 'env: 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    s: &'env Setup,
+    spike_tx: Vec<Producer<'env, SpikeRecord>>,
+    verbose_tx: Vec<Option<Producer<'env, VerboseSample>>>,
+    markers: Vec<Option<Marker>>,
+) -> Result<(), Error> {
+    let mut spawned = 0;
+    let mut error = None;
+    let threads = s.plans.iter().zip(spike_tx).zip(verbose_tx).zip(markers);
+    for (i, (((plan, spikes), verbose), marker)) in threads.enumerate() {
+        let args = ThreadArgs {
+            index: i,
+            plan: *plan,
+            settings: &s.settings,
+            shared: &s.shared[i],
+            control: &s.control,
+            spikes,
+            verbose,
+            marker,
+            tracemark: s.tracemark.as_ref(),
+        };
+        let r = std::thread::Builder::new()
+            .stack_size(rt::STACK_BYTES)
+            .spawn_scoped(scope, move || rt::run(args));
+        match r {
+            Ok(_) => spawned += 1,
+            Err(e) => {
+                error = Some(Error::Thread {
+                    what: "a measuring thread",
+                    msg: e.to_string(),
+                });
+                break;
+            }
+        }
+    }
+    s.control.gate.wait_for(spawned);
+    let error = error.or_else(|| {
+        s.shared
+            .iter()
+            .filter(|t| t.phase.get() == Phase::Failed)
+            .find_map(|t| t.take_error())
+    });
+    match error {
+        Some(e) => {
+            s.control.gate.cancel();
+            Err(e)
+        }
+        None => Ok(()),
+    }
+}
+
+/// Start the sender thread (pinned to `--mainaffinity`); if it cannot
+/// start, the measuring threads are stopped.
+fn spawn_sender<'scope, 'env: 'scope>(
+    scope: &'scope Scope<'scope, 'env>,
+    s: &'env Setup,
+    args: report::Args<'env>,
+) -> Result<ScopedJoinHandle<'scope, Outcome>, Error> {
+    let cpus = s.mainaffinity.clone();
+    std::thread::Builder::new()
+        .stack_size(SENDER_STACK)
+        .spawn_scoped(scope, move || {
+            if let Some(c) = &cpus {
+                let _ = rustix::thread::sched_setaffinity(None, &cpu_set(c));
+            }
+            report::run(args)
+        })
+        .map_err(|e| {
+            s.control.stop.store(true, Ordering::SeqCst);
+            Error::Thread {
+                what: "the sender thread",
+                msg: e.to_string(),
+            }
+        })
+}
+
+/// The sender's output settings.
+fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Options {
+    report::Options {
+        nsecs: cfg.nsecs,
+        quiet: cfg.quiet,
+        verbose: cfg.verbose,
+        hist_us: cfg.hist_us,
+        spike_ns: cfg.spike_us * 1000,
+        report_ns: cfg.report_ns as i64,
+        console: s.console,
+        policy: policy_label(cfg, &deg.flags),
+        self_check_probe: cfg.bench.self_check_probe,
+    }
+}
+
+/// What the measuring threads could not have (`--best-effort`).
+fn collect_degradations(cfg: &Config, shared: &[Box<Shared>], deg: &mut Degradations) {
+    let any = |f: fn(&Shared) -> bool| shared.iter().any(|s| f(s));
+    let no_rt = any(|s| s.no_rt_policy.load(Ordering::SeqCst));
+    if no_rt && !deg.flags.no_rt_policy {
+        deg.flags.no_rt_policy = true;
+        deg.warnings.push(format!(
+            "degraded: SCHED_{} refused, measuring at SCHED_OTHER with 1 ns timer slack",
+            policy_upper(cfg.policy)
+        ));
+    }
+    let no_aff = any(|s| s.no_affinity.load(Ordering::SeqCst));
+    if no_aff && !deg.flags.no_affinity {
+        deg.flags.no_affinity = true;
+        deg.warnings
+            .push("degraded: threads could not be pinned to their CPUs".into());
+    }
+    if any(|s| s.timer_slack_ns.load(Ordering::SeqCst) > 0) && !no_rt {
+        deg.warnings
+            .push("non-RT policy: timer slack of the measuring threads set to 1 ns".into());
+    }
+}
+
+/// The plan as it turned out: a thread without its policy runs at priority
+/// 0, one that could not be pinned is unpinned.
+fn effective_plans(plans: &[ThreadPlan], shared: &[Box<Shared>]) -> Vec<ThreadPlan> {
+    plans
+        .iter()
+        .zip(shared)
+        .map(|(p, s)| ThreadPlan {
+            priority: if s.no_rt_policy.load(Ordering::SeqCst) {
+                0
+            } else {
+                p.priority
+            },
+            cpu: if s.no_affinity.load(Ordering::SeqCst) {
+                None
+            } else {
+                p.cpu
+            },
+            ..*p
+        })
+        .collect()
+}

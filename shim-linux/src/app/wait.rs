@@ -1,0 +1,57 @@
+//! Step 3 of a run: the main thread handles signals (and self-check
+//! notifications) until every measuring thread has returned.
+
+use std::sync::atomic::Ordering;
+
+use super::setup::SIGNALS;
+use crate::linux::clock::timespec;
+use crate::linux::seccomp::SelfCheck;
+use crate::linux::sys::{self, sig};
+use crate::rt::Control;
+
+/// Wait for the end of the `n` measuring threads. SIGUSR1 asks the sender
+/// for the status; SIGINT, SIGTERM and SIGHUP stop the run.
+pub fn wait_for_end(control: &Control, n: usize, selfcheck: Option<&SelfCheck>) {
+    let tick = timespec(100_000_000);
+    let zero = timespec(0);
+    while !control.all_finished(n) {
+        let got = match selfcheck {
+            Some(sc) => {
+                self_check(control, sc, &tick);
+                sys::wait_signal(SIGNALS, &zero)
+            }
+            None => sys::wait_signal(SIGNALS, &tick),
+        };
+        match got {
+            Ok(Some(s)) if s == sig::USR1 => {
+                control.status_requested.store(true, Ordering::SeqCst);
+            }
+            Ok(Some(s)) => {
+                let _ = control
+                    .signal
+                    .compare_exchange(0, s, Ordering::SeqCst, Ordering::SeqCst);
+                control.stop.store(true, Ordering::SeqCst);
+            }
+            Ok(None) => {}
+            Err(_) => {
+                // cannot wait for signals: poll the end instead
+                let _ = rustix::event::poll(&mut [], Some(&tick));
+            }
+        }
+    }
+}
+
+/// Wait up to `tick` for a self-check notification; refuse and count it.
+fn self_check(control: &Control, sc: &SelfCheck, tick: &rustix::time::Timespec) {
+    let fd = sc.fd();
+    let mut fds = [rustix::event::PollFd::new(
+        &fd,
+        rustix::event::PollFlags::IN,
+    )];
+    if matches!(rustix::event::poll(&mut fds, Some(tick)), Ok(k) if k > 0) {
+        if let Some(msg) = sc.handle_one() {
+            control.defects.fetch_add(1, Ordering::SeqCst);
+            eprintln!("latscope: {msg}");
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! What the command line asks for: cyclictest's options with their
+//! meanings plus latscope's own ([`Config`]), and which measuring thread runs
+//! where ([`plan()`]).
+//!
+//! Everything else reads the configuration; nothing here depends on the
+//! threads that use it.
+
+mod cpus;
+mod help;
+mod parse;
+mod plan;
+
+use latscope_core::wire::{ClockKind, Policy};
+
+use crate::bench::Knobs;
+
+pub use cpus::CpuList;
+pub use help::HELP;
+pub use parse::parse;
+pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
+
+/// Where the binary frame stream goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dest {
+    /// Standard output (`-`); human output then goes to standard error.
+    Stdout,
+    /// A file, created or truncated.
+    File(String),
+    /// A TCP listener at an IP literal (no name resolution).
+    Tcp(std::net::SocketAddr),
+    /// A serial line in raw mode.
+    Serial {
+        /// Device path.
+        path: String,
+        /// Baud rate.
+        baud: u32,
+    },
+}
+
+/// How many measuring threads `-t` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Threads {
+    /// `-t N`.
+    Count(usize),
+    /// `-t` without a number: one per available CPU.
+    PerCpu,
+}
+
+/// Everything the command line sets. Times are kept in the unit the option
+/// takes (µs for cyclictest's options) or in ns (durations).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// `-a`: CPUs to pin to (`Some(empty)` never happens; `-a` alone = all).
+    pub affinity: Option<CpuList>,
+    /// `-t`.
+    pub threads: Option<Threads>,
+    /// `-S`.
+    pub smp: bool,
+    /// `-i` in µs.
+    pub interval_us: u64,
+    /// `-d` in µs (`None` = cyclictest's default: 500, or 0 with `-h`).
+    pub distance_us: Option<u64>,
+    /// `-p`.
+    pub priority: u32,
+    /// `--policy`.
+    pub policy: Policy,
+    /// `--priospread`.
+    pub priospread: bool,
+    /// `-l` (0 = endless).
+    pub loops: u64,
+    /// `-D` in ns (0 = endless).
+    pub duration_ns: u64,
+    /// `-b` in µs (0 = off).
+    pub break_us: u64,
+    /// `--tracemark`.
+    pub tracemark: bool,
+    /// `-h`/`-H` range in µs (0 = no histogram text).
+    pub hist_us: u32,
+    /// `-H`: add the all-threads column.
+    pub hist_all: bool,
+    /// `--histfile`.
+    pub histfile: Option<String>,
+    /// `--json`.
+    pub json: Option<String>,
+    /// `-N`.
+    pub nsecs: bool,
+    /// `-q`.
+    pub quiet: bool,
+    /// `-v`.
+    pub verbose: bool,
+    /// `--spike` in µs (0 = off).
+    pub spike_us: u64,
+    /// `-c`.
+    pub clock: ClockKind,
+    /// `--mainaffinity`.
+    pub mainaffinity: Option<CpuList>,
+    /// `--latency`.
+    pub latency_us: i32,
+    /// `--default-system`.
+    pub default_system: bool,
+    /// mlockall (on unless `--no-mlock`).
+    pub mlock: bool,
+    /// `--best-effort`.
+    pub best_effort: bool,
+    /// `--warmup` in ns.
+    pub warmup_ns: u64,
+    /// `--report-interval` in ns.
+    pub report_ns: u64,
+    /// `--deadline-runtime` in µs (0 = default).
+    pub dl_runtime_us: u64,
+    /// `--deadline-deadline` in µs (0 = the period).
+    pub dl_deadline_us: u64,
+    /// `--deadline-period` in µs (0 = the interval).
+    pub dl_period_us: u64,
+    /// `--explain` in µs (0 = off).
+    pub explain_us: u64,
+    /// `--self-check`.
+    pub self_check: bool,
+    /// The hidden options of the proof scripts and tests.
+    pub bench: Knobs,
+    /// `--stream`.
+    pub stream: Option<Dest>,
+    /// The command line as given, for the hello and `--json`.
+    pub cmdline: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            affinity: None,
+            threads: None,
+            smp: false,
+            interval_us: 1000,
+            distance_us: None,
+            priority: 80,
+            policy: Policy::Fifo,
+            priospread: false,
+            loops: 0,
+            duration_ns: 0,
+            break_us: 0,
+            tracemark: false,
+            hist_us: 0,
+            hist_all: false,
+            histfile: None,
+            json: None,
+            nsecs: false,
+            quiet: false,
+            verbose: false,
+            spike_us: 0,
+            clock: ClockKind::Monotonic,
+            mainaffinity: None,
+            latency_us: 0,
+            default_system: false,
+            mlock: true,
+            best_effort: false,
+            warmup_ns: 0,
+            report_ns: 1_000_000_000,
+            dl_runtime_us: 0,
+            dl_deadline_us: 0,
+            dl_period_us: 0,
+            explain_us: 0,
+            self_check: false,
+            bench: Knobs::default(),
+            stream: None,
+            cmdline: String::new(),
+        }
+    }
+}
+
+impl Config {
+    /// The effective distance in µs: `-d`, or 500, or 0 when `-h` is given
+    /// (as cyclictest does, so that every thread fills the same rows).
+    pub fn distance(&self) -> u64 {
+        match self.distance_us {
+            Some(d) => d,
+            None if self.hist_us > 0 => 0,
+            None => 500,
+        }
+    }
+
+    /// The spike threshold of the measuring loop in µs: the lower of
+    /// `--spike` and `--explain` (0 = off).
+    pub fn flag_us(&self) -> u64 {
+        match (self.spike_us, self.explain_us) {
+            (0, e) => e,
+            (s, 0) => s,
+            (s, e) => s.min(e),
+        }
+    }
+
+    /// SCHED_DEADLINE runtime, deadline and period in ns.
+    pub fn deadline_ns(&self) -> (u64, u64, u64) {
+        (
+            self.dl_runtime_us * 1000,
+            self.dl_deadline_us * 1000,
+            self.dl_period_us * 1000,
+        )
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Measure.
+    Run(Box<Config>),
+    /// Print the help.
+    Help,
+    /// Print the version.
+    Version,
+}
+
+/// The kernel's name of a policy without the `SCHED_` prefix.
+pub fn policy_upper(p: Policy) -> &'static str {
+    match p {
+        Policy::Other => "OTHER",
+        Policy::Fifo => "FIFO",
+        Policy::Rr => "RR",
+        Policy::Batch => "BATCH",
+        Policy::Idle => "IDLE",
+        Policy::Deadline => "DEADLINE",
+    }
+}

@@ -1,0 +1,135 @@
+//! The plan of which measuring thread runs where, with which priority and
+//! interval, as cyclictest's `-t`, `-a`, `-S`, `-d` and `--priospread`
+//! define it.
+
+use latscope_core::wire::{Policy, MAX_THREADS};
+
+use super::{Config, CpuList, Threads};
+use crate::error::Error;
+
+/// One measuring thread of the plan.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ThreadPlan {
+    /// The CPU to pin to, if any.
+    pub cpu: Option<usize>,
+    /// Its priority.
+    pub priority: u32,
+    /// Its interval in µs.
+    pub interval_us: u64,
+}
+
+/// The measuring threads of a run on the `available` CPUs.
+pub fn plan(cfg: &Config, available: &[usize]) -> Result<Vec<ThreadPlan>, Error> {
+    let affinity = if cfg.smp {
+        Some(cfg.affinity.clone().unwrap_or(CpuList::All))
+    } else {
+        cfg.affinity.clone()
+    };
+    let pin_set = match &affinity {
+        Some(a) => Some(a.resolve(available).map_err(Error::Usage)?),
+        None => None,
+    };
+    let per_cpu = pin_set.as_deref().unwrap_or(available);
+    let n = match (cfg.threads, cfg.smp) {
+        (_, true) | (Some(Threads::PerCpu), _) => per_cpu.len(),
+        (Some(Threads::Count(n)), _) => n,
+        (None, false) => 1,
+    };
+    if n > MAX_THREADS {
+        return Err(Error::usage(format!(
+            "{n} threads: at most {MAX_THREADS} are supported"
+        )));
+    }
+    let distance = cfg.distance();
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let cpu = pin_set
+            .as_ref()
+            .and_then(|s| s.get(i % s.len().max(1)).copied());
+        let priority = if cfg.priospread && cfg.policy != Policy::Deadline {
+            cfg.priority.saturating_sub(i as u32).max(1)
+        } else {
+            cfg.priority
+        };
+        let interval_us = cfg
+            .interval_us
+            .checked_add(distance.saturating_mul(i as u64))
+            .ok_or_else(|| Error::usage("interval + distance overflows"))?;
+        out.push(ThreadPlan {
+            cpu,
+            priority,
+            interval_us,
+        });
+    }
+    Ok(out)
+}
+
+/// `--mainaffinity` among the `available` CPUs.
+pub fn mainaffinity(cfg: &Config, available: &[usize]) -> Result<Option<Vec<usize>>, Error> {
+    match &cfg.mainaffinity {
+        Some(m) => m
+            .resolve(available)
+            .map(Some)
+            .map_err(|e| Error::usage(format!("--mainaffinity: {e}"))),
+        None => Ok(None),
+    }
+}
+
+/// The first CPU `-a` names among the `available` ones, if any.
+pub fn first_pinned_cpu(cfg: &Config, available: &[usize]) -> Option<usize> {
+    let cpus = cfg.affinity.as_ref()?.resolve(available).ok()?;
+    cpus.first().copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{parse, Action};
+
+    fn cfg(args: &[&str]) -> Config {
+        match parse(args).unwrap() {
+            Action::Run(c) => *c,
+            a => panic!("{a:?}"),
+        }
+    }
+
+    #[test]
+    fn plans_like_cyclictest() {
+        let avail = [0, 1];
+        let p = plan(&cfg(&[]), &avail).unwrap();
+        assert_eq!(
+            p,
+            vec![ThreadPlan {
+                cpu: None,
+                priority: 80,
+                interval_us: 1000
+            }]
+        );
+        let p = plan(&cfg(&["-t", "2", "-a", "0,1", "-d", "0"]), &avail).unwrap();
+        assert_eq!(
+            p.iter().map(|t| t.cpu).collect::<Vec<_>>(),
+            [Some(0), Some(1)]
+        );
+        assert!(p.iter().all(|t| t.interval_us == 1000));
+        let p = plan(&cfg(&["-S", "-p", "90", "--priospread"]), &avail).unwrap();
+        assert_eq!(p.iter().map(|t| t.priority).collect::<Vec<_>>(), [90, 89]);
+        assert_eq!(p[1].interval_us, 1500);
+        let p = plan(&cfg(&["-t", "-h", "50"]), &avail).unwrap();
+        assert_eq!(p.len(), 2);
+        assert!(p.iter().all(|t| t.cpu.is_none() && t.interval_us == 1000));
+        let p = plan(&cfg(&["-t3", "-a1"]), &avail).unwrap();
+        assert_eq!(p.iter().map(|t| t.cpu).collect::<Vec<_>>(), [Some(1); 3]);
+    }
+
+    #[test]
+    fn unavailable_cpus_are_usage_errors() {
+        let e = plan(&cfg(&["-a", "7"]), &[0, 1]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "CPU 7 is not available (available: 0,1) (see --help)"
+        );
+        let e = mainaffinity(&cfg(&["--mainaffinity", "7"]), &[0, 1]).unwrap_err();
+        assert!(e.to_string().starts_with("--mainaffinity: CPU 7"), "{e}");
+        assert_eq!(first_pinned_cpu(&cfg(&["-a", "1,0"]), &[0, 1]), Some(1));
+    }
+}

@@ -1,0 +1,448 @@
+//! The per-process trace instance.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use latscope_core::explain::{parse_line, Attribution, Classifier, Window};
+
+use super::marks::{find_mark, mono_ns, switched_in, Marks, Spike};
+use super::{cpumask, find_tracefs, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
+use crate::error::Error;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+/// True if `pid` is a live latscope process (its comm starts with
+/// `latscope`), so its instance must be left alone.
+fn latscope_alive(pid: u32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("latscope"))
+}
+
+/// Removes `instances/latscope-PID` of processes that are gone. Returns
+/// how many were removed. An instance of a live latscope is kept; one
+/// named after our own pid is a leftover and goes too.
+fn remove_stale(root: &Path) -> io::Result<usize> {
+    let me = rustix::process::getpid()
+        .as_raw_nonzero()
+        .get()
+        .unsigned_abs();
+    let mut removed = 0;
+    for entry in fs::read_dir(root.join("instances"))? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(INSTANCE_PREFIX))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != me && latscope_alive(pid) {
+            continue;
+        }
+        if fs::remove_dir(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// The per-process trace instance `instances/latscope-PID`.
+///
+/// Created by [`Tracer::open`], read by [`Tracer::explain`] on the non-RT
+/// sender thread, removed by [`Tracer::close`] or on drop. Every [`Marker`]
+/// must be dropped first: the kernel refuses to remove an instance with an
+/// open file (`EBUSY`). After a crash the next start removes the leftover.
+#[derive(Debug)]
+pub struct Tracer {
+    dir: PathBuf,
+    cpus: Vec<usize>,
+    threshold_ns: u64,
+    mono: bool,
+    enabled: Vec<String>,
+    freeze_on_mark: bool,
+    /// Recent stretches without recording (frozen or paused), oldest first.
+    blind: std::collections::VecDeque<(u64, u64)>,
+    /// Marks written by all [`Marker`]s of this tracer.
+    marks: Arc<AtomicU64>,
+    live: bool,
+}
+
+impl Tracer {
+    /// `mkdir instances/latscope-PID`—creates and arms this process's
+    /// trace instance for `cpus`, after removing stale instances of dead
+    /// latscope processes. `threshold_ns` is the `--explain` threshold:
+    /// [`Tracer::explain`] returns an empty attribution below it.
+    ///
+    /// # Errors
+    ///
+    /// `NotFound` if no tracefs is mounted, `InvalidInput` for an empty CPU
+    /// list, `Unsupported` if none of [`EVENTS`] could be enabled, or the
+    /// error of creating the instance (e.g. `PermissionDenied` without
+    /// root). On error nothing is left behind.
+    pub fn open(cpus: &[usize], threshold_ns: u64) -> Result<Tracer, Error> {
+        let root =
+            find_tracefs().ok_or_else(|| Error::Unavailable("tracefs is not mounted".into()))?;
+        Self::open_at(&root, cpus, threshold_ns).map_err(|e| Error::Unavailable(e.to_string()))
+    }
+
+    /// [`Tracer::open`] with an explicit tracefs root.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracer::open`].
+    pub(super) fn open_at(root: &Path, cpus: &[usize], threshold_ns: u64) -> io::Result<Tracer> {
+        if cpus.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no CPUs to trace",
+            ));
+        }
+        let _ = remove_stale(root);
+        let pid = rustix::process::getpid().as_raw_nonzero().get();
+        let dir = root
+            .join("instances")
+            .join(format!("{INSTANCE_PREFIX}{pid}"));
+        fs::create_dir(&dir)?;
+        let mut t = Tracer {
+            dir,
+            cpus: cpus.to_vec(),
+            threshold_ns,
+            mono: false,
+            enabled: Vec::new(),
+            freeze_on_mark: false,
+            blind: std::collections::VecDeque::new(),
+            marks: Arc::new(AtomicU64::new(0)),
+            live: true,
+        };
+        // On error `t` is dropped, which removes the instance again.
+        t.arm()?;
+        Ok(t)
+    }
+
+    fn arm(&mut self) -> io::Result<()> {
+        let d = self.dir.clone();
+        write_file(&d.join("tracing_on"), "0")?;
+        write_file(&d.join("tracing_cpumask"), &cpumask(&self.cpus))?;
+        self.mono = write_file(&d.join("trace_clock"), "mono").is_ok()
+            && fs::read_to_string(d.join("trace_clock")).is_ok_and(|c| c.contains("[mono]"));
+        // Small buffers: the minimum everywhere, BUFFER_KB where we look.
+        let _ = write_file(&d.join("buffer_size_kb"), "4");
+        for &cpu in &self.cpus {
+            let p = d.join(format!("per_cpu/cpu{cpu}/buffer_size_kb"));
+            if write_file(&p, &BUFFER_KB.to_string()).is_err() {
+                write_file(&d.join("buffer_size_kb"), &BUFFER_KB.to_string())?;
+            }
+        }
+        // A consistent snapshot: recording pauses while `trace` is read
+        // (off by default on recent kernels), and old events are overwritten.
+        let _ = write_file(&d.join("options/pause-on-trace"), "1");
+        let _ = write_file(&d.join("options/overwrite"), "1");
+        for (sys, ev) in EVENTS {
+            let p = d.join("events").join(sys).join(ev).join("enable");
+            if p.exists() && write_file(&p, "1").is_ok() {
+                self.enabled.push(format!("{sys}:{ev}"));
+            }
+        }
+        // Our marker freezes the instance (the kernel's `traceoff` trigger
+        // on `ftrace:print`), so the spike's window survives until the
+        // sender has read it; `explain` turns tracing back on.
+        self.freeze_on_mark =
+            write_file(&d.join("events/ftrace/print/trigger"), "traceoff").is_ok();
+        if self.enabled.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "no irq, sched or timer trace events",
+            ));
+        }
+        write_file(&d.join("tracing_on"), "1")
+    }
+
+    /// The instance directory.
+    #[cfg(test)]
+    pub(super) fn instance_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Events that are enabled, as `system:event`.
+    #[cfg(test)]
+    pub(super) fn enabled_events(&self) -> &[String] {
+        &self.enabled
+    }
+
+    /// True if the instance runs on the `mono` clock. Otherwise
+    /// [`Tracer::explain`] anchors the window on the spike's marker and
+    /// flags the result `partial`.
+    #[cfg(test)]
+    pub(super) fn clock_is_mono(&self) -> bool {
+        self.mono
+    }
+
+    /// True if a marker write stops the instance's recording (the
+    /// `traceoff` trigger), keeping the spike's window until
+    /// [`Tracer::explain`] has read it and turned recording back on. While
+    /// frozen, later spikes (on any measured CPU) are not traced and come
+    /// out `partial`.
+    #[cfg(test)]
+    pub(super) fn freezes_on_mark(&self) -> bool {
+        self.freeze_on_mark
+    }
+
+    /// `open(instances/latscope-PID/trace_marker, O_WRONLY | O_CLOEXEC)`—the
+    /// marker for a measuring thread, to be opened before it starts; `None`
+    /// if it cannot be opened.
+    pub fn marker(&self) -> Option<Marker> {
+        let fd = rustix::fs::open(
+            self.dir.join("trace_marker"),
+            OFlags::WRONLY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok()?;
+        Some(Marker::new(fd, self.marks.clone()))
+    }
+
+    /// Reads `per_cpu/cpuN/trace` of the instance: the whole buffer of one
+    /// CPU as text, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// The error of reading the file.
+    pub(super) fn read_trace(&self, cpu: usize) -> io::Result<String> {
+        let bytes = fs::read(self.dir.join(format!("per_cpu/cpu{cpu}/trace")))?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(s) => s,
+            Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        })
+    }
+
+    /// Explains the sample of `cycle` on `cpu` that was due at
+    /// `deadline_ns` and woke at `wake_ns` (both `CLOCK_MONOTONIC`): reads
+    /// the CPU's trace and classifies `[deadline, wake]` into exclusive cause
+    /// lines. Never fails: without a readable trace the whole spike is one
+    /// "untraced" line and the result is `partial`.
+    ///
+    /// Call it from the sender thread for every spike the [`Marker`] marked,
+    /// in order: the marker froze the instance (the `traceoff` trigger, where
+    /// the kernel has it) and this call turns recording back on
+    /// (or call [`Tracer::resume`] to skip a spike). Stretches in which
+    /// recording was off (frozen, or paused while an earlier spike was read)
+    /// are remembered and come out as untraced, `partial`, in later spikes.
+    pub fn explain(
+        &mut self,
+        cpu: usize,
+        deadline_ns: u64,
+        wake_ns: u64,
+        cycle: u64,
+    ) -> Attribution {
+        let cpu32 = u32::try_from(cpu).unwrap_or(u32::MAX);
+        let latency = wake_ns.saturating_sub(deadline_ns);
+        if latency < self.threshold_ns {
+            return Attribution::new(cpu32, cycle, deadline_ns, latency);
+        }
+        let marks_before = self.marks.load(Ordering::Acquire);
+        let read_start = mono_ns();
+        let text = self.read_trace(cpu).unwrap_or_default();
+        let marks = find_mark(&text, cpu32, cycle, None);
+        let spike = Spike {
+            cpu: cpu32,
+            tid: None,
+            deadline_ns,
+            wake_ns,
+            cycle,
+        };
+        self.attribute(&spike, &text, marks, marks_before, read_start)
+    }
+
+    /// [`Tracer::explain`] for a thread `tid` that is not pinned: it reads
+    /// every traced CPU and explains the spike on the CPU the thread woke
+    /// on. That is the CPU whose buffer holds the thread's marker for
+    /// `cycle` (the thread writes it on the CPU it runs on), or else, on
+    /// the `mono` trace clock, the CPU that switched the thread in between
+    /// the deadline and the wake-up. If neither is found the spike is one
+    /// "untraced" line on CPU `u32::MAX`, `partial`.
+    pub fn explain_unpinned(
+        &mut self,
+        tid: u32,
+        deadline_ns: u64,
+        wake_ns: u64,
+        cycle: u64,
+    ) -> Attribution {
+        let latency = wake_ns.saturating_sub(deadline_ns);
+        if latency < self.threshold_ns {
+            return Attribution::new(u32::MAX, cycle, deadline_ns, latency);
+        }
+        let marks_before = self.marks.load(Ordering::Acquire);
+        let read_start = mono_ns();
+        let mut texts: Vec<(u32, String)> = Vec::with_capacity(self.cpus.len());
+        for &c in &self.cpus {
+            let cpu = u32::try_from(c).unwrap_or(u32::MAX);
+            texts.push((cpu, self.read_trace(c).unwrap_or_default()));
+        }
+        let by_mark = texts.iter().enumerate().find_map(|(i, (cpu, t))| {
+            let m = find_mark(t, *cpu, cycle, Some(tid));
+            m.ours.map(|_| (i, m))
+        });
+        let found = by_mark.or_else(|| {
+            let i = self
+                .mono
+                .then(|| switched_in(&texts, tid, deadline_ns, wake_ns))
+                .flatten()?;
+            Some((i, find_mark(&texts[i].1, texts[i].0, cycle, Some(tid))))
+        });
+        let (cpu, text, marks) = match found {
+            Some((i, m)) => (texts[i].0, texts.swap_remove(i).1, m),
+            None => (u32::MAX, String::new(), Marks::default()),
+        };
+        let spike = Spike {
+            cpu,
+            tid: Some(tid),
+            deadline_ns,
+            wake_ns,
+            cycle,
+        };
+        self.attribute(&spike, &text, marks, marks_before, read_start)
+    }
+
+    /// Classifies one CPU's trace `text` for `spike`, whose marker search
+    /// gave `marks`; then turns recording back on (unless a later marker
+    /// froze it again) and remembers the stretch without recording.
+    fn attribute(
+        &mut self,
+        spike: &Spike,
+        text: &str,
+        marks: Marks,
+        marks_before: u64,
+        read_start: u64,
+    ) -> Attribution {
+        let Spike {
+            cpu,
+            tid,
+            deadline_ns,
+            wake_ns,
+            cycle,
+        } = *spike;
+        let mark = marks.ours;
+        // Unfreeze, unless a later spike's marker froze the buffer, before
+        // or during our read: its own explain will.
+        let later_froze = marks.newest_cycle.is_some_and(|c| c > cycle)
+            || self.marks.load(Ordering::Acquire) != marks_before;
+        if self.freeze_on_mark && !later_froze {
+            let _ = write_file(&self.dir.join("tracing_on"), "1");
+        }
+        // Recording was off from our marker (frozen) or from the start of
+        // the read (paused) until now; later spikes must not take that
+        // silence for a quiet CPU.
+        let blind_before: Vec<(u64, u64)> = self.blind.iter().copied().collect();
+        let from = match mark {
+            Some((ts, _)) if self.mono && self.freeze_on_mark => ts.min(read_start),
+            _ => read_start,
+        };
+        self.note_blind(from, mono_ns());
+
+        // a pinned thread is known by its marker's writer
+        let pid = tid.or(mark.map(|(_, pid)| pid)).unwrap_or(0);
+        let mut window = Window {
+            cpu,
+            cycle,
+            deadline_ns,
+            wake_ns,
+            pid,
+        };
+        if !self.mono {
+            // Anchor: the marker was written right after the wake-up.
+            let Some((ts, _)) = mark else {
+                let mut a = Classifier::new(window).finish();
+                a.partial = true;
+                return a;
+            };
+            let off = i128::from(ts) - i128::from(wake_ns);
+            let shift = |t: u64| u64::try_from(i128::from(t) + off).unwrap_or(0);
+            window.deadline_ns = shift(deadline_ns);
+            window.wake_ns = shift(wake_ns);
+        }
+        let mut c = Classifier::new(window);
+        if self.mono {
+            for (f, t) in blind_before {
+                if f < wake_ns && t > deadline_ns {
+                    c.set_blind(f, t);
+                }
+            }
+        }
+        for e in text.lines().filter_map(parse_line) {
+            c.feed(&e);
+            if c.done() {
+                break;
+            }
+        }
+        let mut a = c.finish();
+        a.deadline_ns = deadline_ns;
+        a.partial |= !self.mono || cpu == u32::MAX;
+        a
+    }
+
+    /// Turns recording back on after a marker froze it, without explaining
+    /// (for spikes the sender decides to skip). [`Tracer::explain`] does this
+    /// itself.
+    pub fn resume(&mut self) {
+        if self.freeze_on_mark {
+            let from = self.blind.back().map_or_else(mono_ns, |&(_, t)| t);
+            let _ = write_file(&self.dir.join("tracing_on"), "1");
+            self.note_blind(from, mono_ns());
+        }
+    }
+
+    /// Remembers a stretch without recording (the last 16).
+    fn note_blind(&mut self, from: u64, to: u64) {
+        if self.blind.len() == 16 {
+            self.blind.pop_front();
+        }
+        self.blind.push_back((from, to));
+    }
+
+    /// Stops tracing and removes the instance.
+    ///
+    /// # Errors
+    ///
+    /// `rmdir(2)`'s error, e.g. `EBUSY` while a [`Marker`] or another file
+    /// of the instance is still open.
+    pub fn close(mut self) -> Result<(), Error> {
+        self.remove().map_err(|e| {
+            let errno = Errno::from_io_error(&e).unwrap_or(Errno::IO);
+            Error::sys("removing the trace instance", errno)
+        })
+    }
+
+    fn remove(&mut self) -> io::Result<()> {
+        if !self.live {
+            return Ok(());
+        }
+        let _ = write_file(&self.dir.join("tracing_on"), "0");
+        if self.freeze_on_mark {
+            let _ = write_file(&self.dir.join("events/ftrace/print/trigger"), "!traceoff");
+        }
+        let mut last = Ok(());
+        for _ in 0..3 {
+            last = fs::remove_dir(&self.dir);
+            match &last {
+                Ok(()) => break,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    last = Ok(());
+                    break;
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+        if last.is_ok() {
+            self.live = false;
+        }
+        last
+    }
+}
+
+impl Drop for Tracer {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}

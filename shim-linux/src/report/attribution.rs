@@ -1,0 +1,129 @@
+//! `--explain` on the sender: each spike above the threshold explained by
+//! its CPU's trace (the private tracefs instance), or, without tracefs,
+//! each thread's worst spike of a report interval by the interrupt and
+//! softirq counts its CPU took meanwhile (coarse).
+
+use latscope_core::explain::Attribution;
+use latscope_core::wire::SpikeRecord;
+
+use crate::config::ThreadPlan;
+use crate::linux::interrupts::ProcInterrupts;
+use crate::linux::tracefs::Tracer;
+
+/// Spikes explained per drain (each reads a CPU's trace buffer).
+const EXPLAIN_PER_TICK: usize = 8;
+
+/// The sender's attribution state.
+pub struct Attributor {
+    tracer: Option<Tracer>,
+    explain_ns: u64,
+    /// Without tracefs: the pinned CPUs whose counters explain spikes.
+    coarse_cpus: Vec<usize>,
+    /// Coarse attribution: counters at the last report.
+    proc_prev: Option<ProcInterrupts>,
+    /// Coarse attribution: the largest spike of each thread this interval.
+    worst: Vec<Option<SpikeRecord>>,
+    /// Spikes explained in this drain.
+    explained: usize,
+    /// Spikes not explained in this drain (their marker froze the trace).
+    skipped: bool,
+}
+
+impl Attributor {
+    /// Attribution of `threads` threads' spikes above `explain_ns` (0: off),
+    /// by `tracer`, or else coarsely on `coarse_cpus`.
+    pub fn new(
+        tracer: Option<Tracer>,
+        explain_ns: u64,
+        coarse_cpus: Vec<usize>,
+        threads: usize,
+    ) -> Attributor {
+        let proc_prev = if coarse_cpus.is_empty() {
+            None
+        } else {
+            ProcInterrupts::snapshot(&coarse_cpus)
+        };
+        Attributor {
+            tracer,
+            explain_ns,
+            coarse_cpus,
+            proc_prev,
+            worst: vec![None; threads],
+            explained: 0,
+            skipped: false,
+        }
+    }
+
+    /// A flagged sample of thread `t` (pinned to `cpu`, kernel id `tid`):
+    /// its attribution from the trace, if it is a spike to explain.
+    pub fn on_spike(
+        &mut self,
+        t: usize,
+        r: &SpikeRecord,
+        cpu: Option<usize>,
+        tid: i32,
+    ) -> Option<Attribution> {
+        let ns = r.latency_ns.max(0) as u64;
+        if !r.flags.spike || ns < self.explain_ns {
+            return None;
+        }
+        if self.proc_prev.is_some() {
+            let w = &mut self.worst[t];
+            if w.is_none_or(|w| w.latency_ns < r.latency_ns) {
+                *w = Some(*r);
+            }
+        }
+        let tracer = self.tracer.as_mut()?;
+        if self.explained >= EXPLAIN_PER_TICK {
+            self.skipped = true;
+            return None;
+        }
+        self.explained += 1;
+        let deadline = r.deadline_ns.max(0) as u64;
+        Some(match cpu {
+            Some(cpu) => tracer.explain(cpu, deadline, deadline + ns, r.cycle),
+            None => {
+                let tid = u32::try_from(tid).unwrap_or(0);
+                tracer.explain_unpinned(tid, deadline, deadline + ns, r.cycle)
+            }
+        })
+    }
+
+    /// The end of a drain: turn tracing back on if spikes were skipped.
+    pub fn drained(&mut self) {
+        if self.skipped {
+            if let Some(tracer) = self.tracer.as_mut() {
+                tracer.resume();
+            }
+        }
+        self.explained = 0;
+        self.skipped = false;
+    }
+
+    /// Without tracefs, at each report: each thread's worst spike of the
+    /// interval, explained by what its CPU counted meanwhile.
+    pub fn coarse(&mut self, plans: &[ThreadPlan], mut out: impl FnMut(Attribution)) {
+        let Some(prev) = self.proc_prev.as_ref() else {
+            return;
+        };
+        let Some(now) = ProcInterrupts::snapshot(&self.coarse_cpus) else {
+            return;
+        };
+        for (worst, plan) in self.worst.iter_mut().zip(plans) {
+            let (Some(r), Some(cpu)) = (worst.take(), plan.cpu) else {
+                continue;
+            };
+            let deadline = r.deadline_ns.max(0) as u64;
+            out(prev.delta(&now, cpu, r.cycle, deadline, r.latency_ns.max(0) as u64));
+        }
+        self.proc_prev = Some(now);
+    }
+
+    /// The measuring threads (and their markers) are gone: remove the trace
+    /// instance.
+    pub fn close(&mut self) {
+        if let Some(t) = self.tracer.take() {
+            let _ = t.close();
+        }
+    }
+}

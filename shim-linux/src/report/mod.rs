@@ -1,0 +1,357 @@
+//! The non-RT sender thread: it reads the measuring threads' records
+//! lock-free, drains their spike and `-v` queues, and turns what it finds
+//! into the run's outputs while the run goes on:
+//!
+//! * `publish`: the frame stream, on the protocol's schedule;
+//! * `live`: the live view (and the SIGUSR1 status);
+//! * `attribution`: `--explain`;
+//! * `verbose`: the `-v` lines;
+//! * `probe`: `--self-check-probe`.
+//!
+//! At the end it hands its [`View`]s back to the main thread, which writes
+//! the final summary.
+
+mod attribution;
+mod live;
+mod probe;
+mod publish;
+mod verbose;
+mod view;
+
+use std::sync::atomic::Ordering;
+
+use heapless::spsc::Consumer;
+use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeRecord, ThreadStats};
+
+use crate::config::ThreadPlan;
+use crate::link::Sink;
+use crate::linux::clock::monotonic_ns;
+use crate::linux::sleep_ns;
+use crate::linux::tracefs::Tracer;
+use crate::output::Console;
+use crate::rt::{Control, Shared, VerboseSample};
+use attribution::Attributor;
+use live::Live;
+use publish::Publisher;
+pub use view::View;
+
+/// Live view refresh period.
+const TICK_NS: i64 = 100_000_000;
+
+/// Output settings of the sender.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `-N`.
+    pub nsecs: bool,
+    /// `-q`.
+    pub quiet: bool,
+    /// `-v`.
+    pub verbose: bool,
+    /// `-h` range.
+    pub hist_us: u32,
+    /// `--spike` threshold in ns (0 = off).
+    pub spike_ns: u64,
+    /// Report interval.
+    pub report_ns: i64,
+    /// Where the human output goes.
+    pub console: Console,
+    /// Policy name for the live header.
+    pub policy: &'static str,
+    /// Make every forbidden request once under `--self-check`.
+    pub self_check_probe: bool,
+}
+
+/// Everything the sender thread gets.
+pub struct Args<'a> {
+    /// Per-thread shared state.
+    pub shared: &'a [Box<Shared>],
+    /// The thread plan as it turned out.
+    pub plans: Vec<ThreadPlan>,
+    /// Run control.
+    pub control: &'a Control,
+    /// Spike queues.
+    pub spikes: Vec<Consumer<'a, SpikeRecord>>,
+    /// `-v` queues.
+    pub verbose: Vec<Consumer<'a, VerboseSample>>,
+    /// Output settings.
+    pub opts: Options,
+    /// The hello (degradations filled in).
+    pub hello: Hello,
+    /// Warnings to send after each hello.
+    pub warnings: Vec<String>,
+    /// The stream.
+    pub sink: Option<Sink>,
+    /// `--explain`: the trace instance (closed at the end).
+    pub tracer: Option<Tracer>,
+    /// `--explain` threshold in ns.
+    pub explain_ns: u64,
+    /// `--explain` without tracefs: the pinned CPUs whose `/proc/interrupts`
+    /// and `/proc/softirqs` deltas explain spikes coarsely, per report.
+    pub coarse_cpus: Vec<usize>,
+    /// `--warmup` in ns: faults are counted from its end.
+    pub warmup_ns: u64,
+    /// Measuring start (monotonic ns).
+    pub start_ns: i64,
+}
+
+/// What the sender hands back at the end.
+pub struct Outcome {
+    /// Per-thread views.
+    pub views: Vec<View>,
+    /// Frames not delivered.
+    pub frames_dropped: u64,
+    /// Why the run ended.
+    pub reason: ByeReason,
+}
+
+struct Sender<'a> {
+    shared: &'a [Box<Shared>],
+    plans: Vec<ThreadPlan>,
+    control: &'a Control,
+    spikes: Vec<Consumer<'a, SpikeRecord>>,
+    verbose: Vec<Consumer<'a, VerboseSample>>,
+    opts: Options,
+    start_ns: i64,
+    warmup_ns: u64,
+    publish: Publisher,
+    attrib: Attributor,
+    live: Live,
+    views: Vec<View>,
+    /// Fault baselines re-taken at the end of the warm-up.
+    rebased: bool,
+}
+
+/// The sender thread's body.
+pub fn run(a: Args<'_>) -> Outcome {
+    let _ = rustix::thread::set_name(c"latscope-send");
+    let n = a.shared.len();
+    let spikes = a.opts.spike_ns > 0;
+    let views = (0..n)
+        .map(|i| {
+            let tid = a.shared[i].tid.load(Ordering::SeqCst);
+            View::new(i, tid, a.opts.hist_us, spikes)
+        })
+        .collect();
+    let mut s = Sender {
+        shared: a.shared,
+        plans: a.plans,
+        control: a.control,
+        spikes: a.spikes,
+        verbose: a.verbose,
+        live: Live::new(&a.opts),
+        publish: Publisher::new(a.sink, a.hello, a.warnings, a.start_ns, a.opts.report_ns),
+        attrib: Attributor::new(a.tracer, a.explain_ns, a.coarse_cpus, n),
+        opts: a.opts,
+        start_ns: a.start_ns,
+        warmup_ns: a.warmup_ns,
+        views,
+        rebased: a.warmup_ns == 0,
+    };
+    s.main_loop();
+    s.finish()
+}
+
+impl Sender<'_> {
+    /// Until every measuring thread has returned: keep the link up, drain
+    /// the queues, report on schedule, redraw the live view.
+    fn main_loop(&mut self) {
+        let mut first = true;
+        if self.opts.verbose {
+            self.verbose_header();
+        }
+        loop {
+            let now = monotonic_ns();
+            if self.publish.service_link(now, first) {
+                self.restart_stream();
+            }
+            if first && self.opts.self_check_probe {
+                self.probe();
+            }
+            first = false;
+            self.drain();
+            if self.control.status_requested.swap(false, Ordering::SeqCst) {
+                self.status_to_stderr();
+            }
+            if !self.rebased && now >= self.start_ns.saturating_add(self.warmup_ns as i64) {
+                self.rebase_faults();
+            }
+            if self.control.all_finished(self.shared.len()) {
+                break;
+            }
+            self.publish.hello_if_due(now);
+            self.report_if_due(now);
+            if self.live_view() && self.opts.console.tty {
+                self.redraw();
+            }
+            self.live.flush();
+            let wake = (now + TICK_NS).min(self.publish.next_report());
+            let wait = wake
+                .saturating_sub(monotonic_ns())
+                .clamp(1_000_000, TICK_NS);
+            sleep_ns(wait);
+        }
+    }
+
+    /// Whether the human output shows the live view (not `-q`, not `-v`).
+    fn live_view(&self) -> bool {
+        !self.opts.quiet && !self.opts.verbose
+    }
+
+    /// A new connection: every thread's latest statistics and histogram.
+    fn restart_stream(&mut self) {
+        for v in &self.views {
+            self.publish.restart(v.last_stats, &v.hist);
+        }
+    }
+
+    fn report_if_due(&mut self, now: i64) {
+        let Some(full) = self.publish.report_due(now) else {
+            return;
+        };
+        let dropped_before = self.publish.frames_dropped();
+        self.report(now, false, full);
+        self.publish.report_done(now, dropped_before);
+        if !self.opts.console.tty && self.live_view() {
+            self.live
+                .plain_lines(&self.views, &self.plans, self.shared, self.opts.nsecs);
+        }
+    }
+
+    /// The end: last spikes, final report with the full snapshot, bye.
+    fn finish(mut self) -> Outcome {
+        self.drain();
+        self.attrib.close();
+        self.publish.last_report();
+        let now = monotonic_ns();
+        self.report(now, true, true);
+        let reason = self.reason();
+        let bye = Bye {
+            reason,
+            epoch: self.publish.epoch(),
+            elapsed_ns: now.saturating_sub(self.start_ns).max(0) as u64,
+            threads: self.views.len() as u16,
+            cycles: self.views.iter().map(|v| v.counters.cycles).sum(),
+            max_ns: self
+                .views
+                .iter()
+                .map(|v| v.counters.totals.max)
+                .max()
+                .unwrap_or(0),
+            frames_dropped: 0,
+            defects: self.control.defects.load(Ordering::SeqCst),
+        };
+        self.publish.bye(now, bye);
+        if self.opts.console.tty && self.live.drawn() {
+            self.redraw();
+        }
+        self.live.flush();
+        Outcome {
+            frames_dropped: self.publish.frames_dropped(),
+            views: self.views,
+            reason,
+        }
+    }
+
+    /// At the end of `--warmup`: count faults from here on.
+    fn rebase_faults(&mut self) {
+        self.rebased = true;
+        for (v, s) in self.views.iter().zip(self.shared) {
+            if let Some(f) = crate::linux::procfs::thread_faults(&v.stat_path) {
+                if let Ok(mut g) = s.faults_at_start.lock() {
+                    *g = f;
+                }
+            }
+        }
+    }
+
+    fn reason(&self) -> ByeReason {
+        let c = self.control;
+        let bt = c.break_thread.load(Ordering::SeqCst);
+        if bt > 0 {
+            return ByeReason::Break {
+                thread: (bt - 1) as u16,
+                latency_ns: c.break_ns.load(Ordering::SeqCst),
+            };
+        }
+        if self.shared.iter().any(|s| s.failed()) {
+            return ByeReason::Error;
+        }
+        match c.signal.load(Ordering::SeqCst) {
+            0 => ByeReason::Completed,
+            sig => ByeReason::Signal(sig.min(255) as u8),
+        }
+    }
+
+    /// Drain the spike queues (publishing and attributing each flagged
+    /// sample) and the `-v` queues.
+    fn drain(&mut self) {
+        for t in 0..self.spikes.len() {
+            while let Some(r) = self.spikes[t].dequeue() {
+                self.keep_for_summary(t, &r);
+                self.publish.send(Body::Spike(r));
+                let tid = self.shared[t].tid.load(Ordering::SeqCst);
+                if let Some(a) = self.attrib.on_spike(t, &r, self.plans[t].cpu, tid) {
+                    self.publish.send(Body::Explain(a));
+                }
+            }
+        }
+        self.attrib.drained();
+        self.drain_verbose();
+    }
+
+    /// What the final summary lists: `-h` overflow cycles, `--spike` lines.
+    fn keep_for_summary(&mut self, t: usize, r: &SpikeRecord) {
+        let v = &mut self.views[t];
+        if r.flags.overflow && v.overflow_cycles.len() < v.overflow_cycles.capacity() {
+            v.overflow_cycles.push(r.cycle + 1);
+        }
+        let ns = r.latency_ns.max(0) as u64;
+        if self.opts.spike_ns > 0 && ns > self.opts.spike_ns {
+            v.spikes_total += 1;
+            if v.spikes.len() < view::SPIKE_NODES {
+                v.spikes.push(*r);
+            }
+        }
+    }
+
+    /// One report: the coarse attributions, then per thread its delta,
+    /// statistics and (with `full`) histogram.
+    fn report(&mut self, now: i64, last: bool, full: bool) {
+        let publish = &mut self.publish;
+        self.attrib
+            .coarse(&self.plans, |a| publish.send(Body::Explain(a)));
+        let elapsed = now.saturating_sub(self.start_ns).max(0) as u64;
+        let epoch = self.publish.epoch();
+        for (t, v) in self.views.iter_mut().enumerate() {
+            let shared = &self.shared[t];
+            if !v.snapshot(shared) {
+                continue;
+            }
+            v.update_losses(shared);
+            let interval_max = v.interval_max();
+            v.absorb();
+            let c = v.counters;
+            let stats = ThreadStats {
+                thread: t as u16,
+                epoch,
+                elapsed_ns: elapsed,
+                cycles: c.cycles,
+                count: c.totals.count,
+                sum: c.totals.sum,
+                min: c.totals.min,
+                max: c.totals.max,
+                interval_max,
+                last: c.last,
+                missed: c.missed,
+                early: c.early,
+                minflt: v.faults.minflt,
+                majflt: v.faults.majflt,
+                dropped: v.dropped,
+                last_report: last,
+            };
+            self.publish.thread(&v.prev, &v.cur, &v.hist, stats, full);
+            v.last_stats = stats;
+            v.advance();
+        }
+    }
+}

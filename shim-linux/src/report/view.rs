@@ -1,0 +1,137 @@
+//! What the sender keeps about one measuring thread between reports.
+
+use std::sync::atomic::Ordering;
+
+use latscope_core::hist::Histogram;
+use latscope_core::layout::DEFAULT_LINEAR_US;
+use latscope_core::record::{Counters, Snapshot};
+use latscope_core::wire::{SpikeRecord, ThreadStats};
+
+use crate::config::ThreadPlan;
+use crate::linux::procfs::{self, Faults};
+use crate::output::text::Row;
+use crate::rt::{Phase, Shared, N};
+
+/// `--spike` lines kept for the end (cyclictest's default spike-nodes).
+pub const SPIKE_NODES: usize = 1024;
+/// Snapshot retries (the writer holds its section for a few dozen ns).
+const TRIES: u32 = 100_000;
+
+/// What the sender keeps about one measuring thread.
+pub struct View {
+    /// The snapshot of the last report.
+    pub prev: Box<Snapshot<N>>,
+    /// The snapshot being taken.
+    pub cur: Box<Snapshot<N>>,
+    /// Cumulative histogram (u64), as of the last report.
+    pub hist: Box<Histogram<N>>,
+    /// Statistics as of the last report.
+    pub counters: Counters,
+    /// Faults since measuring started.
+    pub faults: Faults,
+    /// Spike records dropped by the measuring thread.
+    pub dropped: u64,
+    /// 1-based cycle numbers of the first `-h` overflows.
+    pub overflow_cycles: Vec<u64>,
+    /// `--spike` samples kept for the end.
+    pub spikes: Vec<SpikeRecord>,
+    /// All `--spike` samples seen.
+    pub spikes_total: u64,
+    /// `/proc/self/task/TID/stat` of the thread.
+    pub stat_path: String,
+    /// The statistics last published.
+    pub last_stats: ThreadStats,
+}
+
+impl View {
+    /// Fresh view of thread `index`; lists are sized for what the run
+    /// asked for (`-h` overflows, `--spike` lines), so nothing grows later.
+    pub fn new(index: usize, tid: i32, hist_us: u32, spikes: bool) -> View {
+        View {
+            prev: Box::new(Snapshot::new()),
+            cur: Box::new(Snapshot::new()),
+            hist: Box::new(Histogram::new(DEFAULT_LINEAR_US)),
+            counters: Counters::ZERO,
+            faults: Faults::default(),
+            dropped: 0,
+            overflow_cycles: Vec::with_capacity(hist_us as usize),
+            spikes: Vec::with_capacity(if spikes { SPIKE_NODES } else { 0 }),
+            spikes_total: 0,
+            stat_path: format!("/proc/self/task/{tid}/stat"),
+            last_stats: ThreadStats {
+                thread: index as u16,
+                min: u64::MAX,
+                ..ThreadStats::default()
+            },
+        }
+    }
+
+    /// The formatter's view of this thread.
+    pub fn row<'a>(&'a self, index: usize, plan: &ThreadPlan, tid: i32) -> Row<'a> {
+        Row {
+            index,
+            tid,
+            priority: plan.priority,
+            interval_us: plan.interval_us,
+            counters: &self.counters,
+            hist: &self.hist,
+            overflow_cycles: &self.overflow_cycles,
+            faults: self.faults,
+            dropped: self.dropped,
+        }
+    }
+
+    /// Take a snapshot of the thread's record into `cur`. `false` if the
+    /// writer held its section too long (the previous figures stay rather
+    /// than a torn copy).
+    pub fn snapshot(&mut self, shared: &Shared) -> bool {
+        shared.rec.snapshot(&mut self.cur, TRIES).is_ok()
+    }
+
+    /// Faults since the baseline, and the spike records the thread dropped.
+    pub fn update_losses(&mut self, shared: &Shared) {
+        if let Some(f) = procfs::thread_faults(&self.stat_path) {
+            let base = shared
+                .faults_at_start
+                .lock()
+                .map(|g| *g)
+                .unwrap_or_default();
+            // Before measuring starts the baseline is 0: report 0.
+            if shared.phase.get() >= Phase::Measuring {
+                self.faults = Faults {
+                    minflt: f.minflt.saturating_sub(base.minflt),
+                    majflt: f.majflt.saturating_sub(base.majflt),
+                };
+            }
+        }
+        self.dropped = shared.dropped.load(Ordering::Relaxed);
+    }
+
+    /// The largest latency of the interval from `prev` to `cur`: the upper
+    /// edge of the highest bucket that grew, capped at the exact maximum.
+    pub fn interval_max(&self) -> u64 {
+        let max = self.cur.counters.totals.max;
+        let top = self
+            .cur
+            .buckets
+            .iter()
+            .zip(self.prev.buckets.iter())
+            .rposition(|(c, p)| c.wrapping_sub(*p) != 0);
+        top.map(|i| self.hist.layout().upper_ns(i).unwrap_or(max).min(max))
+            .unwrap_or(0)
+    }
+
+    /// Add the interval from `prev` to `cur` to the cumulative histogram
+    /// and the statistics.
+    pub fn absorb(&mut self) {
+        let c = self.cur.counters;
+        self.hist.absorb_raw(&self.prev.buckets, &self.cur.buckets);
+        self.hist.set_totals(c.totals);
+        self.counters = c;
+    }
+
+    /// The interval is published: `cur` becomes `prev`.
+    pub fn advance(&mut self) {
+        std::mem::swap(&mut self.prev, &mut self.cur);
+    }
+}

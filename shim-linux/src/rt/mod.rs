@@ -1,0 +1,251 @@
+//! The measuring threads: their set-up, the start handshake, the hot loop,
+//! and what they share with the sender and main threads.
+//!
+//! The loop makes exactly one system call per cycle (`clock_nanosleep`)
+//! plus the vDSO clock read. It never allocates, takes no lock, does no I/O
+//! and never waits on another thread: it publishes each sample into its
+//! lock-free [`ThreadRecord`] and pushes flagged samples into a wait-free
+//! single-producer queue. It polls the stop flag once per cycle.
+
+mod measure;
+mod setup;
+mod start;
+
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use heapless::spsc::{Producer, Queue};
+use latscope_core::cycle::{CycleConfig, StopReason};
+use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
+use latscope_core::record::ThreadRecord;
+use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord};
+
+use crate::config::ThreadPlan;
+use crate::error::Error;
+use crate::linux::clock::LinuxClock;
+use crate::linux::procfs::Faults;
+use crate::linux::tracefs::{Marker, Tracemark};
+use crate::linux::{exit, sys};
+
+pub use start::{Phase, PhaseCell, StartGate};
+
+/// Buckets of every histogram (the default layout).
+pub const N: usize = DEFAULT_BUCKETS;
+/// Capacity of a spike queue (one slot stays free).
+const SPIKE_QUEUE: usize = 256;
+/// Capacity of a `-v` sample queue.
+const VERBOSE_QUEUE: usize = 8192;
+/// Stack of a measuring thread: small, explicit, and prefaulted.
+pub const STACK_BYTES: usize = 64 * 1024;
+
+/// One `-v` sample: recorded-cycle number and latency in ns.
+pub type VerboseSample = (u64, i64);
+/// The queue of flagged samples of one thread.
+pub type SpikeQueue = Queue<SpikeRecord, SPIKE_QUEUE>;
+/// The queue of `-v` samples of one thread.
+pub type VerboseQueue = Queue<VerboseSample, VERBOSE_QUEUE>;
+
+/// A placeholder record (for prefaulting queues).
+const EMPTY_SPIKE: SpikeRecord = SpikeRecord {
+    thread: 0,
+    cycle: 0,
+    deadline_ns: 0,
+    latency_ns: 0,
+    missed: 0,
+    flags: SpikeFlags {
+        spike: false,
+        overflow: false,
+        brk: false,
+    },
+};
+
+/// A spike queue whose memory is touched (and, without mlockall, faulted
+/// in) before any measuring thread uses it.
+pub fn spike_queue() -> SpikeQueue {
+    let mut q = SpikeQueue::new();
+    prefault_queue(&mut q, EMPTY_SPIKE);
+    q
+}
+
+/// A `-v` queue, prefaulted as [`spike_queue`].
+pub fn verbose_queue() -> Box<VerboseQueue> {
+    let mut q = Box::new(VerboseQueue::new());
+    prefault_queue(&mut q, (0, 0));
+    q
+}
+
+/// Fill a queue once and empty it again.
+fn prefault_queue<T: Copy, const Q: usize>(q: &mut Queue<T, Q>, fill: T) {
+    while q.enqueue(fill).is_ok() {}
+    while q.dequeue().is_some() {}
+}
+
+/// What one measuring thread shares with the sender and main threads.
+pub struct Shared {
+    /// Samples and statistics (one writer, lock-free readers).
+    pub rec: ThreadRecord<N>,
+    /// Kernel thread id (0 until known).
+    pub tid: AtomicI32,
+    /// Where the thread is in its life.
+    pub phase: PhaseCell,
+    /// Flagged samples that did not fit the queue.
+    pub dropped: AtomicU64,
+    /// `-v` samples that did not fit their queue.
+    pub verbose_dropped: AtomicU64,
+    /// Faults when measuring started.
+    pub faults_at_start: Mutex<Faults>,
+    /// Ran without its real-time policy (`--best-effort`).
+    pub no_rt_policy: AtomicBool,
+    /// Ran unpinned although a CPU was planned (`--best-effort`).
+    pub no_affinity: AtomicBool,
+    /// Timer slack set, in ns (0 = untouched).
+    pub timer_slack_ns: AtomicU32,
+    /// Why the loop ended.
+    pub stop: Mutex<Option<StopReason>>,
+    /// Set-up or loop error.
+    pub error: Mutex<Option<Error>>,
+}
+
+impl Shared {
+    /// Fresh state, boxed (its record is 12 KiB).
+    pub fn new() -> Box<Shared> {
+        Box::new(Shared {
+            rec: ThreadRecord::new(DEFAULT_LINEAR_US),
+            tid: AtomicI32::new(0),
+            phase: PhaseCell::new(),
+            dropped: AtomicU64::new(0),
+            verbose_dropped: AtomicU64::new(0),
+            faults_at_start: Mutex::new(Faults::default()),
+            no_rt_policy: AtomicBool::new(false),
+            no_affinity: AtomicBool::new(false),
+            timer_slack_ns: AtomicU32::new(0),
+            stop: Mutex::new(None),
+            error: Mutex::new(None),
+        })
+    }
+
+    fn fail(&self, e: Error) {
+        if let Ok(mut g) = self.error.lock() {
+            g.get_or_insert(e);
+        }
+    }
+
+    /// The thread's error, taken (the first one it met).
+    pub fn take_error(&self) -> Option<Error> {
+        self.error.lock().ok().and_then(|mut g| g.take())
+    }
+
+    /// Whether the thread met an error.
+    pub fn failed(&self) -> bool {
+        self.error.lock().map(|g| g.is_some()).unwrap_or(true)
+    }
+}
+
+/// Run-wide control shared by all threads.
+pub struct Control {
+    /// The start handshake.
+    pub gate: StartGate,
+    /// Set to stop every measuring thread (signal, break, error).
+    pub stop: AtomicBool,
+    /// Set when a signal asked for the current status (SIGUSR1).
+    pub status_requested: AtomicBool,
+    /// Thread index + 1 of the first break (0 = none).
+    pub break_thread: AtomicU32,
+    /// Its latency in ns.
+    pub break_ns: AtomicU64,
+    /// Signal that ended the run (0 = none).
+    pub signal: AtomicU32,
+    /// Measuring threads that have returned.
+    pub finished: AtomicU32,
+    /// `--self-check` defects: refused process-creation attempts.
+    pub defects: AtomicU32,
+}
+
+impl Control {
+    /// Control of one run.
+    pub const fn new() -> Self {
+        Control {
+            gate: StartGate::new(),
+            stop: AtomicBool::new(false),
+            status_requested: AtomicBool::new(false),
+            break_thread: AtomicU32::new(0),
+            break_ns: AtomicU64::new(0),
+            signal: AtomicU32::new(0),
+            finished: AtomicU32::new(0),
+            defects: AtomicU32::new(0),
+        }
+    }
+
+    /// Whether all `n` measuring threads have returned.
+    pub fn all_finished(&self, n: usize) -> bool {
+        self.finished.load(Ordering::SeqCst) as usize >= n
+    }
+}
+
+/// Settings every measuring thread shares.
+#[derive(Debug, Clone)]
+pub struct LoopSettings {
+    /// Scheduling policy.
+    pub policy: Policy,
+    /// SCHED_DEADLINE runtime, deadline, period in ns.
+    pub deadline: (u64, u64, u64),
+    /// Degrade instead of failing.
+    pub best_effort: bool,
+    /// Demote before returning (off only for the exit experiment).
+    pub exit_demote: bool,
+    /// Cycle settings except the interval.
+    pub cycle: CycleConfig,
+    /// The clock.
+    pub clock: LinuxClock,
+}
+
+/// Everything one measuring thread gets.
+pub struct ThreadArgs<'a> {
+    /// Thread index.
+    pub index: usize,
+    /// Where and how it runs.
+    pub plan: ThreadPlan,
+    /// Run-wide settings.
+    pub settings: &'a LoopSettings,
+    /// Its shared state.
+    pub shared: &'a Shared,
+    /// Run control.
+    pub control: &'a Control,
+    /// Flagged samples go here.
+    pub spikes: Producer<'a, SpikeRecord>,
+    /// Every sample goes here with `-v`.
+    pub verbose: Option<Producer<'a, VerboseSample>>,
+    /// Trace marker for spikes (`--explain`): one rate-limited write.
+    pub marker: Option<Marker>,
+    /// `--tracemark`: written once on a break.
+    pub tracemark: Option<&'a Tracemark>,
+}
+
+/// The body of a measuring thread. Whatever happens, it demotes itself to
+/// SCHED_OTHER before it returns.
+pub fn run(mut a: ThreadArgs<'_>) {
+    let tid = rustix::thread::gettid().as_raw_nonzero().get();
+    a.shared.tid.store(tid, Ordering::SeqCst);
+    exit::register_tid(a.index, tid);
+    match setup::setup(&a) {
+        Ok(()) => a.shared.phase.set(Phase::Ready),
+        Err(e) => {
+            a.shared.fail(e);
+            a.shared.phase.set(Phase::Failed);
+        }
+    }
+    let go = a.control.gate.arrive_and_wait();
+    if go && a.shared.phase.get() == Phase::Ready && !a.control.stop.load(Ordering::SeqCst) {
+        a.shared.phase.set(Phase::Measuring);
+        if let Err(e) = measure::measure(&mut a) {
+            a.shared.fail(e);
+            a.control.stop.store(true, Ordering::SeqCst);
+        }
+    }
+    if a.settings.exit_demote {
+        let _ = sys::demote(0);
+        exit::unregister_tid(a.index);
+    }
+    a.shared.phase.set(Phase::Done);
+    a.control.finished.fetch_add(1, Ordering::SeqCst);
+}

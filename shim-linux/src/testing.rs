@@ -1,0 +1,124 @@
+//! The test interface: what the integration tests and the fuzz targets
+//! drive directly, without a process in between. Not for other uses.
+
+use std::sync::atomic::Ordering;
+
+use latscope_core::cycle::CycleConfig;
+use latscope_core::wire::{ClockKind, Policy};
+
+use crate::config::ThreadPlan;
+use crate::error::Error;
+use crate::linux::clock::LinuxClock;
+use crate::linux::procfs;
+use crate::rt::{self, Control, LoopSettings, Phase, Shared, ThreadArgs};
+
+/// Parse a command line (the words after the program name), as the
+/// program does; `Ok` for a run, `--help` or `--version`.
+pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<(), Error> {
+    crate::config::parse(args).map(drop)
+}
+
+/// How to run [`measuring_thread`].
+#[derive(Debug, Clone, Copy)]
+pub struct OneThread {
+    /// Its policy (FIFO needs the privilege).
+    pub policy: Policy,
+    /// Its interval in µs.
+    pub interval_us: u64,
+    /// Samples above this many ns are flagged (queued for the sender).
+    pub spike_ns: u64,
+    /// Samples above this many ns are flagged as overflows.
+    pub overflow_ns: u64,
+}
+
+/// A measuring thread in its loop.
+pub struct Measuring<'a> {
+    shared: &'a Shared,
+}
+
+impl Measuring<'_> {
+    /// `(minor, major)` faults of the thread so far.
+    pub fn faults(&self) -> (u64, u64) {
+        let tid = self.shared.tid.load(Ordering::SeqCst);
+        let f = procfs::thread_faults(&format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+        (f.minflt, f.majflt)
+    }
+}
+
+/// What [`measuring_thread`] found at the end.
+#[derive(Debug)]
+pub struct Measured {
+    /// Cycles the loop ran.
+    pub cycles: u64,
+    /// Flagged samples the queue took.
+    pub queued: u64,
+    /// Flagged samples that did not fit the queue.
+    pub dropped: u64,
+    /// The thread's error, if any.
+    pub error: Option<Error>,
+}
+
+/// Run one measuring thread exactly as a run does (set-up, start gate, hot
+/// loop, demotion), call `during` once it measures, then stop it. Nobody
+/// drains its spike queue while it runs, so a full queue's drop path runs.
+pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) -> Measured {
+    let clock = LinuxClock::new(ClockKind::Monotonic);
+    clock.warm_up();
+    let shared = Shared::new();
+    let control = Control::new();
+    let mut q = rt::spike_queue();
+    let (tx, mut rx) = q.split();
+    let settings = LoopSettings {
+        policy: opts.policy,
+        deadline: (0, 0, 0),
+        best_effort: true,
+        exit_demote: true,
+        cycle: CycleConfig {
+            spike_ns: opts.spike_ns,
+            overflow_ns: opts.overflow_ns,
+            ..CycleConfig::DEFAULT
+        },
+        clock,
+    };
+    let plan = ThreadPlan {
+        cpu: None,
+        priority: 80,
+        interval_us: opts.interval_us,
+    };
+    std::thread::scope(|s| {
+        let args = ThreadArgs {
+            index: 0,
+            plan,
+            settings: &settings,
+            shared: &shared,
+            control: &control,
+            spikes: tx,
+            verbose: None,
+            marker: None,
+            tracemark: None,
+        };
+        std::thread::Builder::new()
+            .stack_size(rt::STACK_BYTES)
+            .spawn_scoped(s, move || rt::run(args))
+            .expect("start a measuring thread");
+        control.gate.wait_for(1);
+        control.gate.open();
+        while shared.phase.get() < Phase::Measuring {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        during(&Measuring { shared: &shared });
+        control.stop.store(true, Ordering::SeqCst);
+    });
+    let mut queued = 0;
+    while rx.dequeue().is_some() {
+        queued += 1;
+    }
+    let mut snap = Box::new(latscope_core::record::Snapshot::new());
+    let _ = shared.rec.snapshot(&mut snap, 1000);
+    Measured {
+        cycles: snap.counters.cycles,
+        queued,
+        dropped: shared.dropped.load(Ordering::SeqCst),
+        error: shared.take_error(),
+    }
+}
