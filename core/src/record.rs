@@ -349,6 +349,21 @@ pub struct Writer<'a, B> {
     linear: &'a [AtomicU32],
 }
 
+/// Count a latency past the 1 µs range of `r` in its log-linear bucket.
+#[cold]
+#[inline(never)]
+fn add_beyond_linear<B: AsRef<[AtomicU32]>>(r: &ThreadRecordIn<B>, ns: u64) {
+    if let Some(b) = r.buckets.as_ref().get(r.layout.bucket_of(ns)) {
+        bump(b);
+    }
+}
+
+/// One more sample in a bucket (its single writer adds, no read-modify-write).
+#[inline(always)]
+fn bump(b: &AtomicU32) {
+    b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+}
+
 /// The counters of the 1 µs buckets of `layout` in `buckets`.
 fn linear_part<'a>(buckets: &'a [AtomicU32], layout: &Layout) -> &'a [AtomicU32] {
     let n = (layout.linear_us as usize).min(buckets.len());
@@ -419,13 +434,12 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
         t.count = t.count.wrapping_add(1);
         t.sum = t.sum.saturating_add(ns);
         // the common case: a 1 µs bucket, found with one bounds check
-        let us = usize::try_from(ns / 1000).ok();
-        let b = match us.and_then(|us| self.linear.get(us)) {
-            Some(b) => Some(b),
-            None => r.buckets.as_ref().get(r.layout.bucket_of(ns)),
-        };
-        if let Some(b) = b {
-            b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+        match usize::try_from(ns / 1000)
+            .ok()
+            .and_then(|us| self.linear.get(us))
+        {
+            Some(b) => bump(b),
+            None => add_beyond_linear(r, ns),
         }
         r.count.store(t.count);
         r.sum.store(t.sum);
