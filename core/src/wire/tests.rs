@@ -36,6 +36,7 @@ fn hello() -> Hello {
                 tid: 1000 + i as u32,
                 priority: 80,
                 interval_ns: 1_000_000,
+                node: 0,
             })
             .unwrap();
     }
@@ -47,6 +48,7 @@ fn hello() -> Hello {
             hostname: bounded("board-7"),
             arch: bounded("aarch64"),
             kernel: bounded("6.1.0-57-rt-arm64"),
+            kernel_version: bounded("#1 SMP PREEMPT_RT Debian 6.1.158-1 (2025-11-09)"),
             preempt_rt: true,
             preempt_model: bounded("PREEMPT_RT"),
             cpus: 4,
@@ -71,6 +73,12 @@ fn hello() -> Hello {
             spike_ns: 100_000,
             break_ns: 0,
             hist_us: 400,
+            hist_all: false,
+            nsecs: false,
+            started: Some(WallTime {
+                unix_s: 1_796_041_475,
+                utc_offset_s: 3600,
+            }),
             layout: Layout::DEFAULT,
             degraded: Degraded::default(),
             self_check: false,
@@ -158,6 +166,10 @@ pub(super) fn every_body() -> Vec<Body> {
             max_ns: 900_000,
             frames_dropped: 0,
             defects: 0,
+            ended: Some(WallTime {
+                unix_s: 1_796_041_485,
+                utc_offset_s: 3600,
+            }),
         }),
     ]
 }

@@ -77,7 +77,7 @@ fn threads(run: &Run) -> Vec<Thread<'_>> {
                 priority: info.map_or(0, |x| u32::from(x.priority)),
                 interval_us: info.map_or(0, |x| x.interval_ns / 1000),
                 cpu: info.and_then(|x| x.cpu).map_or(-1, i32::from),
-                node: 0,
+                node: info.map_or(-1, |x| i32::from(x.node)),
                 counters: counters(t),
                 minflt: s.minflt,
                 majflt: s.majflt,
@@ -89,12 +89,14 @@ fn threads(run: &Run) -> Vec<Thread<'_>> {
         .collect()
 }
 
+/// The formats of the run: its `-H` (or the host's `--histofall`) and `-N`.
 fn options(run: &Run, hist_us: u32, histofall: bool) -> Options {
+    let c = &run.hello.config;
     Options {
         layout: run.layout,
         hist_us,
-        hist_all: histofall,
-        nsecs: false,
+        hist_all: histofall || c.hist_all,
+        nsecs: c.nsecs,
     }
 }
 
@@ -146,10 +148,11 @@ fn wall(t: SystemTime) -> WallTime {
     }
 }
 
-/// The target's `--json` document of one run. `end` is when the stream
-/// ended (the recording's modification time), used where the run does not
-/// say when it started and ended.
-pub fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String {
+/// When the run started and ended, in the target's local time: as its
+/// hello and bye say, else (a version 1 recording, a stream cut before the
+/// bye) `end` (the recording's modification time) and that minus the run
+/// time, in UTC.
+fn times(run: &Run, end: SystemTime) -> (WallTime, WallTime) {
     let elapsed = run.bye.map(|b| b.elapsed_ns).unwrap_or_else(|| {
         let s = run.threads.iter().filter_map(|t| t.stats);
         s.map(|s| s.elapsed_ns).max().unwrap_or(0)
@@ -157,18 +160,26 @@ pub fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String 
     let start = end
         .checked_sub(Duration::from_nanos(elapsed))
         .unwrap_or(end);
+    let ended = run.bye.and_then(|b| b.ended).unwrap_or_else(|| wall(end));
+    let started = run.hello.config.started.unwrap_or_else(|| wall(start));
+    (started, ended)
+}
+
+/// The target's `--json` document of one run; `end` as in [`times`].
+pub fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String {
     let h = &run.hello;
+    let (start, end) = times(run, end);
     let doc = JsonDoc {
         cmdline: &h.target.argv,
         tool_version: &h.tool_version,
-        start: wall(start),
-        end: wall(end),
+        start,
+        end,
         return_code,
         uname: Uname {
             sysname: "Linux",
             nodename: &h.target.hostname,
             release: &h.target.kernel,
-            version: &h.target.preempt_model,
+            version: &h.target.kernel_version,
             machine: &h.target.arch,
         },
         realtime: h.target.preempt_rt,
@@ -328,7 +339,13 @@ mod tests {
         assert!(ours["thread"]["0"]["node"].is_i64());
         assert!(ours["thread"]["0"]["avg"].is_f64());
         assert_eq!(ours["rt_test_version:"], "2.40");
-        assert!(ours["start_time"].as_str().unwrap().ends_with("+0000"));
+        // the times of the hello and the bye, in the target's zone
+        assert_eq!(ours["start_time"], "Mon, 30 Nov 2026 13:24:35 +0100");
+        assert_eq!(ours["end_time"], "Mon, 30 Nov 2026 13:24:55 +0100");
+        assert_eq!(
+            ours["sysinfo"]["version"],
+            run.hello.target.kernel_version.as_str()
+        );
         // Histogram keys are the rows below the range with samples.
         let h = ours["thread"]["0"]["histogram"].as_object().unwrap();
         assert!(!h.is_empty());

@@ -15,7 +15,7 @@ use latscope_core::wire::{ClockKind, Policy};
 use crate::bench::Knobs;
 
 pub use cpus::CpuList;
-pub use help::HELP;
+pub use help::help;
 pub use parse::parse;
 pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
 
@@ -120,7 +120,8 @@ pub struct Config {
     pub bench: Knobs,
     /// `--stream`.
     pub stream: Option<Dest>,
-    /// The command line as given, for the hello and `--json`.
+    /// The command line as given, from argv[0] (set by the caller of the
+    /// parser), for the hello and `--json`.
     pub cmdline: String,
 }
 

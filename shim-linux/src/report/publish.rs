@@ -10,15 +10,13 @@
 //! [`Publisher`] is the only code of the target that builds these frames:
 //! the sender hands it snapshots and statistics, never frames.
 
-use latscope_core::hist::Histogram;
-use latscope_core::record::Snapshot;
 use latscope_core::wire::{
     bounded, Body, Bye, DeltaEntry, Encoder, Hello, HistDelta, Level, LogLine, SnapshotChunk,
     SnapshotEntry, ThreadStats, CHUNK_ENTRIES, DELTA_ENTRIES,
 };
 
 use crate::link::Sink;
-use crate::rt::N;
+use crate::rt::{Hist, Snap};
 
 /// Hello repeat period.
 const HELLO_NS: i64 = 10_000_000_000;
@@ -106,7 +104,7 @@ impl Publisher {
 
     /// A thread's latest statistics and cumulative histogram, for a new
     /// connection.
-    pub fn restart(&mut self, stats: ThreadStats, hist: &Histogram<N>) {
+    pub fn restart(&mut self, stats: ThreadStats, hist: &Hist) {
         self.send(Body::Stats(ThreadStats {
             epoch: self.epoch,
             ..stats
@@ -154,14 +152,7 @@ impl Publisher {
 
     /// One thread's part of a report: the delta from `prev` to `cur`, its
     /// statistics, and with `full` its cumulative histogram `hist`.
-    pub fn thread(
-        &mut self,
-        prev: &Snapshot<N>,
-        cur: &Snapshot<N>,
-        hist: &Histogram<N>,
-        stats: ThreadStats,
-        full: bool,
-    ) {
+    pub fn thread(&mut self, prev: &Snap, cur: &Snap, hist: &Hist, stats: ThreadStats, full: bool) {
         self.delta(stats.thread, prev, cur);
         self.send(Body::Stats(stats));
         if full {
@@ -170,7 +161,7 @@ impl Publisher {
     }
 
     /// The buckets that changed, in parts sent as they fill (no allocation).
-    fn delta(&mut self, thread: u16, prev: &Snapshot<N>, cur: &Snapshot<N>) {
+    fn delta(&mut self, thread: u16, prev: &Snap, cur: &Snap) {
         let changes = cur
             .buckets
             .iter()
@@ -201,7 +192,7 @@ impl Publisher {
     }
 
     /// The cumulative histogram in chunks.
-    fn chunks(&mut self, thread: u16, hist: &Histogram<N>) {
+    fn chunks(&mut self, thread: u16, hist: &Hist) {
         let entries = hist
             .counts()
             .iter()
