@@ -9,6 +9,7 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 use crate::host::bins;
+use crate::precondition::{is_root, missing};
 
 /// latscope's extra per-thread JSON fields (README, "cyclictest formats").
 pub const JSON_THREAD_EXTRAS: [&str; 11] = [
@@ -27,22 +28,22 @@ pub const JSON_THREAD_EXTRAS: [&str; 11] = [
 /// latscope's extra top-level JSON object.
 pub const JSON_TOP_EXTRAS: [&str; 1] = ["latscope"];
 
-/// The `cyclictest` program, or `None` (outside CI) with a `skipped:` line;
-/// under `CI=true` its absence fails the test.
-pub fn cyclictest(test: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    if let Some(p) = std::env::split_paths(&path)
-        .map(|d| d.join("cyclictest"))
-        .find(|p| p.is_file())
-    {
-        return Some(p);
+/// The `cyclictest` program and root, which both programs need (they write
+/// /dev/cpu_dma_latency, latscope runs SCHED_FIFO): `None` when either is
+/// missing (under `CI=true` the test then fails, naming it).
+pub fn cyclictest() -> Option<PathBuf> {
+    if !is_root() {
+        missing("needs root (both programs write /dev/cpu_dma_latency)");
+        return None;
     }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test}: CI=true but cyclictest is missing (apt package rt-tests)"
-    );
-    println!("skipped: {test}: no cyclictest (apt package rt-tests)");
-    None
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = std::env::split_paths(&path)
+        .map(|d| d.join("cyclictest"))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        missing("cyclictest is not installed (apt package rt-tests)");
+    }
+    found
 }
 
 /// Run `prog args` in `dir` with `env` to its end.

@@ -7,7 +7,8 @@
 use std::process::{Command, Stdio};
 
 use latscope_tests::compat::split_json;
-use latscope_tests::host::{bins, host, root_or_skip, Scratch};
+use latscope_tests::host::{bins, host, Scratch};
+use latscope_tests::{is_root, require};
 
 /// Run the target with `args` and `--stream=r.lsr` in `dir`; its stdout.
 fn target(dir: &Scratch, args: &[&str], env: &[(&str, &str)]) -> String {
@@ -49,9 +50,10 @@ fn end_text(stdout: &str) -> &str {
 
 #[test]
 fn histogram_text_and_json_file_equal_the_targets() {
-    if !root_or_skip() {
-        return;
-    }
+    require!(
+        is_root(),
+        "needs root (the target writes /dev/cpu_dma_latency)"
+    );
     for (args, tz) in [
         (
             &["-q", "-l", "300", "-h", "40", "--json=t.json"][..],
@@ -105,9 +107,10 @@ fn histogram_text_and_json_file_equal_the_targets() {
 
 #[test]
 fn json_on_stdout_equals_the_targets() {
-    if !root_or_skip() {
-        return;
-    }
+    require!(
+        is_root(),
+        "needs root (the target writes /dev/cpu_dma_latency)"
+    );
     let dir = Scratch::new("ct-host-stdout");
     let stdout = target(
         &dir,
