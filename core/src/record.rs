@@ -211,6 +211,26 @@ pub struct ThreadRecordIn<B> {
 /// A record of `N` buckets, sized at compile time.
 pub type ThreadRecord<const N: usize> = ThreadRecordIn<[AtomicU32; N]>;
 
+/// An empty record of `layout` over the counters `buckets` (an expression
+/// usable in const fns, where the loom build's atomics are not).
+macro_rules! empty_record {
+    ($layout:expr, $buckets:expr) => {
+        ThreadRecordIn {
+            layout: $layout,
+            seq: AtomicU32::new(0),
+            claimed: AtomicBool::new(false),
+            count: Split64::new(0),
+            sum: Split64::new(0),
+            min: Split64::new(u64::MAX),
+            max: Split64::new(0),
+            missed: Split64::new(0),
+            early: Split64::new(0),
+            last: Split64::new(0),
+            buckets: $buckets,
+        }
+    };
+}
+
 impl<const N: usize> ThreadRecordIn<[AtomicU32; N]> {
     /// An empty record with `linear_us` linear buckets (see [`crate::layout`]).
     #[cfg(not(loom))]
@@ -218,37 +238,16 @@ impl<const N: usize> ThreadRecordIn<[AtomicU32; N]> {
         const {
             assert!(N >= 2 && N <= crate::layout::MAX_BUCKETS);
         }
-        ThreadRecordIn {
-            layout: Layout::new(linear_us, N),
-            seq: AtomicU32::new(0),
-            claimed: AtomicBool::new(false),
-            buckets: [const { AtomicU32::new(0) }; N],
-            count: Split64::new(0),
-            sum: Split64::new(0),
-            min: Split64::new(u64::MAX),
-            max: Split64::new(0),
-            missed: Split64::new(0),
-            early: Split64::new(0),
-            last: Split64::new(0),
-        }
+        empty_record!(Layout::new(linear_us, N), [const { AtomicU32::new(0) }; N])
     }
 
     /// An empty record (loom build: atomics are not const there).
     #[cfg(loom)]
     pub fn new(linear_us: u32) -> Self {
-        ThreadRecordIn {
-            layout: Layout::new(linear_us, N),
-            seq: AtomicU32::new(0),
-            claimed: AtomicBool::new(false),
-            buckets: core::array::from_fn(|_| AtomicU32::new(0)),
-            count: Split64::new(0),
-            sum: Split64::new(0),
-            min: Split64::new(u64::MAX),
-            max: Split64::new(0),
-            missed: Split64::new(0),
-            early: Split64::new(0),
-            last: Split64::new(0),
-        }
+        empty_record!(
+            Layout::new(linear_us, N),
+            core::array::from_fn(|_| AtomicU32::new(0))
+        )
     }
 }
 
@@ -261,19 +260,7 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
         if b.len() != layout.len() || !layout.is_valid() || b.iter().any(|c| c.load(Relaxed) != 0) {
             return Err(Error::BucketMemory);
         }
-        Ok(ThreadRecordIn {
-            layout,
-            seq: AtomicU32::new(0),
-            claimed: AtomicBool::new(false),
-            count: Split64::new(0),
-            sum: Split64::new(0),
-            min: Split64::new(u64::MAX),
-            max: Split64::new(0),
-            missed: Split64::new(0),
-            early: Split64::new(0),
-            last: Split64::new(0),
-            buckets,
-        })
+        Ok(empty_record!(layout, buckets))
     }
 
     /// The bucket layout.
