@@ -25,6 +25,10 @@ pub enum Error {
     BadTimeZone(&'static str),
     /// Bucket memory handed in does not match the layout.
     BucketMemory,
+    /// A histogram layout no latscope target can produce.
+    IllegalLayout,
+    /// The bucket runs of a delta or snapshot frame do not decode.
+    BadRuns,
 }
 
 impl fmt::Display for Error {
@@ -41,6 +45,10 @@ impl fmt::Display for Error {
             Error::BucketMemory => {
                 f.write_str("bucket memory does not match the layout (length or not zeroed)")
             }
+            Error::IllegalLayout => {
+                f.write_str("histogram layout larger than any latscope target produces")
+            }
+            Error::BadRuns => f.write_str("malformed bucket runs in a histogram frame"),
         }
     }
 }

@@ -48,7 +48,7 @@ fn check_range(run: &Run, r: u32) -> Result<()> {
 
 /// The statistics of a thread as the target's record held them.
 fn counters(t: &ThreadAgg) -> Counters {
-    let s = t.stats.unwrap_or_default();
+    let s = t.stats().unwrap_or_default();
     Counters {
         totals: Totals {
             count: s.count,
@@ -63,14 +63,21 @@ fn counters(t: &ThreadAgg) -> Counters {
     }
 }
 
-/// The formatter's view of every thread of the run.
-fn threads(run: &Run) -> Vec<Thread<'_>> {
+/// Every thread's cumulative histogram, one count per bucket.
+fn hists(run: &Run) -> Vec<Vec<u64>> {
+    run.threads.iter().map(ThreadAgg::hist).collect()
+}
+
+/// The formatter's view of every thread of the run (`hists` from
+/// [`hists`]).
+fn threads<'a>(run: &'a Run, hists: &'a [Vec<u64>]) -> Vec<Thread<'a>> {
     run.threads
         .iter()
+        .zip(hists)
         .enumerate()
-        .map(|(i, t)| {
+        .map(|(i, (t, hist))| {
             let info = t.info;
-            let s = t.stats.unwrap_or_default();
+            let s = t.stats().unwrap_or_default();
             Thread {
                 index: i as u16,
                 tid: info.map_or(0, |x| x.tid as i32),
@@ -82,7 +89,7 @@ fn threads(run: &Run) -> Vec<Thread<'_>> {
                 minflt: s.minflt,
                 majflt: s.majflt,
                 dropped: s.dropped,
-                hist: &t.hist,
+                hist,
                 overflow_cycles: &t.spikes.overflow_cycles,
             }
         })
@@ -115,11 +122,20 @@ fn spikes(run: &Run) -> Option<(Vec<SpikeRecord>, u64)> {
     Some((all, total))
 }
 
+/// Whether the run came from a protocol version 1 recording: its hello
+/// has no start time (a version 2 target always sends one).
+fn from_version_1(run: &Run) -> bool {
+    run.hello.config.started.is_none()
+}
+
 /// The target's end-of-run text of one run, with the `-h US` (or `-H US`
-/// with `histofall`) histogram.
+/// with `histofall`) histogram. Of a version 1 recording, the histogram
+/// alone, as the host has always printed it.
 pub fn hist_text(out: &mut String, run: &Run, range: u32, histofall: bool) {
-    let t = threads(run);
-    let spikes = spikes(run);
+    let h = hists(run);
+    let t = threads(run, &h);
+    let v1 = from_version_1(run);
+    let spikes = if v1 { None } else { spikes(run) };
     let broke = match run.bye.map(|b| b.reason) {
         Some(ByeReason::Break { thread, latency_ns }) => Some((thread, latency_ns)),
         _ => None,
@@ -128,9 +144,9 @@ pub fn hist_text(out: &mut String, run: &Run, range: u32, histofall: bool) {
         threads: &t,
         opts: options(run, range, histofall),
         status_lines: false,
-        extras: true,
+        extras: !v1,
         spikes: spikes.as_ref().map(|(s, n)| (s.as_slice(), *n)),
-        break_armed: run.hello.config.break_ns > 0,
+        break_armed: !v1 && run.hello.config.break_ns > 0,
         broke,
     };
     // a String takes every write
@@ -154,7 +170,7 @@ fn wall(t: SystemTime) -> WallTime {
 /// time, in UTC.
 fn times(run: &Run, end: SystemTime) -> (WallTime, WallTime) {
     let elapsed = run.bye.map(|b| b.elapsed_ns).unwrap_or_else(|| {
-        let s = run.threads.iter().filter_map(|t| t.stats);
+        let s = run.threads.iter().filter_map(|t| t.stats());
         s.map(|s| s.elapsed_ns).max().unwrap_or(0)
     });
     let start = end
@@ -184,7 +200,8 @@ pub fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String 
         },
         realtime: h.target.preempt_rt,
     };
-    let t = threads(run);
+    let h = hists(run);
+    let t = threads(run, &h);
     let mut out = String::new();
     let _ = cyclictest::json(&mut out, &doc, &t, &options(run, range, false));
     out

@@ -1,32 +1,42 @@
 //! Where the frame stream goes: standard output, a file, a serial line
-//! (raw mode through termios) or TCP (with reconnect and backoff).
+//! (raw mode through termios) or TCP (with reconnect and backoff, and the
+//! frames the host has not acknowledged kept to send again).
 //!
 //! Only the sender thread writes here, so a slow or broken link can delay
 //! reports but never a measuring thread. Frames that cannot be delivered
 //! are counted in [`Sink::frames_dropped`].
+//!
+//! A serial line is paced ([`Pacer`]): no second carries more than half of
+//! what the line can, so the one large burst of a run, its final report
+//! with every thread's full histogram, is spread over the next seconds
+//! rather than filling the line.
 
+mod resend;
 mod serial;
 mod tcp;
 
+use latscope_core::protocol::Pacer;
+use latscope_core::wire::Hello;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
 use crate::config::Dest;
 use crate::error::Error;
-use crate::linux::write_all;
+use crate::linux::clock::monotonic_ns;
+use crate::linux::{sleep_ns, write_all};
 use tcp::Tcp;
 
 enum Link {
-    /// Blocking writes to an fd (file, serial).
+    /// Blocking writes to an fd (file; serial, paced).
     Fd {
         fd: OwnedFd,
         broken: bool,
-        serial: bool,
+        pacer: Option<Pacer>,
     },
     /// Standard output, borrowed.
     Stdout { broken: bool },
     /// TCP with reconnects.
-    Tcp(Tcp),
+    Tcp(Box<Tcp>),
 }
 
 /// A stream destination.
@@ -51,15 +61,15 @@ impl Sink {
                 Link::Fd {
                     fd,
                     broken: false,
-                    serial: false,
+                    pacer: None,
                 }
             }
             Dest::Serial { path, baud } => Link::Fd {
                 fd: serial::open(path, *baud)?,
                 broken: false,
-                serial: true,
+                pacer: Some(Pacer::half_of_baud(*baud)),
             },
-            Dest::Tcp(addr) => Link::Tcp(Tcp::new(*addr)),
+            Dest::Tcp(addr) => Link::Tcp(Box::new(Tcp::new(*addr))),
         };
         Ok(Sink {
             link,
@@ -67,9 +77,9 @@ impl Sink {
         })
     }
 
-    /// Make progress on a TCP link (connect, flush). Returns `true` when a
-    /// new connection came up: the caller then starts it with a hello and a
-    /// full snapshot. Other links report `true` once, at the start.
+    /// Make progress on a TCP link (connect, read acks, send). Returns
+    /// `true` when a new connection came up: the caller then sends a full
+    /// snapshot. Other links report `true` once, at the start.
     pub fn service(&mut self, now_ns: i64, first: bool) -> bool {
         match &mut self.link {
             Link::Tcp(t) => {
@@ -81,34 +91,70 @@ impl Sink {
         }
     }
 
-    /// Send one frame, or count it as dropped.
-    pub fn send(&mut self, frame: &[u8]) {
+    /// The run's hello: over TCP its acknowledgements count, and a
+    /// connection that resumes the run starts with it.
+    pub fn set_hello(&mut self, hello: &Hello) {
+        if let Link::Tcp(t) = &mut self.link {
+            t.set_hello(hello.clone());
+        }
+    }
+
+    /// Wait up to `timeout_ns` for the host to acknowledge every frame sent
+    /// over TCP, so that [`Sink::frames_dropped`] is final.
+    pub fn settle(&mut self, now_ns: i64, timeout_ns: i64) {
+        if let Link::Tcp(t) = &mut self.link {
+            self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), false);
+        }
+    }
+
+    /// Send frame `seq`, or count it as dropped.
+    pub fn send(&mut self, frame: &[u8], seq: u32) {
         let delivered = match &mut self.link {
             Link::Stdout { broken } => {
                 *broken = *broken || write_all(rustix::stdio::stdout(), frame).is_err();
                 !*broken
             }
-            Link::Fd { fd, broken, .. } => {
+            Link::Fd { fd, broken, pacer } => {
+                if let Some(p) = pacer {
+                    pace(p, frame.len());
+                }
                 *broken = *broken || write_all(fd.as_fd(), frame).is_err();
                 !*broken
             }
-            Link::Tcp(t) => t.enqueue(frame),
+            Link::Tcp(t) => {
+                t.enqueue(frame, seq);
+                true
+            }
         };
         if !delivered {
             self.frames_dropped += 1;
         }
     }
 
-    /// At the end: flush TCP for up to `timeout_ns`, drain a serial line.
+    /// At the end: wait up to `timeout_ns` for TCP's last frames to be
+    /// acknowledged (what is not, counts as dropped), drain a serial line.
     pub fn finish(&mut self, now_ns: i64, timeout_ns: i64) {
         match &mut self.link {
-            Link::Tcp(t) => self.frames_dropped += t.flush_until(now_ns.saturating_add(timeout_ns)),
+            Link::Tcp(t) => {
+                self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), true)
+            }
             Link::Fd {
-                fd, serial: true, ..
+                fd, pacer: Some(_), ..
             } => {
                 let _ = rustix::termios::tcdrain(fd.as_fd());
             }
             _ => {}
         }
     }
+}
+
+/// Wait until `len` bytes may leave within the line's budget, and count
+/// them.
+fn pace(p: &mut Pacer, len: usize) {
+    let now = monotonic_ns();
+    let at = p.ready_at(now, len);
+    if at > now {
+        sleep_ns(at - now);
+    }
+    p.sent(at.max(now), len);
 }

@@ -4,26 +4,27 @@ use std::sync::atomic::Ordering;
 
 use latscope_core::cyclictest::{Thread, SPIKE_NODES};
 use latscope_core::layout::Layout;
+use latscope_core::protocol::Extra;
 use latscope_core::record::Counters;
-use latscope_core::wire::{SpikeRecord, ThreadStats};
+use latscope_core::wire::SpikeRecord;
 
 use crate::config::ThreadPlan;
 use crate::error::Error;
 use crate::linux::procfs::{self, Faults};
-use crate::rt::{touched, Hist, Phase, Shared, Snap};
+use crate::rt::{touched, Log, Phase, Shared, Snap};
 
 /// Snapshot retries (the writer holds its section for a few dozen ns).
 const TRIES: u32 = 100_000;
 
 /// What the sender keeps about one measuring thread.
 pub struct View {
-    /// The snapshot of the last report.
-    pub prev: Snap,
     /// The snapshot being taken.
     pub cur: Snap,
-    /// Cumulative histogram (u64), as of the last report.
-    pub hist: Hist,
-    /// Statistics as of the last report.
+    /// What the stream's reports keep: the counters of the last report,
+    /// the cumulative histogram (u64) and statistics as of then.
+    pub log: Log,
+    /// The latest statistics (of the last report, or fresher for the live
+    /// view).
     pub counters: Counters,
     /// Faults since measuring started.
     pub faults: Faults,
@@ -37,8 +38,6 @@ pub struct View {
     pub spikes_total: u64,
     /// `/proc/self/task/TID/stat` of the thread.
     pub stat_path: String,
-    /// The statistics last published.
-    pub last_stats: ThreadStats,
 }
 
 impl View {
@@ -54,9 +53,8 @@ impl View {
     ) -> Result<View, Error> {
         let n = layout.len();
         Ok(View {
-            prev: Snap::with_buckets(touched(n)),
             cur: Snap::with_buckets(touched(n)),
-            hist: Hist::with_counts(layout, touched(n))?,
+            log: Log::with_memory(index as u16, layout, touched(n), touched(n))?,
             counters: Counters::ZERO,
             faults: Faults::default(),
             dropped: 0,
@@ -64,11 +62,6 @@ impl View {
             spikes: Vec::with_capacity(if spikes { SPIKE_NODES } else { 0 }),
             spikes_total: 0,
             stat_path: format!("/proc/self/task/{tid}/stat"),
-            last_stats: ThreadStats {
-                thread: index as u16,
-                min: u64::MAX,
-                ..ThreadStats::default()
-            },
         })
     }
 
@@ -92,7 +85,7 @@ impl View {
             minflt: self.faults.minflt,
             majflt: self.faults.majflt,
             dropped: self.dropped,
-            hist: self.hist.counts(),
+            hist: self.log.hist().counts(),
             overflow_cycles: &self.overflow_cycles,
         }
     }
@@ -123,31 +116,12 @@ impl View {
         self.dropped = shared.dropped.load(Ordering::Relaxed);
     }
 
-    /// The largest latency of the interval from `prev` to `cur`: the upper
-    /// edge of the highest bucket that grew, capped at the exact maximum.
-    pub fn interval_max(&self) -> u64 {
-        let max = self.cur.counters.totals.max;
-        let top = self
-            .cur
-            .buckets
-            .iter()
-            .zip(self.prev.buckets.iter())
-            .rposition(|(c, p)| c.wrapping_sub(*p) != 0);
-        top.map(|i| self.hist.layout().upper_ns(i).unwrap_or(max).min(max))
-            .unwrap_or(0)
-    }
-
-    /// Add the interval from `prev` to `cur` to the cumulative histogram
-    /// and the statistics.
-    pub fn absorb(&mut self) {
-        let c = self.cur.counters;
-        self.hist.absorb_raw(&self.prev.buckets, &self.cur.buckets);
-        self.hist.set_totals(c.totals);
-        self.counters = c;
-    }
-
-    /// The interval is published: `cur` becomes `prev`.
-    pub fn advance(&mut self) {
-        std::mem::swap(&mut self.prev, &mut self.cur);
+    /// The figures a report needs beside the record.
+    pub fn extra(&self) -> Extra {
+        Extra {
+            minflt: self.faults.minflt,
+            majflt: self.faults.majflt,
+            dropped: self.dropped,
+        }
     }
 }

@@ -16,8 +16,8 @@ use std::sync::Mutex;
 
 use heapless::spsc::{Producer, Queue};
 use latscope_core::cycle::{CycleConfig, StopReason};
-use latscope_core::hist::HistogramIn;
 use latscope_core::layout::Layout;
+use latscope_core::protocol::ThreadLogIn;
 use latscope_core::record::{SnapshotIn, ThreadRecordIn};
 use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord};
 
@@ -34,8 +34,8 @@ pub use start::{Phase, PhaseCell, StartGate};
 pub type Record = ThreadRecordIn<Box<[AtomicU32]>>;
 /// A copy of a record's counters, sized as the record.
 pub type Snap = SnapshotIn<Box<[u32]>>;
-/// A cumulative histogram, sized as the record.
-pub type Hist = HistogramIn<Box<[u64]>>;
+/// What the stream's reports keep about a thread, sized as the record.
+pub type Log = ThreadLogIn<Box<[u32]>, Box<[u64]>>;
 
 /// The histogram memory of one measuring thread in a run with `-h
 /// hist_us`: the record's counters and the sender's two snapshots (4 bytes
