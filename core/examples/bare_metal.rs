@@ -114,6 +114,7 @@ fn hello() -> Hello {
             degraded: Degraded::default(),
             self_check: false,
             threads,
+            tracefs_mounted: false,
         },
     }
 }

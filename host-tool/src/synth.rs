@@ -158,6 +158,7 @@ impl Synth {
                 degraded: Degraded::default(),
                 self_check: false,
                 threads,
+                tracefs_mounted: false,
             },
         }
     }

@@ -218,7 +218,7 @@ fn json_run(run: &Run) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut v = json!({
         "run_id": format!("{:016x}", h.run_id),
         "tool_version": h.tool_version.as_str(),
         "target": {
@@ -261,5 +261,15 @@ fn json_run(run: &Run) -> Value {
             })).collect::<Vec<_>>(),
         },
         "logs": run.logs.iter().map(|l| json!({"level": format!("{:?}", l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
-    })
+    });
+    // Only when there is something to say, so that reports of runs
+    // without either read as they always did.
+    let missing = text::missing_devices(run);
+    if !missing.is_empty() {
+        v["config"]["missing_devices"] = json!(missing);
+    }
+    if c.tracefs_mounted {
+        v["config"]["tracefs_mounted"] = json!(true);
+    }
+    v
 }
