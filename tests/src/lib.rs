@@ -1,9 +1,11 @@
 //! Test support for every integration test of the workspace: running the
 //! target ([`target`]), decoding its stream, starting a recording host
 //! ([`host`]), a listening recorder and its metrics ([`fleet`]), a private
-//! Prometheus ([`prometheus`]), and deciding what a test does when the
+//! Prometheus ([`prometheus`]), comparing the target's cyclictest outputs
+//! with cyclictest's ([`compat`]), and deciding what a test does when the
 //! machine lacks what it needs ([`precondition`]: under `CI=true` it
 //! fails, elsewhere it says `skipped:`).
+pub mod compat;
 pub mod fleet;
 pub mod host;
 pub mod precondition;

@@ -1,14 +1,14 @@
 //! The hot loop of a measuring thread, and its rare paths (flagged
 //! samples, `-v`, `-b`), kept out of line.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, Sample, Step, StopReason};
 use latscope_core::wire::{SpikeFlags, SpikeRecord};
 
 use latscope_core::record::Writer;
 
-use super::{ThreadArgs, N};
+use super::ThreadArgs;
 use crate::error::Error;
 use crate::linux::clock::LinuxClock;
 use crate::linux::procfs;
@@ -46,7 +46,7 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
 #[inline(always)]
 fn run<const VERBOSE: bool>(
     a: &mut ThreadArgs<'_>,
-    w: &mut Writer<'_, N>,
+    w: &mut Writer<'_, Box<[AtomicU32]>>,
     mut clock: LinuxClock,
     mut cycle: Cycle,
 ) -> Result<(), Error> {
