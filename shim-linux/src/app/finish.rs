@@ -1,5 +1,10 @@
 //! Step 4 of a run: the final summary in cyclictest's formats, latscope's
 //! notes, `--json`, and the exit status.
+//!
+//! Every output gets what was measured even if another one fails: a
+//! failed `--histfile` or `--json` write, or stream frames never
+//! delivered, are said in one line each and make the status
+//! [`EXIT_OUTPUT_LOST`] (unless the run failed).
 
 use std::sync::atomic::Ordering;
 
@@ -8,23 +13,18 @@ use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine
 use super::setup::Setup;
 use super::start::Ended;
 use crate::config::Config;
-use crate::error::{Error, EXIT_FAILED, EXIT_OK};
+use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::link::Sink;
 use crate::linux::clock::{monotonic_ns, realtime_s};
-use crate::linux::procfs;
+use crate::linux::{procfs, write_all};
 use crate::output::text::{self, Row};
-use crate::output::{json, Std};
+use crate::output::{self, json, Std};
 
 /// Write the final outputs; the run's exit status (or the first error of a
 /// measuring thread).
 pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     let loop_error = s.shared.iter().find_map(|t| t.take_error());
     let defects = s.control.defects.load(Ordering::SeqCst);
-    let status = if loop_error.is_some() || defects > 0 {
-        EXIT_FAILED
-    } else {
-        EXIT_OK
-    };
     let tids: Vec<i32> = s
         .shared
         .iter()
@@ -37,11 +37,32 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
         .enumerate()
         .map(|(i, v)| v.row(i, &ended.effective[i], tids[i]))
         .collect();
-    let summary = summary(cfg, s, ended, &rows, &tids)?;
-    s.console.human.write(summary.as_bytes());
+    let mut failed = Vec::new();
+    if let (Some(path), Some(fd)) = (&cfg.histfile, &s.files.histfile) {
+        let h = histogram(cfg, &rows);
+        if let Err(e) = write_all(fd, h.as_bytes()) {
+            failed.push(Error::output(format!("--histfile {path}"), e));
+        }
+    }
+    let summary = summary(cfg, s, ended, &rows, &tids);
+    let _ = s.console.human.write(summary.as_bytes());
     notes(cfg, s, ended, defects);
+    let lost = ended.outcome.frames_dropped > 0 || !failed.is_empty();
+    let mut status = match (loop_error.is_some() || defects > 0, lost) {
+        (true, _) => EXIT_FAILED,
+        (false, true) => EXIT_OUTPUT_LOST,
+        (false, false) => EXIT_OK,
+    };
     if let Some(path) = &cfg.json {
-        write_json(cfg, s, &rows, status, path)?;
+        if let Err(e) = write_json(cfg, s, &rows, status, path) {
+            failed.push(e);
+        }
+    }
+    for e in &failed {
+        output::note(&format!("latscope: {e}"));
+    }
+    if !failed.is_empty() && status == EXIT_OK {
+        status = EXIT_OUTPUT_LOST;
     }
     match loop_error {
         Some(e) => Err(e),
@@ -49,16 +70,17 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     }
 }
 
+/// The `-h`/`-H` histogram text.
+fn histogram(cfg: &Config, rows: &[Row<'_>]) -> String {
+    let mut h = String::with_capacity(cfg.hist_us as usize * (8 + 8 * rows.len()) + 1024);
+    text::histogram(&mut h, rows, cfg.hist_us, cfg.hist_all);
+    h
+}
+
 /// cyclictest's final text: the `T:` lines (unless a terminal shows them
-/// already), latscope's `#` lines, the histogram (or `--histfile`), the
-/// `--spike` lines and the `-b` lines.
-fn summary(
-    cfg: &Config,
-    s: &Setup,
-    ended: &Ended,
-    rows: &[Row<'_>],
-    tids: &[i32],
-) -> Result<String, Error> {
+/// already), latscope's `#` lines, the histogram (unless `--histfile`),
+/// the `--spike` lines and the `-b` lines.
+fn summary(cfg: &Config, s: &Setup, ended: &Ended, rows: &[Row<'_>], tids: &[i32]) -> String {
     let mut out = String::with_capacity(64 * 1024);
     if cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !s.console.tty) {
         for r in rows {
@@ -71,14 +93,8 @@ fn summary(
             text::extra_line(&mut out, r);
         }
     }
-    if cfg.hist_us > 0 {
-        let mut h = String::with_capacity(cfg.hist_us as usize * (8 + 8 * rows.len()) + 1024);
-        text::histogram(&mut h, rows, cfg.hist_us, cfg.hist_all);
-        match &cfg.histfile {
-            Some(path) => std::fs::write(path, h.as_bytes())
-                .map_err(|e| Error::output(format!("--histfile {path}"), e))?,
-            None => out.push_str(&h),
-        }
+    if cfg.hist_us > 0 && cfg.histfile.is_none() {
+        out.push_str(&histogram(cfg, rows));
     }
     let views = &ended.outcome.views;
     if cfg.spike_us > 0 {
@@ -99,21 +115,21 @@ fn summary(
         let bt = tids.get(thread as usize).copied().unwrap_or(0);
         text::break_lines(&mut out, tids, bt, v);
     }
-    Ok(out)
+    out
 }
 
 /// latscope's notes on standard error: self-check, degradations, frames
 /// the stream could not deliver.
 fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
     if cfg.self_check {
-        eprintln!(
+        output::note(&format!(
             "# self-check: {defects} defect(s): process creation or exec {}",
             if defects == 0 {
                 "never attempted"
             } else {
                 "was attempted and refused"
             }
-        );
+        ));
     }
     if s.deg.flags.any() {
         let degraded: Vec<&str> = s
@@ -122,11 +138,14 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
             .iter()
             .filter_map(|w| w.strip_prefix("degraded: "))
             .collect();
-        eprintln!("# degraded run: {}", degraded.join("; "));
+        output::note(&format!("# degraded run: {}", degraded.join("; ")));
     }
     let dropped = ended.outcome.frames_dropped;
     if dropped > 0 {
-        eprintln!("# stream: {dropped} frame(s) could not be delivered");
+        let why = ended.outcome.loss_reason.as_deref().unwrap_or("unknown");
+        output::note(&format!(
+            "latscope: stream: {dropped} frame(s) never delivered: {why}"
+        ));
     }
 }
 
@@ -160,12 +179,15 @@ fn write_json(
         cpus: &cpus,
     };
     let text = json::document(&doc, rows);
-    if path == "-" {
-        Std::Out.write(text.as_bytes());
-        Ok(())
-    } else {
-        std::fs::write(path, text.as_bytes())
-            .map_err(|e| Error::output(format!("--json {path}"), e))
+    let what = || format!("--json {path}");
+    match (path, &s.files.json) {
+        // a failed standard output is counted there
+        ("-", _) => {
+            let _ = Std::Out.write(text.as_bytes());
+            Ok(())
+        }
+        (_, Some(fd)) => write_all(fd, text.as_bytes()).map_err(|e| Error::output(what(), e)),
+        (_, None) => Err(Error::output(what(), "the file was not opened")),
     }
 }
 

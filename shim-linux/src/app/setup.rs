@@ -5,6 +5,8 @@
 
 use latscope_core::cycle::CycleConfig;
 use latscope_core::wire::Degraded;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::bench;
@@ -17,7 +19,7 @@ use crate::linux::seccomp::SelfCheck;
 use crate::linux::sys::{self, sig, sigbit};
 use crate::linux::tracefs::{Marker, Tracemark, Tracer};
 use crate::linux::{self, hold_dma_latency};
-use crate::output::Console;
+use crate::output::{self, Console};
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
 
 /// glibc's heap grows by exactly what is asked (its default pad, 128 KiB,
@@ -64,6 +66,43 @@ pub struct Setup {
     pub selfcheck: Option<SelfCheck>,
     /// Where the human output goes.
     pub console: Console,
+    /// `--json` and `--histfile`, opened before measuring.
+    pub files: Files,
+}
+
+/// The output files of a run, opened before it measures: a bad path stops
+/// the run at once instead of throwing its measurement away at the end.
+#[derive(Default)]
+pub struct Files {
+    /// `--json FILE` (not `-`).
+    pub json: Option<OwnedFd>,
+    /// `--histfile FILE`.
+    pub histfile: Option<OwnedFd>,
+}
+
+impl Files {
+    /// Create (or truncate) the files `cfg` names.
+    pub fn open(cfg: &Config) -> Result<Files, Error> {
+        let create = |opt: &str, path: &str| {
+            rustix::fs::open(
+                path,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o644),
+            )
+            .map_err(|e| Error::output(format!("{opt} {path}"), e))
+        };
+        Ok(Files {
+            json: match cfg.json.as_deref() {
+                Some("-") | None => None,
+                Some(p) => Some(create("--json", p)?),
+            },
+            histfile: cfg
+                .histfile
+                .as_deref()
+                .map(|p| create("--histfile", p))
+                .transpose()?,
+        })
+    }
 }
 
 /// What a run hands to its threads when they start.
@@ -96,6 +135,9 @@ impl Setup {
         let available = linux::available_cpus();
         let plans = config::plan(cfg, &available)?;
         let mainaffinity = config::mainaffinity(cfg, &available)?;
+        // the outputs first: a bad path ends the run before anything else
+        let files = Files::open(cfg)?;
+        let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
         let mut deg = Degradations::default();
         lock_memory(cfg, held, &mut deg)?;
         if cfg.bench.ballast_mib > 0 {
@@ -104,13 +146,14 @@ impl Setup {
         let dma_latency = dma_latency(cfg, held, &mut deg)?;
         let tracemark = cfg.tracemark.then(Tracemark::open).flatten();
         if cfg.tracemark && tracemark.is_none() {
-            deg.warnings
-                .push("--tracemark: tracefs not found; no trace marker written".into());
+            deg.warnings.push(format!(
+                "--tracemark: {}; no trace marker written",
+                crate::linux::tracefs::why_no_tracefs()
+            ));
         }
         let (tracer, markers) = open_explain(cfg, &plans, &mut deg);
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
         let n = plans.len();
-        let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
         let settings = loop_settings(cfg, clock);
         // the filter goes on now, inherited by every thread
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
@@ -136,6 +179,7 @@ impl Setup {
             settings,
             selfcheck,
             console: Console::of(cfg),
+            files,
         };
         Ok((setup, handoff))
     }
@@ -155,12 +199,12 @@ fn lock_memory(cfg: &Config, held: &mut Held, deg: &mut Degradations) -> Result<
                 .push("degraded: memory not locked (page faults count as latency)".into());
         }
         Err(e) => {
-            return Err(Error::Privilege {
-                what: format!(
+            return Err(Error::privilege(
+                format!(
                     "mlockall failed: {e} (needs CAP_IPC_LOCK or a RLIMIT_MEMLOCK above the process size)"
                 ),
-                hint: "--no-mlock (or --best-effort)",
-            })
+                "--no-mlock (or --best-effort)",
+            ))
         }
     }
     Ok(())
@@ -178,7 +222,10 @@ fn dma_latency(
     match hold_dma_latency(cfg.latency_us) {
         Ok(fd) => {
             held.dma = Some(fd);
-            eprintln!("# /dev/cpu_dma_latency set to {}us", cfg.latency_us);
+            output::note(&format!(
+                "# /dev/cpu_dma_latency set to {}us",
+                cfg.latency_us
+            ));
             return Ok(Some(cfg.latency_us));
         }
         Err(Errno::NOENT) => {
@@ -193,10 +240,10 @@ fn dma_latency(
             ));
         }
         Err(e) => {
-            return Err(Error::Privilege {
-                what: format!("opening /dev/cpu_dma_latency for writing failed: {e}"),
-                hint: "--default-system (or --best-effort)",
-            })
+            return Err(Error::privilege(
+                format!("opening /dev/cpu_dma_latency for writing failed: {e}"),
+                "--default-system (or --best-effort)",
+            ))
         }
     }
     Ok(None)

@@ -29,6 +29,10 @@ pub(super) struct Tcp {
     frames: VecDeque<usize>,
     /// Frames lost to a disconnect, not yet counted by the sink.
     lost: u64,
+    /// Whether a connection was ever up.
+    ever_up: bool,
+    /// The last connect or send error.
+    last_error: Option<Errno>,
 }
 
 enum TcpState {
@@ -48,6 +52,24 @@ impl Tcp {
             sent: 0,
             frames: VecDeque::with_capacity(8192),
             lost: 0,
+            ever_up: false,
+            last_error: None,
+        }
+    }
+
+    /// Why frames were lost, in words.
+    pub(super) fn loss_reason(&self) -> String {
+        let err = self
+            .last_error
+            .map(|e| format!(" (last error: {e})"))
+            .unwrap_or_default();
+        if self.ever_up {
+            format!(
+                "the connection to {} was down, full or slow{err}",
+                self.addr
+            )
+        } else {
+            format!("nobody accepted a connection to {}{err}", self.addr)
         }
     }
 
@@ -83,7 +105,10 @@ impl Tcp {
                 if now >= self.retry_at {
                     match self.connect() {
                         Ok(fd) => self.state = TcpState::Connecting(fd),
-                        Err(_) => self.backoff(now),
+                        Err(e) => {
+                            self.last_error = Some(e);
+                            self.backoff(now);
+                        }
                     }
                 }
                 false
@@ -103,6 +128,7 @@ impl Tcp {
                 }
                 match rustix::net::sockopt::socket_error(&fd) {
                     Ok(Ok(())) => {
+                        self.ever_up = true;
                         let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
                         self.backoff_ns = BACKOFF_MIN_NS;
                         self.buf.clear();
@@ -111,17 +137,23 @@ impl Tcp {
                         self.state = TcpState::Up(fd);
                         true
                     }
-                    _ => {
+                    r => {
+                        self.last_error = match r {
+                            Ok(Err(e)) | Err(e) => Some(e),
+                            Ok(Ok(())) => None,
+                        };
                         self.backoff(now);
                         false
                     }
                 }
             }
             TcpState::Up(fd) => {
-                if self.flush(&fd).is_ok() {
-                    self.state = TcpState::Up(fd);
-                } else {
-                    self.backoff(now);
+                match self.flush(&fd) {
+                    Ok(()) => self.state = TcpState::Up(fd),
+                    Err(e) => {
+                        self.last_error = Some(e);
+                        self.backoff(now);
+                    }
                 }
                 false
             }

@@ -81,6 +81,32 @@ const MARK_PREFIX: &str = "latscope spike";
 /// from `/proc/mounts`, or `tracing/` under a debugfs mount. `None` if
 /// none of them has an `instances` directory.
 pub fn find_tracefs() -> Option<PathBuf> {
+    candidates()
+        .into_iter()
+        .find(|p| p.join("instances").is_dir() && p.join("trace_marker").exists())
+}
+
+/// Why [`find_tracefs`] found nothing, in words: a mount this process may
+/// not enter (tracefs is root's by default) is not a missing tracefs.
+pub fn why_no_tracefs() -> String {
+    for p in candidates() {
+        match fs::metadata(p.join("instances")) {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                return format!(
+                    "permission denied on tracefs at {} (it needs root)",
+                    p.display()
+                )
+            }
+            Ok(_) => return format!("tracefs at {} has no trace_marker", p.display()),
+            Err(_) => {}
+        }
+    }
+    "tracefs is not mounted".into()
+}
+
+/// Where tracefs may be: its usual place, every tracefs mount, `tracing/`
+/// under every debugfs mount, debugfs's usual place.
+fn candidates() -> Vec<PathBuf> {
     let mut candidates = vec![PathBuf::from("/sys/kernel/tracing")];
     if let Ok(mounts) = fs::read_to_string("/proc/mounts") {
         for line in mounts.lines() {
@@ -98,8 +124,6 @@ pub fn find_tracefs() -> Option<PathBuf> {
     }
     candidates.push(PathBuf::from("/sys/kernel/debug/tracing"));
     candidates
-        .into_iter()
-        .find(|p| p.join("instances").is_dir() && p.join("trace_marker").exists())
 }
 
 /// `/proc/mounts` escapes space, tab, newline and backslash as `\ooo`.

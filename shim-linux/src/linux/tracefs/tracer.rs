@@ -9,7 +9,9 @@ use std::sync::Arc;
 use latscope_core::explain::{parse_line, Attribution, Classifier, Window};
 
 use super::marks::{find_mark, mono_ns, switched_in, Marks, Spike};
-use super::{cpumask, find_tracefs, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
+use super::{
+    cpumask, find_tracefs, why_no_tracefs, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX,
+};
 use crate::error::Error;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -83,8 +85,7 @@ impl Tracer {
     /// error of creating the instance (e.g. `PermissionDenied` without
     /// root). On error nothing is left behind.
     pub fn open(cpus: &[usize], threshold_ns: u64) -> Result<Tracer, Error> {
-        let root =
-            find_tracefs().ok_or_else(|| Error::Unavailable("tracefs is not mounted".into()))?;
+        let root = find_tracefs().ok_or_else(|| Error::Unavailable(why_no_tracefs()))?;
         Self::open_at(&root, cpus, threshold_ns).map_err(|e| Error::Unavailable(e.to_string()))
     }
 
