@@ -43,6 +43,14 @@ pub enum Error {
         /// Bytes read.
         bytes: u64,
     },
+    /// The input ends inside its first frame, a hello: cut before any
+    /// measurement arrived.
+    TruncatedHello {
+        /// The input.
+        what: String,
+        /// Bytes of the hello that are there.
+        bytes: usize,
+    },
     /// The input held no run (no hello frame) to report on.
     NoRun {
         /// The input.
@@ -90,6 +98,11 @@ impl fmt::Display for Error {
             Error::NotAStream { what, bytes } => write!(
                 f,
                 "{what}: not a latscope stream ({bytes} bytes read, no valid frame found)"
+            ),
+            Error::TruncatedHello { what, bytes } => write!(
+                f,
+                "{what}: truncated hello: the recording ends {bytes} bytes into its first frame, \
+                 the run's hello, so it holds no measurement"
             ),
             Error::NoRun { what } => write!(
                 f,

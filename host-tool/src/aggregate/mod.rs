@@ -42,6 +42,9 @@ pub struct Run {
     pub unknown_thread: u64,
     /// Explained spikes.
     pub explained: Explained,
+    /// Whether the hello was never decoded: [`Run::hello`] is a stand-in
+    /// whose target and configuration must not be shown as facts.
+    pub hello_lost: bool,
 }
 
 impl Run {
@@ -77,6 +80,7 @@ impl Run {
             frames: 1,
             unknown_thread: 0,
             explained: Explained::default(),
+            hello_lost: false,
         }
     }
 
@@ -269,7 +273,9 @@ impl Aggregator {
     fn adopt_unknown(&mut self) {
         if self.runs.is_empty() && !self.pending.is_empty() && !self.ignoring {
             self.hello_lost = true;
-            self.runs.push(Run::new(unknown_hello()));
+            let mut run = Run::new(unknown_hello());
+            run.hello_lost = true;
+            self.runs.push(run);
             self.replay();
         }
     }

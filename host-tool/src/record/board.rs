@@ -102,7 +102,9 @@ impl TargetView {
             v.threads.push(ThreadView {
                 index: i as u16,
                 cpu: info.and_then(|i| i.cpu),
-                sched: if c.policy.is_rt() {
+                sched: if run.hello_lost {
+                    "?".to_string()
+                } else if c.policy.is_rt() {
                     format!("{}/{prio}", c.policy.name())
                 } else {
                     c.policy.name().to_string()

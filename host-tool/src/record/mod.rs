@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use board::{Board, TargetView};
 
+use crate::console;
 use crate::error::{Error, Result};
 use crate::input::{pump, Source};
 use crate::report::{self, Decoded, Format, Options};
@@ -152,6 +153,18 @@ impl Recording {
     }
 }
 
+/// Whether recordings can be created in `dir`: a probe file is created
+/// and removed, before any target connects.
+fn check_writable(dir: &Path) -> Result<()> {
+    let probe = dir.join(format!(".latscope-host-probe-{}", std::process::id()));
+    File::create(&probe).map_err(|source| Error::Output {
+        what: dir.to_path_buf(),
+        source,
+    })?;
+    let _ = fs::remove_file(&probe);
+    Ok(())
+}
+
 fn create(path: &Path) -> Result<File> {
     File::create(path).map_err(|source| Error::Output {
         what: path.to_path_buf(),
@@ -210,7 +223,7 @@ fn spawn_display(board: Arc<Board>, stop: Arc<AtomicBool>) -> Option<thread::Joi
         .name("live".into())
         .spawn(move || {
             let mut live = live::Live::new(tty);
-            let mut out = io::stdout();
+            let mut out = console::Stdout;
             loop {
                 let stopping = stop.load(Ordering::Acquire);
                 live.draw(&board.views(), &mut out);
@@ -233,7 +246,7 @@ pub fn run(plan: Plan) -> Result<u8> {
     let board = Board::new();
     if let Some(addr) = &plan.metrics {
         let local = metrics::serve(addr, Arc::clone(&board))?;
-        eprintln!("latscope-host: metrics at http://{local}/metrics");
+        console::say(format_args!("metrics at http://{local}/metrics"));
     }
     match &plan.listen {
         Some(addr) => listen(&plan, addr, board),
@@ -263,9 +276,9 @@ fn single(plan: &Plan, board: Arc<Board>) -> Result<u8> {
     if let Some(Some(h)) = display {
         let _ = h.join();
     }
-    eprintln!("latscope-host: recorded {}", path.display());
+    console::say(format_args!("recorded {}", path.display()));
     if let Some(e) = err {
-        eprintln!("latscope-host: {}: read error: {e}", source.name());
+        console::say(format_args!("{}: read error: {e}", source.name()));
     }
     finish(vec![session], plan.quiet)
 }
@@ -275,7 +288,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
     let mut decoded = Vec::new();
     for s in sessions {
         if let Some(e) = s.fatal() {
-            eprintln!("latscope-host: {e}");
+            console::say(&e);
             code = 1;
             continue;
         }
@@ -290,7 +303,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
     if quiet {
         for d in &decoded {
             for w in d.session.warnings() {
-                eprintln!("latscope-host: warning: {w}");
+                console::warn(&w);
             }
         }
     } else {
@@ -302,9 +315,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
                 histofall: false,
             },
         )?;
-        let mut out = io::stdout();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        console::Std::Out.write(text.as_bytes());
     }
     Ok(code)
 }
@@ -327,14 +338,15 @@ fn listen(plan: &Plan, addr: &str, board: Arc<Board>) -> Result<u8> {
         addr: addr.clone(),
         source,
     })?;
-    eprintln!(
-        "latscope-host: listening on {local}, recordings in {}",
-        plan.out_dir.display()
-    );
     fs::create_dir_all(&plan.out_dir).map_err(|source| Error::Output {
         what: plan.out_dir.clone(),
         source,
     })?;
+    check_writable(&plan.out_dir)?;
+    console::say(format_args!(
+        "listening on {local}, recordings in {}",
+        plan.out_dir.display()
+    ));
     let stop = Arc::new(AtomicBool::new(false));
     let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&board), Arc::clone(&stop)));
     let (tx, rx) = mpsc::channel::<Session>();
@@ -380,16 +392,16 @@ fn connection(stream: TcpStream, dir: &Path, board: &Board, tx: mpsc::Sender<Ses
     let rec = match Recording::pending(dir, slot) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("latscope-host: {peer}: {e}");
+            console::say(format_args!("{peer}: {e}"));
             return;
         }
     };
     let _ = stream.set_nodelay(true);
     let mut r = stream;
     let (session, path, err) = record_stream(&mut r, rec, &peer, board, slot, false);
-    eprintln!("latscope-host: {peer} closed; recorded {}", path.display());
+    console::say(format_args!("{peer} closed; recorded {}", path.display()));
     if let Some(e) = err {
-        eprintln!("latscope-host: {peer}: {e}");
+        console::say(format_args!("{peer}: {e}"));
     }
     let _ = tx.send(session);
 }

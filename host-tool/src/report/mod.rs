@@ -47,8 +47,12 @@ pub struct Decoded {
     pub end: SystemTime,
 }
 
-/// Whether a run ended as a good run should (for the exit status).
+/// Whether a run ended as a good run should (for the exit status): its
+/// hello and its bye arrived, without an error or self-check defects.
 pub fn run_ok(run: &Run) -> bool {
+    if run.hello_lost {
+        return false;
+    }
     match run.bye {
         Some(b) => !matches!(b.reason, latscope_core::wire::ByeReason::Error) && b.defects == 0,
         None => false,
@@ -216,7 +220,7 @@ fn json_run(run: &Run) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut v = json!({
         "run_id": format!("{:016x}", h.run_id),
         "tool_version": h.tool_version.as_str(),
         "target": {
@@ -258,6 +262,14 @@ fn json_run(run: &Run) -> Value {
                 "cause": c.label, "count": c.count, "ns": c.ns, "spikes": c.spikes,
             })).collect::<Vec<_>>(),
         },
-        "logs": run.logs.iter().map(|l| json!({"level": format!("{:?}", l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
-    })
+        "logs": run.logs.iter().map(|l| json!({"level": text::level(l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
+        "hello_lost": run.hello_lost,
+    });
+    if run.hello_lost {
+        // a stand-in hello: nothing of it is a fact
+        v["tool_version"] = Value::Null;
+        v["target"] = Value::Null;
+        v["config"] = Value::Null;
+    }
+    v
 }
