@@ -2,9 +2,12 @@
 //! target ([`target`]), decoding its stream, starting a recording host
 //! ([`host`]), and deciding what a test does when the machine lacks what
 //! it needs ([`precondition`]: under `CI=true` it fails, elsewhere it says
-//! `skipped:`).
+//! `skipped:`), waiting for conditions with timeouts ([`wait`]), and the
+//! disturbances tests make themselves ([`disturb`]).
+pub mod disturb;
 pub mod host;
 pub mod precondition;
 pub mod target;
+pub mod wait;
 
 pub use precondition::{ci, have, is_root, missing, switched_off};
