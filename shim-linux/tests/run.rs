@@ -42,10 +42,14 @@ fn signal_ends_run_cleanly(sig: Signal, signo: u8) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // the stream's first report: signals are handled from here on
-    frame_in(&path, Duration::from_secs(10), "a first report", |f| {
-        matches!(f.body, Body::Stats(_))
-    });
+    // report 2 (the statistics at the start of the stream are report 0):
+    // signals are handled, and a run of some length is there to end
+    frame_in(
+        &path,
+        Duration::from_secs(10),
+        "report 2",
+        |f| matches!(f.body, Body::Stats(s) if s.epoch >= 2),
+    );
     let lines = stderr_lines(&mut child);
     let pid = Pid::from_child(&child);
     kill_process(pid, Signal::USR1).unwrap();
