@@ -88,13 +88,14 @@ fn an_unpinned_thread_is_found_where_it_was_switched_in() {
 /// like the measuring thread; this thread explains them like the sender.
 #[test]
 fn live_instance_flood_and_cleanup() {
-    let _lock = trace_lock();
-    let Some(root) = find_tracefs() else {
-        return missing("tracefs is not mounted");
-    };
+    // the preconditions first: the lock file is root's
     if !is_root() {
         return missing("trace instances need root");
     }
+    let Some(root) = find_tracefs() else {
+        return missing("tracefs is not mounted");
+    };
+    let _lock = trace_lock();
     // A stale instance of a dead process goes away on open.
     let stale = root.join("instances/latscope-2147483646");
     let _ = fs::create_dir(&stale);
