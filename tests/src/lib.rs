@@ -1,12 +1,15 @@
 //! Test support for every integration test of the workspace: running the
 //! target ([`target`]), decoding its stream, starting a recording host
-//! ([`host`]), and deciding what a test does when the machine lacks what
-//! it needs ([`precondition`]: under `CI=true` it fails, elsewhere it says
-//! `skipped:`), waiting for conditions with timeouts ([`wait`]), and the
-//! disturbances tests make themselves ([`disturb`]).
+//! ([`host`]), a listening recorder and its metrics ([`fleet`]), a private
+//! Prometheus ([`prometheus`]), deciding what a test does when the machine
+//! lacks what it needs ([`precondition`]: under `CI=true` it fails,
+//! elsewhere it says `skipped:`), waiting for conditions with timeouts
+//! ([`wait`]), and the disturbances tests make themselves ([`disturb`]).
 pub mod disturb;
+pub mod fleet;
 pub mod host;
 pub mod precondition;
+pub mod prometheus;
 pub mod target;
 pub mod wait;
 

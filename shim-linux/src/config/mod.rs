@@ -7,6 +7,7 @@
 
 mod cpus;
 mod help;
+mod name;
 mod parse;
 mod plan;
 
@@ -16,6 +17,7 @@ use crate::bench::Knobs;
 
 pub use cpus::CpuList;
 pub use help::HELP;
+pub use name::default_name;
 pub use parse::parse;
 pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
 
@@ -120,6 +122,9 @@ pub struct Config {
     pub bench: Knobs,
     /// `--stream`.
     pub stream: Option<Dest>,
+    /// `--name`: the board's name in the hello (default: the host name and
+    /// a keyed hash of `/etc/machine-id`).
+    pub name: Option<String>,
     /// The command line as given, for the hello and `--json`.
     pub cmdline: String,
 }
@@ -162,6 +167,7 @@ impl Default for Config {
             self_check: false,
             bench: Knobs::default(),
             stream: None,
+            name: None,
             cmdline: String::new(),
         }
     }

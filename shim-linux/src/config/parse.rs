@@ -35,6 +35,7 @@ const WITH_VALUE: &[(&str, Option<char>)] = &[
     ("mainaffinity", None),
     ("latency", None),
     ("stream", None),
+    ("name", None),
     ("warmup", None),
     ("report-interval", None),
     ("deadline-runtime", None),
@@ -273,6 +274,15 @@ impl Parser<'_> {
             }
             "latency" => c.latency_us = parse_u64("--latency", v, 0, i32::MAX as u64)? as i32,
             "stream" => c.stream = Some(parse_dest(v)?),
+            "name" => {
+                if !super::name::valid_name(v) {
+                    return Err(Error::usage(format!(
+                        "--name {v}: 1 to {} letters, digits, '-', '_' or '.'",
+                        super::name::MAX_NAME
+                    )));
+                }
+                c.name = Some(v.to_string());
+            }
             "warmup" => c.warmup_ns = parse_duration("--warmup", v)?,
             "report-interval" => c.report_ns = parse_report_interval(v)?,
             "deadline-runtime" => {
