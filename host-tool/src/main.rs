@@ -8,18 +8,9 @@
 //! standard error failed (see [`console`]).
 #![forbid(unsafe_code)]
 
-mod aggregate;
-mod compare;
-mod console;
-mod error;
-mod input;
-mod plot;
-mod record;
-mod report;
-mod session;
-mod simulate;
-mod summary;
-mod synth;
+use latscope_host::{
+    compare, console, error, input, plot, record, report, session, simulate, synth,
+};
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
