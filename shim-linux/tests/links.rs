@@ -5,29 +5,16 @@ use std::io::Read;
 use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
-use latscope_core::wire::{Body, Bye, ByeReason, Decoder, Frame, MAX_FRAME};
+use latscope_core::wire::{Body, Bye, ByeReason, Frame};
 use latscope_tests::target::{decode_all, serial};
 use latscope_tests::this_target;
 use latscope_tests::wait::{accept, assert_run_ok, until};
 
 /// Decode what a connection delivered, tolerating a cut last frame.
 fn decode_lenient(bytes: &[u8]) -> Vec<Frame> {
-    let mut d: Box<Decoder<MAX_FRAME>> = Box::new(Decoder::new());
-    let mut out = Vec::new();
-    let mut rest = bytes;
-    loop {
-        let (got, r) = d.feed(rest);
-        let none = got.is_none();
-        if let Some(Ok(f)) = got {
-            out.push(f);
-        }
-        if r.is_empty() && none {
-            break;
-        }
-        rest = r;
-    }
-    assert_eq!(d.stats().crc_errors, 0);
-    out
+    let (frames, _, stats) = latscope_tests::target::decode_lenient(bytes);
+    assert_eq!(stats.crc_errors, 0);
+    frames
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::process::Output;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use latscope_core::wire::{Decoder, Frame, MAX_FRAME};
+use latscope_core::wire::Frame;
 
 /// Poll `f` every 20 ms until it gives a value; panic naming `what` after
 /// `timeout`.
@@ -30,20 +30,7 @@ pub fn until<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>)
 /// Every whole frame in `bytes` that passes its check (a recording still
 /// being written may end inside one).
 pub fn frames_of(bytes: &[u8]) -> Vec<Frame> {
-    let mut d: Box<Decoder<MAX_FRAME>> = Box::new(Decoder::new());
-    let mut frames = Vec::new();
-    let mut rest = bytes;
-    loop {
-        let (got, r) = d.feed(rest);
-        let none = got.is_none();
-        if let Some(Ok(f)) = got {
-            frames.push(f);
-        }
-        if r.is_empty() && none {
-            return frames;
-        }
-        rest = r;
-    }
+    crate::target::decode_lenient(bytes).0
 }
 
 /// Wait until the recording at `path` holds a frame for which `pred`

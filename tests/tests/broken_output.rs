@@ -58,29 +58,49 @@ fn assert_lost_output(o: &Output, what: &str) {
     );
 }
 
-/// The target with `args`, standard error broken, a `--json` file and a
-/// stream file: status 4, and both files complete.
+/// Which standard stream a run gets broken.
+#[derive(Debug, Clone, Copy)]
+enum Which {
+    Out,
+    Err,
+}
+
+/// A 300-loop run of the target with `which` broken as `b`, a `--json`
+/// file and a stream file: status 4 and both files complete. Returns the
+/// output of the stream that works.
+fn target_with(which: Which, b: Broken, dir: &Scratch) -> String {
+    let json = dir.join("t.json");
+    let rec = dir.join("t.lsr");
+    let (out, err) = match which {
+        Which::Out => (b.stdio(), Stdio::piped()),
+        Which::Err => (Stdio::piped(), b.stdio()),
+    };
+    let o = Command::new(bins().latscope)
+        .args(["-t", "2", "-l", "300", "-q"])
+        .args(privilege_flags())
+        .arg(format!("--json={}", json.display()))
+        .arg(format!("--stream={}", rec.display()))
+        .stdout(out)
+        .stderr(err)
+        .output()
+        .expect("run latscope");
+    assert_lost_output(&o, &format!("{which:?} {b:?}"));
+    assert_complete_json(&json, 300);
+    assert_complete_stream(&rec);
+    let works = match which {
+        Which::Out => &o.stderr,
+        Which::Err => &o.stdout,
+    };
+    String::from_utf8_lossy(works).into_owned()
+}
+
 #[test]
 fn target_with_broken_stderr_exits_4_and_writes_json_and_stream() {
     let dir = Scratch::new("broken-target");
     for b in BROKEN {
-        let json = dir.join("t.json");
-        let rec = dir.join("t.lsr");
-        let o = Command::new(bins().latscope)
-            .args(["-t", "2", "-l", "300", "-q"])
-            .args(privilege_flags())
-            .arg(format!("--json={}", json.display()))
-            .arg(format!("--stream={}", rec.display()))
-            .stdout(Stdio::piped())
-            .stderr(b.stdio())
-            .output()
-            .expect("run latscope");
-        assert_lost_output(&o, &format!("stderr {b:?}"));
         // the summary on standard output is whole
-        let out = String::from_utf8_lossy(&o.stdout);
+        let out = target_with(Which::Err, b, &dir);
         assert_eq!(out.matches("C:    300").count(), 2, "{b:?}: {out}");
-        assert_complete_json(&json, 300);
-        assert_complete_stream(&rec);
     }
 }
 
@@ -88,22 +108,8 @@ fn target_with_broken_stderr_exits_4_and_writes_json_and_stream() {
 fn target_with_broken_stdout_exits_4_and_says_so_on_stderr() {
     let dir = Scratch::new("broken-target-out");
     for b in BROKEN {
-        let json = dir.join("t.json");
-        let rec = dir.join("t.lsr");
-        let o = Command::new(bins().latscope)
-            .args(["-t", "2", "-l", "300", "-q"])
-            .args(privilege_flags())
-            .arg(format!("--json={}", json.display()))
-            .arg(format!("--stream={}", rec.display()))
-            .stdout(b.stdio())
-            .stderr(Stdio::piped())
-            .output()
-            .expect("run latscope");
-        assert_lost_output(&o, &format!("stdout {b:?}"));
-        let err = String::from_utf8_lossy(&o.stderr);
+        let err = target_with(Which::Out, b, &dir);
         assert!(err.contains("standard output: "), "{b:?}: {err}");
-        assert_complete_json(&json, 300);
-        assert_complete_stream(&rec);
     }
 }
 
