@@ -159,6 +159,18 @@ impl Session {
         }
         let runs = self.agg.runs.len();
         for (i, run) in self.agg.runs.iter().enumerate() {
+            if let Some(l) = run.illegal_layout {
+                w.push(format!(
+                    "{}: run {:016x} declares a histogram layout no latscope target produces \
+                     ({} µs linear, {} buckets; at most {} µs and {}); the default layout is assumed",
+                    self.name,
+                    run.hello.run_id,
+                    l.linear_us,
+                    l.buckets,
+                    latscope_core::layout::MAX_LINEAR_US,
+                    latscope_core::layout::MAX_TARGET_BUCKETS
+                ));
+            }
             // the current run of a live input has not ended yet
             let ended = self.finished || i + 1 < runs;
             if run.bye.is_none() && ended {

@@ -123,9 +123,12 @@ fn check_last_figures(f2: &[Frame], t: u16, bye: &Bye, json: &str) {
     let total: u64 = f2
         .iter()
         .filter_map(|f| match &f.body {
-            Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => {
-                Some(c.entries.iter().map(|e| e.count).sum::<u64>())
-            }
+            Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => Some(
+                c.runs
+                    .iter(c.start)
+                    .map(|p| p.expect("well-formed runs").1)
+                    .sum::<u64>(),
+            ),
             _ => None,
         })
         .sum();

@@ -30,14 +30,10 @@ pub struct Summary {
 pub fn decode(stream: &[u8]) -> Summary {
     let mut dec = Box::new(Decoder::<MAX_FRAME>::new());
     let mut sum = Summary::default();
-    let mut rest = stream;
-    while !rest.is_empty() {
-        let (frame, after) = dec.feed(rest);
-        rest = after;
+    for frame in dec.frames(stream) {
         match frame {
-            None => {}
-            Some(Err(e)) => sum.errors.push(e.to_string()),
-            Some(Ok(f)) => match f.body {
+            Err(e) => sum.errors.push(e.to_string()),
+            Ok(f) => match f.body {
                 Body::Hello(h) => sum.hello = Some(h),
                 Body::Stats(s) => {
                     sum.stats.insert(s.thread, s);

@@ -99,18 +99,11 @@ pub fn decode_all(bytes: &[u8]) -> Vec<Frame> {
 pub fn decode_lenient(bytes: &[u8]) -> (Vec<Frame>, Vec<DecodeError>, LinkStats) {
     let mut d: Box<Decoder<MAX_FRAME>> = Box::new(Decoder::new());
     let (mut frames, mut errors) = (Vec::new(), Vec::new());
-    let mut rest = bytes;
-    loop {
-        let (got, r) = d.feed(rest);
-        let none = got.is_none();
-        match got {
-            Some(Ok(f)) => frames.push(f),
-            Some(Err(e)) => errors.push(e),
-            None => {}
+    for f in d.frames(bytes) {
+        match f {
+            Ok(f) => frames.push(f),
+            Err(e) => errors.push(e),
         }
-        if r.is_empty() && none {
-            return (frames, errors, *d.stats());
-        }
-        rest = r;
     }
+    (frames, errors, *d.stats())
 }

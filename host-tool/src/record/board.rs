@@ -118,7 +118,8 @@ impl TargetView {
         }
         let c = &run.hello.config;
         for (i, t) in run.threads.iter().enumerate() {
-            let Some(st) = t.stats else { continue };
+            let Some(st) = t.stats() else { continue };
+            let hist = t.hist();
             v.elapsed_ns = v.elapsed_ns.max(st.elapsed_ns);
             let info = t.info;
             let prio = info.map(|i| i.priority).unwrap_or(c.priority);
@@ -137,8 +138,8 @@ impl TargetView {
                 sum_ns: st.sum,
                 min_ns: (st.count > 0).then_some(st.min),
                 avg_ns: (st.count > 0).then(|| st.sum as f64 / st.count as f64),
-                p99_ns: quantile(&run.layout, &t.hist, Ppm::P99, st.max),
-                p999_ns: quantile(&run.layout, &t.hist, Ppm::P999, st.max),
+                p99_ns: quantile(&run.layout, &hist, Ppm::P99, st.max),
+                p999_ns: quantile(&run.layout, &hist, Ppm::P999, st.max),
                 max_ns: st.max,
                 missed: st.missed,
                 minflt: st.minflt,

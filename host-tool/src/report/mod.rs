@@ -3,6 +3,9 @@
 pub mod cyclictest;
 pub mod text;
 
+#[cfg(test)]
+mod golden;
+
 use std::fmt::Write;
 use std::time::SystemTime;
 
@@ -139,7 +142,7 @@ fn csv_run(out: &mut String, name: &str, run: &Run) {
             .and_then(|x| x.cpu)
             .map(|c| c.to_string())
             .unwrap_or_default();
-        for (b, &c) in t.hist.iter().enumerate() {
+        for (b, c) in t.hist().into_iter().enumerate() {
             if c == 0 {
                 continue;
             }

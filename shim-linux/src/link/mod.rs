@@ -5,11 +5,17 @@
 //! Only the sender thread writes here, so a slow or broken link can delay
 //! reports but never a measuring thread. Frames that cannot be delivered
 //! are counted in [`Sink::frames_dropped`].
+//!
+//! A serial line is paced ([`Pacer`]): no second carries more than half of
+//! what the line can, so the one large burst of a run, its final report
+//! with every thread's full histogram, is spread over the next seconds
+//! rather than filling the line.
 
 mod resend;
 mod serial;
 mod tcp;
 
+use latscope_core::protocol::Pacer;
 use latscope_core::wire::Hello;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
@@ -17,16 +23,17 @@ use rustix::io::Errno;
 
 use crate::config::Dest;
 use crate::error::Error;
-use crate::linux::write_all;
+use crate::linux::clock::monotonic_ns;
+use crate::linux::{sleep_ns, write_all};
 use tcp::Tcp;
 
 enum Link {
-    /// Blocking writes to an fd (file, serial); after the first failed
-    /// write (its error kept) nothing more is written.
+    /// Blocking writes to an fd (file; serial, paced); after the first
+    /// failed write (its error kept) nothing more is written.
     Fd {
         fd: OwnedFd,
         broken: Option<Errno>,
-        serial: bool,
+        pacer: Option<Pacer>,
     },
     /// Standard output, borrowed.
     Stdout { broken: Option<Errno> },
@@ -56,13 +63,13 @@ impl Sink {
                 Link::Fd {
                     fd,
                     broken: None,
-                    serial: false,
+                    pacer: None,
                 }
             }
             Dest::Serial { path, baud } => Link::Fd {
                 fd: serial::open(path, *baud)?,
                 broken: None,
-                serial: true,
+                pacer: Some(Pacer::half_of_baud(*baud)),
             },
             Dest::Tcp(addr) => Link::Tcp(Box::new(Tcp::new(*addr))),
         };
@@ -112,7 +119,12 @@ impl Sink {
         };
         let delivered = match &mut self.link {
             Link::Stdout { broken } => write(rustix::stdio::stdout(), broken),
-            Link::Fd { fd, broken, .. } => write(fd.as_fd(), broken),
+            Link::Fd { fd, broken, pacer } => {
+                if let (Some(p), None) = (pacer, &broken) {
+                    pace(p, frame.len());
+                }
+                write(fd.as_fd(), broken)
+            }
             Link::Tcp(t) => {
                 t.enqueue(frame, seq);
                 true
@@ -151,11 +163,22 @@ impl Sink {
                 self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), true)
             }
             Link::Fd {
-                fd, serial: true, ..
+                fd, pacer: Some(_), ..
             } => {
                 let _ = rustix::termios::tcdrain(fd.as_fd());
             }
             _ => {}
         }
     }
+}
+
+/// Wait until `len` bytes may leave within the line's budget, and count
+/// them.
+fn pace(p: &mut Pacer, len: usize) {
+    let now = monotonic_ns();
+    let at = p.ready_at(now, len);
+    if at > now {
+        sleep_ns(at - now);
+    }
+    p.sent(at.max(now), len);
 }
