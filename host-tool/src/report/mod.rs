@@ -266,10 +266,11 @@ fn json_run(run: &Run) -> Value {
             })).collect::<Vec<_>>(),
         },
         "logs": run.logs.iter().map(|l| json!({"level": text::level(l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
-        "hello_lost": run.hello_lost,
     });
     if run.hello_lost {
-        // a stand-in hello: nothing of it is a fact
+        // a stand-in hello: nothing of it is a fact (the key only then,
+        // so that reports of good recordings stay as they were)
+        v["hello_lost"] = Value::Bool(true);
         v["tool_version"] = Value::Null;
         v["target"] = Value::Null;
         v["config"] = Value::Null;
