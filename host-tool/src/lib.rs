@@ -12,6 +12,7 @@
 #![forbid(unsafe_code)]
 
 pub mod aggregate;
+pub mod budget;
 pub mod compare;
 pub mod console;
 pub mod error;

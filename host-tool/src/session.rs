@@ -4,7 +4,10 @@
 
 use latscope_core::wire::{DecodeError, Decoder, LinkStats, MAX_FRAME, PROTOCOL_VERSION};
 
-use crate::aggregate::Aggregator;
+use std::sync::Arc;
+
+use crate::aggregate::{Aggregator, Run};
+use crate::budget::{Budget, RUN_LIMIT};
 use crate::error::Error;
 
 /// Decoder and aggregator for one input.
@@ -32,12 +35,19 @@ pub struct Session {
 const HEAD_KEPT: usize = MAX_FRAME + 16;
 
 impl Session {
-    /// A session for the input called `name`.
+    /// A session for the input called `name`, with a stream's memory
+    /// budget of its own.
     pub fn new(name: impl Into<String>) -> Self {
+        Session::with_budget(name, Budget::stream())
+    }
+
+    /// A session for the input called `name` that charges what it keeps
+    /// to `budget` (a recorder's connection).
+    pub fn with_budget(name: impl Into<String>, budget: Arc<Budget>) -> Self {
         Session {
             name: name.into(),
             dec: Box::new(Decoder::new()),
-            agg: Aggregator::new(),
+            agg: Aggregator::with_budget(budget),
             other_version: None,
             truncated: 0,
             damaged_before_hello: 0,
@@ -157,33 +167,13 @@ impl Session {
                 self.name, self.agg.before_hello
             ));
         }
+        self.budget_warnings(&mut w);
         let runs = self.agg.runs.len();
         for (i, run) in self.agg.runs.iter().enumerate() {
-            if let Some(l) = run.illegal_layout {
-                w.push(format!(
-                    "{}: run {:016x} declares a histogram layout no latscope target produces \
-                     ({} µs linear, {} buckets; at most {} µs and {}); the default layout is assumed",
-                    self.name,
-                    run.hello.run_id,
-                    l.linear_us,
-                    l.buckets,
-                    latscope_core::layout::MAX_LINEAR_US,
-                    latscope_core::layout::MAX_TARGET_BUCKETS
-                ));
-            }
             // the current run of a live input has not ended yet
             let ended = self.finished || i + 1 < runs;
             if run.bye.is_none() && ended {
-                let exact = match run.exact_epoch() {
-                    Some(e) => format!("histograms exact as of report {e}"),
-                    None => "no report was complete".to_string(),
-                };
-                w.push(format!(
-                    "{}: run {:016x} from {} ended without a bye (target killed or link lost); {exact}",
-                    self.name,
-                    run.hello.run_id,
-                    run.hostname()
-                ));
+                w.push(self.no_bye(run));
             }
         }
         let lost = link.crc_errors + link.oversize + link.malformed + link.frames_lost;
@@ -200,6 +190,59 @@ impl Session {
             ));
         }
         w
+    }
+}
+
+impl Session {
+    /// The line for a run that ended without its bye.
+    fn no_bye(&self, run: &Run) -> String {
+        let exact = match run.exact_epoch() {
+            Some(e) => format!("histograms exact as of report {e}"),
+            None => "no report was complete".to_string(),
+        };
+        format!(
+            "{}: run {:016x} from {} ended without a bye (target killed or link lost); {exact}",
+            self.name,
+            run.hello.run_id,
+            run.hostname()
+        )
+    }
+
+    /// What the input asked for that no target sends, or that its memory
+    /// budget did not hold.
+    fn budget_warnings(&self, w: &mut Vec<String>) {
+        let a = &self.agg;
+        let mib = |b: usize| b as f64 / f64::from(1 << 20);
+        if a.impossible > 0 {
+            w.push(format!(
+                "{}: {} hello(s) no latscope target can send (a histogram layout or thread \
+                 table beyond any target's) rejected; their runs' frames ignored",
+                self.name, a.impossible
+            ));
+        }
+        let limit = mib(a.budget().limit());
+        if a.refused_runs > 0 {
+            w.push(format!(
+                "{}: {} run(s) not kept and {} frame(s) ignored: this input's memory budget \
+                 ({limit:.0} MiB, room for two of the largest runs a target sends, \
+                 {:.0} MiB each) is used up",
+                self.name,
+                a.refused_runs,
+                a.ignored,
+                mib(RUN_LIMIT)
+            ));
+        }
+        for run in a.runs.iter().filter(|r| r.refused() > 0) {
+            w.push(format!(
+                "{}: run {:016x}: histograms incomplete: {} count(s) or frame(s) not kept: \
+                 the memory budget (a run {:.0} MiB, what no target's run needs; this input \
+                 {limit:.0} MiB) is used up",
+                self.name,
+                run.hello.run_id,
+                run.refused(),
+                mib(RUN_LIMIT)
+            ));
+        }
     }
 }
 

@@ -6,10 +6,17 @@ use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
 use latscope_core::wire::{HistDelta, SnapshotChunk, ThreadInfo, ThreadStats};
 use latscope_core::Error;
+use std::sync::Arc;
 
 use super::series::MaxSeries;
 use super::spikes::SpikeList;
 use super::store::PagedStore;
+use crate::budget::{Budget, Charge, THREAD_FIXED};
+
+/// Max-over-time points kept per thread.
+pub const SERIES_POINTS: usize = 4096;
+/// Largest spike records kept per thread.
+pub const SPIKES_KEPT: usize = 32;
 
 /// What the host knows about one measuring thread.
 #[derive(Debug)]
@@ -21,22 +28,36 @@ pub struct ThreadAgg {
     pub series: MaxSeries,
     /// Spike records of this thread, bounded.
     pub spikes: SpikeList,
+    /// This thread's fixed parts, charged to the stream's budget.
+    _charge: Charge,
 }
 
 impl ThreadAgg {
-    /// An empty thread for a histogram of `layout`; fails on a layout no
-    /// target can produce.
+    /// An empty thread for a histogram of `layout`, its memory charged
+    /// to `budget`; fails on a layout no target can produce, and `Ok(None)`
+    /// when the budget refuses the thread.
     pub fn new(
         layout: &Layout,
         info: Option<ThreadInfo>,
         overflow_keep: usize,
-    ) -> Result<Self, Error> {
-        Ok(ThreadAgg {
+        budget: &Arc<Budget>,
+    ) -> Result<Option<Self>, Error> {
+        let Some(charge) = Charge::take(budget, THREAD_FIXED) else {
+            return Ok(None);
+        };
+        Ok(Some(ThreadAgg {
             info,
-            asm: Assembler::new(*layout, PagedStore::default())?,
-            series: MaxSeries::new(4096),
-            spikes: SpikeList::new(32, overflow_keep),
-        })
+            asm: Assembler::new(*layout, PagedStore::new(Arc::clone(budget)))?,
+            series: MaxSeries::new(SERIES_POINTS),
+            spikes: SpikeList::new(SPIKES_KEPT, overflow_keep),
+            _charge: charge,
+        }))
+    }
+
+    /// Counts this thread's histogram could not keep (the stream's memory
+    /// budget refused their page).
+    pub fn refused(&self) -> u64 {
+        self.asm.counts().refused()
     }
 
     /// The cumulative bucket counts as of [`ThreadAgg::hist_epoch`], one

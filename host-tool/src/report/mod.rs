@@ -51,9 +51,10 @@ pub struct Decoded {
 }
 
 /// Whether a run ended as a good run should (for the exit status): its
-/// hello and its bye arrived, without an error or self-check defects.
+/// hello and its bye arrived, without an error or self-check defects, and
+/// its memory budget held all of it.
 pub fn run_ok(run: &Run) -> bool {
-    if run.hello_lost {
+    if run.hello_lost || run.refused() > 0 {
         return false;
     }
     match run.bye {
