@@ -72,6 +72,11 @@ pub enum Error {
     },
     /// The command line was valid for the parser but not usable.
     Usage(String),
+    /// A recorder's memory budget has no room for another run.
+    Budget {
+        /// Run id of the run refused.
+        run_id: u64,
+    },
 }
 
 impl Error {
@@ -113,6 +118,13 @@ impl fmt::Display for Error {
                 write!(f, "cannot draw {}: {message}", file.display())
             }
             Error::Usage(msg) => f.write_str(msg),
+            Error::Budget { run_id } => write!(
+                f,
+                "run {run_id:016x} refused: the memory budget is used up ({} MiB per \
+                 connection, {} MiB for all)",
+                crate::budget::STREAM_LIMIT >> 20,
+                crate::budget::GLOBAL_LIMIT >> 20
+            ),
         }
     }
 }

@@ -181,6 +181,11 @@ pub struct FleetStats {
     pub runs_timed_out: AtomicU64,
     /// Runs ended because the recorder stopped.
     pub runs_interrupted: AtomicU64,
+    /// Bytes the runs' decoding holds, charged to the recorder's memory
+    /// budget (as of the supervisor's last look).
+    pub memory: AtomicU64,
+    /// Charges the recorder's memory budget refused.
+    pub memory_refused: AtomicU64,
 }
 
 impl FleetStats {

@@ -127,7 +127,9 @@ fn supervise(
     tally: &mut Tally,
 ) {
     let idle = plan.fleet.limits.idle;
+    let mut refused = 0;
     loop {
+        refused = note_refusals(fleet, refused);
         match rx.recv_timeout(TICK) {
             Ok(id) => tally.retire(fleet, id, plan.quiet),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -143,6 +145,28 @@ fn supervise(
             return;
         }
     }
+}
+
+/// Publish the recorder's memory budget in the metrics, and say when it
+/// refused something: the first time, then each time the count doubles
+/// since `said`; returns the count said last.
+fn note_refusals(fleet: &Fleet, said: u64) -> u64 {
+    let stats = &fleet.board.stats;
+    let now = fleet.budget.refused();
+    stats
+        .memory
+        .store(fleet.budget.used() as u64, Ordering::Relaxed);
+    stats.memory_refused.store(now, Ordering::Relaxed);
+    if now > said.saturating_mul(2) {
+        console::say(format_args!(
+            "warning: memory budget ({} MiB per connection, {} MiB for all) used up: {now} \
+             run(s), thread(s) or histogram page(s) refused so far",
+            crate::budget::STREAM_LIMIT >> 20,
+            fleet.budget.limit() >> 20
+        ));
+        return now;
+    }
+    said
 }
 
 /// The runs that ended, by how.
