@@ -5,8 +5,10 @@
 //! lacks what it needs ([`precondition`]: under `CI=true` it fails,
 //! elsewhere it says `skipped:`), waiting for conditions with timeouts
 //! ([`wait`]), and the disturbances tests make themselves ([`disturb`]).
+pub mod alloc;
 pub mod disturb;
 pub mod fleet;
+pub mod forge;
 pub mod host;
 pub mod precondition;
 pub mod prometheus;

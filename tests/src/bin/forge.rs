@@ -1,0 +1,50 @@
+//! Writes a forged stream to standard output, for measuring what it costs
+//! the host (`bench/forged-memory`):
+//!
+//! * `forge wide N`: the original finding, N hellos that each declare 64
+//!   threads of a 65 535-bucket layout, with one snapshot chunk per thread;
+//! * `forge runs N LINEAR_US BUCKETS STRIDE`: N runs of 64 threads whose
+//!   snapshots fill every STRIDE-th bucket of that layout (64: one bucket
+//!   in every page of the host's store, the most memory per input byte).
+
+use std::io::Write;
+
+use latscope_core::layout::Layout;
+use latscope_core::wire::MAX_THREADS;
+use latscope_tests::forge::{wide_hellos, ForgedRun};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |i: usize| -> u64 {
+        args.get(i)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| usage())
+    };
+    let bytes = match args.first().map(String::as_str) {
+        Some("wide") => wide_hellos(num(1)),
+        Some("runs") => {
+            let layout = Layout {
+                linear_us: num(2) as u32,
+                buckets: num(3) as u16,
+            };
+            let mut out = Vec::new();
+            for r in 0..num(1) {
+                ForgedRun {
+                    stride: num(4) as u16,
+                    ..ForgedRun::full(0xF2_0000 + r, MAX_THREADS as u16, layout)
+                }
+                .write(&mut out);
+            }
+            out
+        }
+        _ => usage(),
+    };
+    if std::io::stdout().write_all(&bytes).is_err() {
+        std::process::exit(1);
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: forge wide N | forge runs N LINEAR_US BUCKETS STRIDE");
+    std::process::exit(2)
+}
