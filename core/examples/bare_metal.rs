@@ -110,6 +110,7 @@ fn hello() -> Hello {
             degraded: Degraded::default(),
             self_check: false,
             threads,
+            tracefs_mounted: false,
         },
     }
 }

@@ -150,6 +150,7 @@ impl Synth {
                 degraded: Degraded::default(),
                 self_check: false,
                 threads,
+                tracefs_mounted: false,
             },
         }
     }

@@ -196,12 +196,19 @@ pub struct Degraded {
     pub no_dma_latency: bool,
     /// Could not pin threads to their CPUs.
     pub no_affinity: bool,
+    /// The kernel has no /dev/cpu_dma_latency (`no_dma_latency` is set
+    /// too): a missing device, not something given up. Recordings of
+    /// version 1 lack it (false).
+    pub no_dma_latency_device: bool,
 }
 
 impl Degraded {
-    /// Whether anything was degraded.
+    /// Whether anything was given up (a missing device is not).
     pub const fn any(&self) -> bool {
-        self.no_rt_policy || self.no_mlock || self.no_dma_latency || self.no_affinity
+        self.no_rt_policy
+            || self.no_mlock
+            || (self.no_dma_latency && !self.no_dma_latency_device)
+            || self.no_affinity
     }
 }
 
@@ -247,6 +254,10 @@ pub struct RunConfig {
     pub self_check: bool,
     /// The measuring threads.
     pub threads: Vec<ThreadInfo, MAX_THREADS>,
+    /// latscope mounted tracefs at `/sys/kernel/tracing` for `--explain`
+    /// or `--tracemark` (none was mounted; the mount stays). Recordings of
+    /// version 1 lack it (false).
+    pub tracefs_mounted: bool,
 }
 
 /// The first frame of a run and of every connection.

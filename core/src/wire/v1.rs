@@ -20,6 +20,10 @@
 //! documented defaults in [`upgrade`]:
 //! * `TargetInfo::name` (the board's name): empty; a host then goes by the
 //!   host name.
+//! * `RunConfig::tracefs_mounted`: false (version 1 never mounted tracefs).
+//! * `Degraded::no_dma_latency_device`: false (version 1 set
+//!   `no_dma_latency` for a missing device too; a host tells the two apart
+//!   by `--best-effort` on the command line).
 //!
 //! Nothing here may change: a changed type would change [`SCHEMA_KEY`],
 //! which a test pins.
@@ -386,9 +390,13 @@ fn config(c: RunConfig) -> now::RunConfig {
             no_mlock: c.degraded.no_mlock,
             no_dma_latency: c.degraded.no_dma_latency,
             no_affinity: c.degraded.no_affinity,
+            // version 1 did not say why the device was not held
+            no_dma_latency_device: false,
         },
         self_check: c.self_check,
         threads,
+        // version 1 never mounted tracefs
+        tracefs_mounted: false,
     }
 }
 

@@ -383,6 +383,7 @@ fn unknown_hello() -> Hello {
             degraded: Degraded::default(),
             self_check: false,
             threads: heapless::Vec::new(),
+            tracefs_mounted: false,
         },
     }
 }

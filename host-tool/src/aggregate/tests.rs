@@ -418,3 +418,77 @@ fn a_lost_first_hello_still_gives_a_run() {
         assert_eq!(run.threads[i].hist(), t.hist);
     }
 }
+
+#[test]
+fn an_irq_threads_time_is_labelled_as_the_irq_with_the_threads_policy() {
+    use crate::aggregate::explain::cause_label;
+    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    let mut a = Attribution::new(0, 1, 0, 30);
+    a.add(CauseKind::Irq, 13, 49, "irq/13-uart-pl0", 2, 20);
+    a.add(CauseKind::Irq, 13, PRIO_UNKNOWN, "uart-pl011", 3, 10);
+    let labels: Vec<String> = a.causes.iter().map(cause_label).collect();
+    assert_eq!(
+        labels,
+        [
+            "irq 13 irq/13-uart-pl0 (SCHED_FIFO/RR 50)",
+            "irq 13 uart-pl011"
+        ]
+    );
+}
+
+/// The text report of a synthetic run whose hello `edit` changed.
+fn report_with(edit: impl FnOnce(&mut latscope_core::wire::Hello)) -> String {
+    let mut synth = Synth::new(SynthConfig::default());
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    synth.start(&mut |b| frames.push(b.to_vec()));
+    let mut h = synth.hello();
+    edit(&mut h);
+    // The hello is the first frame (sequence 0), as a new encoder numbers it.
+    let mut enc = latscope_core::wire::Encoder::new();
+    frames[0] = enc.frame(Body::Hello(h)).unwrap().to_vec();
+    let mut bytes = frames.concat();
+    synth.end(&mut |b| bytes.extend_from_slice(b));
+    let s = decode(&bytes);
+    let mut out = String::new();
+    crate::report::text::render(&mut out, "t", s.agg.current().unwrap(), &s.link());
+    out
+}
+
+/// A report of a run not holding /dev/cpu_dma_latency (`device`: because
+/// the kernel has none) and started with `argv`.
+fn dma_report(device: bool, argv: &str) -> String {
+    report_with(|h| {
+        h.config.degraded.no_dma_latency = true;
+        h.config.degraded.no_dma_latency_device = device;
+        h.target.argv = latscope_core::wire::bounded(argv);
+    })
+}
+
+#[test]
+fn a_missing_dma_latency_device_is_not_called_best_effort() {
+    let missing = "missing:  /dev/cpu_dma_latency (not on the target's kernel)";
+    for out in [
+        dma_report(true, "latscope -t 2 --best-effort"),
+        // version 1 had no device flag: without --best-effort a device
+        // not held can only have been missing
+        dma_report(false, "latscope -t 2 -D 5s --stream serial:/dev/ttyAMA1"),
+    ] {
+        assert!(!out.contains("DEGRADED"), "{out}");
+        assert!(out.contains(missing), "{out}");
+    }
+    // With --best-effort a device that was there but refused is a
+    // degradation.
+    let out = dma_report(false, "latscope --best-effort -t 2");
+    assert!(
+        out.contains("DEGRADED: cpu_dma_latency not held (--best-effort)"),
+        "{out}"
+    );
+    assert!(!out.contains("missing:"), "{out}");
+}
+
+#[test]
+fn a_tracefs_mount_by_latscope_is_reported() {
+    let line = "tracefs:  mounted by latscope at /sys/kernel/tracing";
+    assert!(report_with(|h| h.config.tracefs_mounted = true).contains(line));
+    assert!(!report_with(|_| {}).contains("tracefs:"));
+}

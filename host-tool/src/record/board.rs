@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use latscope_core::stats::{quantile, Ppm};
 use latscope_core::wire::LinkStats;
 
-use crate::report::text::{degraded, ending};
+use crate::report::text::{degraded, ending, missing_devices};
 use crate::session::Session;
 
 /// One thread as the live view and the metrics show it.
@@ -85,8 +85,10 @@ pub struct TargetView {
     pub elapsed_ns: u64,
     /// Planned duration (ns, 0 = none).
     pub duration_ns: u64,
-    /// Degradations.
+    /// Degradations (`--best-effort`).
     pub degraded: Vec<&'static str>,
+    /// Devices the target's kernel lacks.
+    pub missing: Vec<&'static str>,
     /// Warnings.
     pub warnings: Vec<String>,
 }
@@ -113,6 +115,7 @@ impl TargetView {
         v.id.run = format!("{:016x}", run.hello.run_id);
         v.duration_ns = run.hello.config.duration_ns;
         v.degraded = degraded(run);
+        v.missing = missing_devices(run);
         if run.bye.is_some() {
             v.ended = Some(ending(run));
         }

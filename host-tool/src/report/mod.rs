@@ -275,6 +275,16 @@ fn json_run(run: &Run) -> Value {
         v["tool_version"] = Value::Null;
         v["target"] = Value::Null;
         v["config"] = Value::Null;
+        return v;
+    }
+    // Only when there is something to say, so that reports of runs
+    // without either read as they always did.
+    let missing = text::missing_devices(run);
+    if !missing.is_empty() {
+        v["config"]["missing_devices"] = json!(missing);
+    }
+    if c.tracefs_mounted {
+        v["config"]["tracefs_mounted"] = json!(true);
     }
     v
 }

@@ -45,6 +45,7 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
             degraded: *degraded,
             self_check: cfg.self_check,
             threads: threads(s, degraded),
+            tracefs_mounted: s.tracefs_mounted,
         },
     }
 }

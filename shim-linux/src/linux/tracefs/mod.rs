@@ -17,11 +17,13 @@
 //! * [`Tracemark`] is `--tracemark`: the top-level marker and switch, which
 //!   a `-b` break writes once, as cyclictest does.
 //!
-//! tracefs is located in one way, [`find_tracefs`]. Nothing here forks,
-//! execs or needs `unsafe`.
+//! tracefs is located in one way, [`find_tracefs`]; when a run needs it
+//! and none is mounted, [`Tracefs::find_or_mount`] mounts it at
+//! `/sys/kernel/tracing`. Nothing here forks, execs or needs `unsafe`.
 
 mod marker;
 mod marks;
+mod mount;
 #[cfg(test)]
 mod tests;
 mod tracer;
@@ -36,6 +38,7 @@ use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 
 pub use marker::Marker;
+pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
 pub use tracer::Tracer;
 
 /// Per-CPU buffer of the instance for each measured CPU, in KiB. At a
@@ -86,22 +89,14 @@ pub fn find_tracefs() -> Option<PathBuf> {
         .find(|p| p.join("instances").is_dir() && p.join("trace_marker").exists())
 }
 
-/// Why [`find_tracefs`] found nothing, in words: a mount this process may
-/// not enter (tracefs is root's by default) is not a missing tracefs.
-pub fn why_no_tracefs() -> String {
-    for p in candidates() {
-        match fs::metadata(p.join("instances")) {
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                return format!(
-                    "permission denied on tracefs at {} (it needs root)",
-                    p.display()
-                )
-            }
-            Ok(_) => return format!("tracefs at {} has no trace_marker", p.display()),
-            Err(_) => {}
-        }
-    }
-    "tracefs is not mounted".into()
+/// A tracefs mount this process may not enter (tracefs is root's by
+/// default), when [`find_tracefs`] found none it may use: such a tracefs
+/// is not a missing one.
+pub fn denied_tracefs() -> Option<PathBuf> {
+    candidates().into_iter().find(|p| {
+        fs::metadata(p.join("instances"))
+            .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+    })
 }
 
 /// Where tracefs may be: its usual place, every tracefs mount, `tracing/`
@@ -180,10 +175,9 @@ pub struct Tracemark {
 }
 
 impl Tracemark {
-    /// `open(trace_marker)` and `open(tracing_on)` at the top of tracefs;
-    /// `None` if tracefs is not mounted or either cannot be opened.
-    pub fn open() -> Option<Tracemark> {
-        let root = find_tracefs()?;
+    /// `open(trace_marker)` and `open(tracing_on)` at the top of the
+    /// tracefs at `root`; `None` if either cannot be opened.
+    pub fn open(root: &Path) -> Option<Tracemark> {
         let open = |name: &str| {
             rustix::fs::open(
                 root.join(name),
