@@ -23,6 +23,9 @@ pub struct ForgedRun {
     /// Snapshot chunks per thread at most (the rest of the buckets are
     /// left out).
     pub max_chunks: u16,
+    /// Statistics frames per thread, one per report (more fill the
+    /// host's max-over-time series).
+    pub reports: u32,
     /// End the run with its bye.
     pub bye: bool,
 }
@@ -36,6 +39,7 @@ impl ForgedRun {
             layout,
             stride: 1,
             max_chunks: u16::MAX,
+            reports: 1,
             bye: true,
         }
     }
@@ -61,7 +65,9 @@ impl ForgedRun {
                 put(Body::Chunk(chunk(t, start, end, c)));
             }
             let n = chunks.iter().map(|c| c.2.len() as u64).sum();
-            put(Body::Stats(stats(t, n)));
+            for epoch in 1..=self.reports.max(1) {
+                put(Body::Stats(stats(t, epoch, n)));
+            }
         }
         if self.bye {
             put(Body::Bye(Bye {
@@ -132,17 +138,17 @@ fn chunk(thread: u16, start: u16, end: u16, buckets: &[u16]) -> SnapshotChunk {
     }
 }
 
-fn stats(thread: u16, count: u64) -> ThreadStats {
+fn stats(thread: u16, epoch: u32, count: u64) -> ThreadStats {
     ThreadStats {
         thread,
-        epoch: 1,
-        elapsed_ns: 1_000_000_000,
+        epoch,
+        elapsed_ns: u64::from(epoch) * 1_000_000_000,
         cycles: count,
         count,
         sum: count,
         min: 1,
         max: 1,
-        interval_max: 1,
+        interval_max: u64::from(epoch),
         last: 1,
         last_report: true,
         ..ThreadStats::default()
@@ -175,6 +181,7 @@ pub fn wide_hellos(runs: u64) -> Vec<u8> {
             },
             stride: u16::MAX,
             max_chunks: 1,
+            reports: 1,
             bye: false,
         }
         .write(&mut out);

@@ -29,6 +29,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use latscope_core::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
 use latscope_core::wire::MAX_THREADS;
+use latscope_host::aggregate::SERIES_POINTS;
 use latscope_tests::alloc::{measure, Counting};
 use latscope_tests::forge::ForgedRun;
 
@@ -359,6 +360,7 @@ fn forged() -> BoxedStrategy<Vec<u8>> {
                     layout,
                     stride,
                     max_chunks,
+                    reports: if i == 0 { 300 } else { 1 },
                     bye: i % 2 == 0,
                 }
                 .write(&mut out);
@@ -390,7 +392,11 @@ fn the_worst_forged_streams_stay_within_the_limit() {
     for (what, bytes) in [
         (
             "16 runs, 64 threads, a bucket in every page",
-            many_runs(16, widest, 64),
+            many_runs(16, widest, 64, 1),
+        ),
+        (
+            "3 runs, 64 threads, a bucket in every page, full series",
+            many_runs(3, widest, 64, SERIES_POINTS as u32),
         ),
         ("400 wide hellos", latscope_tests::forge::wide_hellos(400)),
     ] {
@@ -402,11 +408,12 @@ fn the_worst_forged_streams_stay_within_the_limit() {
     }
 }
 
-fn many_runs(runs: u64, layout: Layout, stride: u16) -> Vec<u8> {
+fn many_runs(runs: u64, layout: Layout, stride: u16, reports: u32) -> Vec<u8> {
     let mut out = Vec::new();
     for r in 0..runs {
         ForgedRun {
             stride,
+            reports,
             ..ForgedRun::full(0xF1_0000 + r, MAX_THREADS as u16, layout)
         }
         .write(&mut out);

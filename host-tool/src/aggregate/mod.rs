@@ -10,7 +10,7 @@ mod thread;
 
 pub use explain::{cause_label, Explained};
 pub use series::Point;
-pub use thread::ThreadAgg;
+pub use thread::{ThreadAgg, SERIES_POINTS};
 
 use std::sync::Arc;
 
