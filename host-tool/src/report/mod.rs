@@ -268,23 +268,26 @@ fn json_run(run: &Run) -> Value {
         },
         "logs": run.logs.iter().map(|l| json!({"level": text::level(l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
     });
+    json_notes(&mut v, run);
+    v
+}
+
+/// The keys a run's JSON has only when there is something to say, so that
+/// reports of other runs read as they always did.
+fn json_notes(v: &mut Value, run: &Run) {
     if run.hello_lost {
-        // a stand-in hello: nothing of it is a fact (the key only then,
-        // so that reports of good recordings stay as they were)
+        // a stand-in hello: nothing of it is a fact
         v["hello_lost"] = Value::Bool(true);
         v["tool_version"] = Value::Null;
         v["target"] = Value::Null;
         v["config"] = Value::Null;
-        return v;
+        return;
     }
-    // Only when there is something to say, so that reports of runs
-    // without either read as they always did.
     let missing = text::missing_devices(run);
     if !missing.is_empty() {
         v["config"]["missing_devices"] = json!(missing);
     }
-    if c.tracefs_mounted {
+    if run.hello.config.tracefs_mounted {
         v["config"]["tracefs_mounted"] = json!(true);
     }
-    v
 }
