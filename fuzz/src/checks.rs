@@ -98,8 +98,9 @@ pub fn trace(data: &[u8]) {
 /// The host's decoding of one stream (a file, stdin, a connection):
 /// arbitrary bytes in arbitrary pieces (the first byte sets the piece
 /// length) never panic, and the text report of what decoded renders. The
-/// harnesses bound what it may cost: the stable one with a counting
-/// allocator, libFuzzer with its RSS limit.
+/// stable harness (tests/tests/fuzz_stable.rs) also bounds what it may
+/// cost, 64 MiB at the peak, with a counting allocator; under libFuzzer
+/// (with its sanitizer's own memory) only its default RSS limit applies.
 pub fn host(data: &[u8]) {
     use latscope_host::report::{render, Decoded, Format, Options};
     use latscope_host::session::Session;
