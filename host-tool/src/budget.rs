@@ -22,8 +22,9 @@
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use latscope_core::layout::MAX_TARGET_BUCKETS;
-use latscope_core::wire::MAX_THREADS;
+use latscope_core::cyclictest::SPIKE_NODES;
+use latscope_core::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
+use latscope_core::wire::{SpikeRecord, MAX_THREADS};
 
 /// Buckets per page of a thread's bucket counts.
 pub const PAGE: usize = 64;
@@ -31,9 +32,17 @@ pub const PAGE: usize = 64;
 pub const PAGE_BYTES: usize = PAGE * 8;
 /// Pages of the widest legal layout.
 pub const THREAD_PAGES: usize = MAX_TARGET_BUCKETS.div_ceil(PAGE);
-/// A thread's bounded lists at their fullest (max-over-time points, the
-/// largest spikes, overflow cycle numbers) and its own struct.
+/// A thread's fixed parts: its max-over-time points and largest spikes at
+/// their fullest, and its own struct.
 pub const THREAD_FIXED: usize = 112 * 1024;
+/// Entries a thread's list of overflow cycle numbers or `--spike` records
+/// grows by at a time; each step is charged before it is allocated.
+pub const LIST_STEP: usize = 256;
+/// A thread's growing lists at their fullest: the overflow cycle numbers
+/// cyclictest prints (at most `-h`, so [`MAX_LINEAR_US`]) and the
+/// [`SPIKE_NODES`] `--spike` records.
+pub const THREAD_LISTS: usize = (MAX_LINEAR_US as usize).div_ceil(LIST_STEP) * LIST_STEP * 8
+    + SPIKE_NODES.div_ceil(LIST_STEP) * LIST_STEP * std::mem::size_of::<SpikeRecord>();
 /// A run's fixed parts at their fullest (the hello, log lines, explained
 /// spikes and cause totals, the thread table).
 pub const RUN_FIXED: usize = 96 * 1024;
@@ -41,23 +50,24 @@ pub const RUN_FIXED: usize = 96 * 1024;
 /// buffers.
 pub const SESSION_FIXED: usize = 32 * 1024;
 /// The most a legal run costs: every page of the widest legal layout for
-/// every thread, with their page tables and fixed parts.
+/// every thread, with their page tables, fixed parts and full lists.
 pub const RUN_LIMIT: usize =
-    RUN_FIXED + MAX_THREADS * (THREAD_FIXED + THREAD_PAGES * (PAGE_BYTES + 8));
+    RUN_FIXED + MAX_THREADS * (THREAD_FIXED + THREAD_LISTS + THREAD_PAGES * (PAGE_BYTES + 8));
 /// What one stream (a file, stdin, a serial line, one connection) may hold:
-/// two of the largest legal runs (a target that restarted, with the run
-/// before). With the program, its buffers and the
+/// the largest legal run and a quarter of one more (typical runs before
+/// it, of a target that restarted: a run of 64 threads that fills few
+/// buckets costs 7 MiB). With the program, its buffers and the
 /// allocator's slack, one stream stays under 64 MiB resident.
-pub const STREAM_LIMIT: usize = 2 * (RUN_LIMIT + SESSION_FIXED);
+pub const STREAM_LIMIT: usize = RUN_LIMIT + RUN_LIMIT / 4 + 2 * SESSION_FIXED;
 /// What all streams of a recorder may hold together: many boards' worth,
 /// so that forged peers cannot exhaust the machine, while each stream's
 /// own limit keeps one peer from taking it all.
 pub const GLOBAL_LIMIT: usize = 32 * STREAM_LIMIT;
 
 const _: () = assert!(RUN_LIMIT > MAX_TARGET_BUCKETS * MAX_THREADS * 8);
-// 21 482 buckets of 64 threads: 10.5 MiB of counts, under 18 MiB in all
-const _: () = assert!(RUN_LIMIT < 18 << 20);
-const _: () = assert!(STREAM_LIMIT < 36 << 20);
+// 21 482 buckets of 64 threads: 10.5 MiB of counts, 31 MiB in all
+const _: () = assert!(RUN_LIMIT < 32 << 20);
+const _: () = assert!(STREAM_LIMIT < 40 << 20);
 
 /// A memory budget: a limit, what is charged against it, and the budget
 /// it is part of (a run's is part of its stream's, a recorder's stream's
@@ -189,6 +199,18 @@ impl Charge {
             budget: Arc::clone(budget),
             bytes,
         })
+    }
+}
+
+impl Charge {
+    /// Charge `bytes` more to the same budget; `false` (nothing charged)
+    /// if it is refused.
+    pub fn grow(&mut self, bytes: usize) -> bool {
+        let ok = self.budget.charge(bytes);
+        if ok {
+            self.bytes += bytes;
+        }
+        ok
     }
 }
 

@@ -4,8 +4,8 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::wire::{
-    Body, Bye, ByeReason, Encoder, Hello, RunWriter, SnapshotChunk, ThreadInfo, ThreadStats,
-    MAX_THREADS, RUN_BYTES,
+    Body, Bye, ByeReason, Encoder, Hello, RunWriter, SnapshotChunk, SpikeFlags, SpikeRecord,
+    ThreadInfo, ThreadStats, MAX_THREADS, RUN_BYTES,
 };
 use latscope_host::synth::{Synth, SynthConfig};
 
@@ -26,6 +26,9 @@ pub struct ForgedRun {
     /// Statistics frames per thread, one per report (more fill the
     /// host's max-over-time series).
     pub reports: u32,
+    /// Spike records per thread, each over `--spike` and past the
+    /// histogram's range (more fill the host's lists of them).
+    pub spikes: u32,
     /// End the run with its bye.
     pub bye: bool,
 }
@@ -40,6 +43,7 @@ impl ForgedRun {
             stride: 1,
             max_chunks: u16::MAX,
             reports: 1,
+            spikes: 0,
             bye: true,
         }
     }
@@ -68,6 +72,9 @@ impl ForgedRun {
             for epoch in 1..=self.reports.max(1) {
                 put(Body::Stats(stats(t, epoch, n)));
             }
+            for cycle in 0..u64::from(self.spikes) {
+                put(Body::Spike(spike(t, cycle)));
+            }
         }
         if self.bye {
             put(Body::Bye(Bye {
@@ -79,6 +86,7 @@ impl ForgedRun {
                 max_ns: 0,
                 frames_dropped: 0,
                 defects: 0,
+                ended: None,
             }));
         }
     }
@@ -89,6 +97,10 @@ impl ForgedRun {
         let mut h = Synth::new(SynthConfig::default()).hello();
         h.run_id = self.run_id;
         h.config.layout = self.layout;
+        // -h as wide as the layout, and --spike 1 µs: every spike record
+        // is kept as an overflow and a --spike line
+        h.config.hist_us = self.layout.linear_us;
+        h.config.spike_ns = 1000;
         h.config.threads.clear();
         for i in 0..self.threads.min(MAX_THREADS as u16) {
             let _ = h.config.threads.push(ThreadInfo {
@@ -97,6 +109,7 @@ impl ForgedRun {
                 tid: 1000 + u32::from(i),
                 priority: 80,
                 interval_ns: 1_000_000,
+                node: -1,
             });
         }
         h
@@ -135,6 +148,21 @@ fn chunk(thread: u16, start: u16, end: u16, buckets: &[u16]) -> SnapshotChunk {
         start,
         end,
         runs: w.finish(),
+    }
+}
+
+fn spike(thread: u16, cycle: u64) -> SpikeRecord {
+    SpikeRecord {
+        thread,
+        cycle,
+        deadline_ns: cycle as i64 * 1_000_000,
+        latency_ns: 100_000 + cycle as i64,
+        missed: 0,
+        flags: SpikeFlags {
+            spike: true,
+            overflow: true,
+            brk: false,
+        },
     }
 }
 
@@ -182,6 +210,7 @@ pub fn wide_hellos(runs: u64) -> Vec<u8> {
             stride: u16::MAX,
             max_chunks: 1,
             reports: 1,
+            spikes: 0,
             bye: false,
         }
         .write(&mut out);

@@ -361,6 +361,7 @@ fn forged() -> BoxedStrategy<Vec<u8>> {
                     stride,
                     max_chunks,
                     reports: if i == 0 { 300 } else { 1 },
+                    spikes: if i == 1 { 600 } else { 0 },
                     bye: i % 2 == 0,
                 }
                 .write(&mut out);
@@ -398,6 +399,19 @@ fn the_worst_forged_streams_stay_within_the_limit() {
             "3 runs, 64 threads, a bucket in every page, full series",
             many_runs(3, widest, 64, SERIES_POINTS as u32),
         ),
+        ("2 runs, 64 threads, every page, series and list full", {
+            let mut out = Vec::new();
+            for r in 0..2 {
+                ForgedRun {
+                    stride: 64,
+                    reports: SERIES_POINTS as u32,
+                    spikes: MAX_LINEAR_US + 256,
+                    ..ForgedRun::full(0xF3_0000 + r, MAX_THREADS as u16, widest)
+                }
+                .write(&mut out);
+            }
+            out
+        }),
         ("400 wide hellos", latscope_tests::forge::wide_hellos(400)),
     ] {
         let mut input = vec![255u8];

@@ -4,7 +4,7 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
-use latscope_core::wire::{HistDelta, SnapshotChunk, ThreadInfo, ThreadStats};
+use latscope_core::wire::{HistDelta, SnapshotChunk, SpikeRecord, ThreadInfo, ThreadStats};
 use latscope_core::Error;
 use std::sync::Arc;
 
@@ -28,18 +28,24 @@ pub struct ThreadAgg {
     pub series: MaxSeries,
     /// Spike records of this thread, bounded.
     pub spikes: SpikeList,
-    /// This thread's fixed parts, charged to the stream's budget.
-    _charge: Charge,
+    /// This thread's fixed parts and its spike lists' growth, charged to
+    /// the run's budget.
+    charge: Charge,
+    /// Spike records the lists could not keep: the budget was used up.
+    refused_spikes: u64,
 }
 
 impl ThreadAgg {
-    /// An empty thread for a histogram of `layout`, its memory charged
-    /// to `budget`; fails on a layout no target can produce, and `Ok(None)`
-    /// when the budget refuses the thread.
+    /// An empty thread for a histogram of `layout`, keeping the first
+    /// `overflow_keep` overflow cycle numbers and the `--spike` records
+    /// over `spike_ns`, its memory charged to `budget`; fails on a layout
+    /// no target can produce, and `Ok(None)` when the budget refuses the
+    /// thread.
     pub fn new(
         layout: &Layout,
         info: Option<ThreadInfo>,
         overflow_keep: usize,
+        spike_ns: u64,
         budget: &Arc<Budget>,
     ) -> Result<Option<Self>, Error> {
         let Some(charge) = Charge::take(budget, THREAD_FIXED) else {
@@ -49,18 +55,31 @@ impl ThreadAgg {
             info,
             asm: Assembler::new(*layout, PagedStore::new(Arc::clone(budget)))?,
             series: MaxSeries::new(SERIES_POINTS),
-            spikes: SpikeList::new(SPIKES_KEPT, overflow_keep),
-            _charge: charge,
+            spikes: SpikeList::new(SPIKES_KEPT, overflow_keep, spike_ns),
+            charge,
+            refused_spikes: 0,
         }))
     }
 
-    /// Counts this thread's histogram could not keep (the stream's memory
-    /// budget refused their page).
-    pub fn refused(&self) -> u64 {
-        self.asm.counts().refused()
+    /// Account one spike record. Its lists grow in steps, each charged to
+    /// the budget first; a step the budget refuses leaves the record out
+    /// of the full lists (it is still counted).
+    pub fn spike(&mut self, r: &SpikeRecord) {
+        let step = self.spikes.growth(r);
+        let room = step == 0 || self.charge.grow(step);
+        if !room {
+            self.refused_spikes += 1;
+        }
+        self.spikes.push(r, room);
     }
 
-    /// The cumulative bucket counts as of [`ThreadAgg::hist_epoch`], one
+    /// Counts this thread's histogram could not keep (the stream's memory
+    /// budget refused their page), and spike records its lists could not.
+    pub fn refused(&self) -> u64 {
+        self.asm.counts().refused() + self.refused_spikes
+    }
+
+    /// The cumulative bucket counts as of the last report applied, one
     /// per bucket.
     pub fn hist(&self) -> Vec<u64> {
         self.asm.counts().dense()

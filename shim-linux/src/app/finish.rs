@@ -8,6 +8,7 @@
 
 use std::sync::atomic::Ordering;
 
+use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, Uname};
 use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine};
 
 use super::setup::Setup;
@@ -15,49 +16,50 @@ use super::start::Ended;
 use crate::config::Config;
 use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::link::Sink;
-use crate::linux::clock::{monotonic_ns, realtime_s};
+use crate::linux::clock::monotonic_ns;
 use crate::linux::{procfs, write_all};
-use crate::output::text::{self, Row};
-use crate::output::{self, json, Std};
+use crate::output::{self, Std};
 
 /// Write the final outputs; the run's exit status (or the first error of a
 /// measuring thread).
 pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     let loop_error = s.shared.iter().find_map(|t| t.take_error());
     let defects = s.control.defects.load(Ordering::SeqCst);
-    let tids: Vec<i32> = s
-        .shared
-        .iter()
-        .map(|t| t.tid.load(Ordering::SeqCst))
-        .collect();
-    let rows: Vec<Row<'_>> = ended
+    let mut status = match (
+        loop_error.is_some() || defects > 0,
+        ended.outcome.frames_dropped,
+    ) {
+        (true, _) => EXIT_FAILED,
+        (false, 0) => EXIT_OK,
+        (false, _) => EXIT_OUTPUT_LOST,
+    };
+    let threads: Vec<Thread<'_>> = ended
         .outcome
         .views
         .iter()
         .enumerate()
-        .map(|(i, v)| v.row(i, &ended.effective[i], tids[i]))
+        .map(|(i, v)| {
+            let tid = s.shared[i].tid.load(Ordering::SeqCst);
+            let node = s.nodes.get(i).copied().unwrap_or(-1);
+            v.thread(i, &ended.effective[i], tid, node)
+        })
         .collect();
-    let mut failed = Vec::new();
-    if let (Some(path), Some(fd)) = (&cfg.histfile, &s.files.histfile) {
-        let h = histogram(cfg, &rows);
-        if let Err(e) = write_all(fd, h.as_bytes()) {
-            failed.push(Error::output(format!("--histfile {path}"), e));
-        }
-    }
-    let summary = summary(cfg, s, ended, &rows, &tids);
-    let _ = s.console.human.write(summary.as_bytes());
-    notes(cfg, s, ended, defects);
-    let lost = ended.outcome.frames_dropped > 0 || !failed.is_empty();
-    let mut status = match (loop_error.is_some() || defects > 0, lost) {
-        (true, _) => EXIT_FAILED,
-        (false, true) => EXIT_OUTPUT_LOST,
-        (false, false) => EXIT_OK,
+    let opts = Options {
+        layout: s.layout,
+        hist_us: cfg.hist_us,
+        hist_all: cfg.hist_all,
+        nsecs: cfg.nsecs,
     };
+    let mut failed = Vec::new();
+    // cyclictest writes --json before the end-of-run text
     if let Some(path) = &cfg.json {
-        if let Err(e) = write_json(cfg, s, &rows, status, path) {
+        if let Err(e) = write_json(cfg, s, ended, (&threads, &opts), status, path) {
             failed.push(e);
         }
     }
+    let summary = summary(cfg, s, ended, &threads, &opts, &mut failed);
+    let _ = s.console.human.write(summary.as_bytes());
+    notes(cfg, s, ended, defects);
     for e in &failed {
         output::note(&format!("latscope: {e}"));
     }
@@ -70,50 +72,52 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     }
 }
 
-/// The `-h`/`-H` histogram text.
-fn histogram(cfg: &Config, rows: &[Row<'_>]) -> String {
-    let mut h = String::with_capacity(cfg.hist_us as usize * (8 + 8 * rows.len()) + 1024);
-    text::histogram(&mut h, rows, cfg.hist_us, cfg.hist_all);
-    h
-}
-
-/// cyclictest's final text: the `T:` lines (unless a terminal shows them
-/// already), latscope's `#` lines, the histogram (unless `--histfile`),
-/// the `--spike` lines and the `-b` lines.
-fn summary(cfg: &Config, s: &Setup, ended: &Ended, rows: &[Row<'_>], tids: &[i32]) -> String {
-    let mut out = String::with_capacity(64 * 1024);
-    if cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !s.console.tty) {
-        for r in rows {
-            text::thread_line(&mut out, r, cfg.nsecs);
-            out.push('\n');
-        }
-    }
-    if !cfg.verbose {
-        for r in rows {
-            text::extra_line(&mut out, r);
-        }
-    }
-    if cfg.hist_us > 0 && cfg.histfile.is_none() {
-        out.push_str(&histogram(cfg, rows));
-    }
+/// cyclictest's end-of-run text: the `T:` lines (with `-q`, or when no
+/// terminal shows them already, and not with `-h`), latscope's `#` lines,
+/// the `--spike` lines, the histogram (or `--histfile`, whose failure goes
+/// to `failed`) and the `-b` lines.
+fn summary(
+    cfg: &Config,
+    s: &Setup,
+    ended: &Ended,
+    threads: &[Thread<'_>],
+    opts: &Options,
+    failed: &mut Vec<Error>,
+) -> String {
     let views = &ended.outcome.views;
-    if cfg.spike_us > 0 {
-        let mut all: Vec<_> = views
-            .iter()
-            .flat_map(|v| v.spikes.iter().copied())
-            .collect();
-        all.sort_by_key(|s| s.deadline_ns.saturating_add(s.latency_ns));
-        let total = views.iter().map(|v| v.spikes_total).sum();
-        text::spikes(&mut out, &all, total, cfg.nsecs);
-    }
-    if let ByeReason::Break { thread, latency_ns } = ended.outcome.reason {
-        let v = if cfg.nsecs {
-            latency_ns
-        } else {
-            latency_ns / 1000
-        };
-        let bt = tids.get(thread as usize).copied().unwrap_or(0);
-        text::break_lines(&mut out, tids, bt, v);
+    let mut spikes: Vec<_> = views
+        .iter()
+        .flat_map(|v| v.spikes.iter().copied())
+        .collect();
+    cyclictest::sort_spikes(&mut spikes);
+    let total = views.iter().map(|v| v.spikes_total).sum();
+    let broke = match ended.outcome.reason {
+        ByeReason::Break { thread, latency_ns } => Some((thread, latency_ns)),
+        _ => None,
+    };
+    let to_file = cfg.histfile.is_some();
+    let end = EndText {
+        threads,
+        opts: Options {
+            hist_us: if to_file { 0 } else { opts.hist_us },
+            ..*opts
+        },
+        status_lines: cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !s.console.tty),
+        extras: !cfg.verbose,
+        spikes: (cfg.spike_us > 0).then_some((spikes.as_slice(), total)),
+        break_armed: cfg.break_us > 0,
+        broke,
+    };
+    let rows = if to_file { 0 } else { cfg.hist_us as usize };
+    let mut out = String::with_capacity(4096 + rows * (8 + 8 * threads.len()));
+    // a String takes every write
+    let _ = cyclictest::end_text(&mut out, &end);
+    if let (Some(path), Some(fd)) = (&cfg.histfile, &s.files.histfile) {
+        let mut h = String::with_capacity(1024 + cfg.hist_us as usize * (8 + 8 * threads.len()));
+        let _ = cyclictest::histogram(&mut h, threads, opts);
+        if let Err(e) = write_all(fd, h.as_bytes()) {
+            failed.push(Error::output(format!("--histfile {path}"), e));
+        }
     }
     out
 }
@@ -156,32 +160,30 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
 fn write_json(
     cfg: &Config,
     s: &Setup,
-    rows: &[Row<'_>],
+    ended: &Ended,
+    (threads, opts): (&[Thread<'_>], &Options),
     status: i32,
     path: &str,
 ) -> Result<(), Error> {
     let u = procfs::uname();
-    let cpus: Vec<i64> = s
-        .plans
-        .iter()
-        .zip(s.shared.iter())
-        .map(|(p, t)| match p.cpu {
-            Some(c) if !t.no_affinity.load(Ordering::SeqCst) => c as i64,
-            _ => -1,
-        })
-        .collect();
-    let doc = json::Doc {
+    let doc = JsonDoc {
         cmdline: &cfg.cmdline,
-        start_s: s.start_s,
-        end_s: realtime_s(),
+        tool_version: env!("CARGO_PKG_VERSION"),
+        start: s.started,
+        end: ended.outcome.ended,
         return_code: status,
-        uname: &u,
+        uname: Uname {
+            sysname: &u.sysname,
+            nodename: &u.nodename,
+            release: &u.release,
+            version: &u.version,
+            machine: &u.machine,
+        },
         realtime: procfs::is_realtime(),
-        nsecs: cfg.nsecs,
-        hist_us: cfg.hist_us,
-        cpus: &cpus,
     };
-    let text = json::document(&doc, rows);
+    let mut text = String::with_capacity(4096 + cfg.hist_us as usize * 24 * threads.len());
+    // a String takes every write
+    let _ = cyclictest::json(&mut text, &doc, threads, opts);
     let what = || format!("--json {path}");
     match (path, &s.files.json) {
         // a failed standard output is counted there
@@ -216,6 +218,7 @@ pub fn error_stream(sink: &mut Sink, e: &Error) {
         max_ns: 0,
         frames_dropped: 0,
         defects: 0,
+        ended: None,
     }));
     sink.finish(monotonic_ns(), 1_000_000_000);
 }

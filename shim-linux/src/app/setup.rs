@@ -4,6 +4,8 @@
 //! stream report.
 
 use latscope_core::cycle::CycleConfig;
+use latscope_core::layout::Layout;
+use latscope_core::tz::WallTime;
 use latscope_core::wire::Degraded;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
@@ -13,13 +15,14 @@ use crate::bench;
 use crate::config::{self, Config, ThreadPlan};
 use crate::error::Error;
 use crate::link::Sink;
-use crate::linux::clock::{realtime_s, LinuxClock};
+use crate::linux::clock::LinuxClock;
 use crate::linux::exit::Held;
+use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::sys::{self, sig, sigbit};
 use crate::linux::tracefs::{Marker, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT_POINT};
 use crate::linux::{self, hold_dma_latency};
-use crate::output::{self, Console};
+use crate::output::Console;
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
 
 /// glibc's heap grows by exactly what is asked (its default pad, 128 KiB,
@@ -45,10 +48,16 @@ pub struct Degradations {
 
 /// Everything a run holds before its threads start.
 pub struct Setup {
-    /// Wall-clock start, for `--json`.
-    pub start_s: i64,
+    /// The local time zone, for the start and end times.
+    pub zone: LocalZone,
+    /// When the run started (the hello and `--json`).
+    pub started: WallTime,
     /// The measuring threads as planned.
     pub plans: Vec<ThreadPlan>,
+    /// The NUMA node of each planned thread as cyclictest reports it.
+    pub nodes: Vec<i32>,
+    /// The histogram layout (`-h`/`-H` above 1000 widens its 1 µs range).
+    pub layout: Layout,
     /// `--mainaffinity`, resolved.
     pub mainaffinity: Option<Vec<usize>>,
     /// What is degraded so far.
@@ -62,7 +71,7 @@ pub struct Setup {
     /// `--explain` without tracefs: the CPUs to explain coarsely.
     pub coarse_cpus: Vec<usize>,
     /// Per-thread shared state.
-    pub shared: Vec<Box<Shared>>,
+    pub shared: Vec<Shared>,
     /// Run control.
     pub control: Control,
     /// What every measuring thread shares.
@@ -136,13 +145,17 @@ impl Setup {
         // the vDSO clock, whose first call can allocate
         let clock = LinuxClock::new(cfg.clock);
         clock.warm_up();
-        let start_s = realtime_s();
+        let zone = LocalZone::load();
+        let started = zone.now();
         let available = linux::available_cpus();
         let plans = config::plan(cfg, &available)?;
         let mainaffinity = config::mainaffinity(cfg, &available)?;
+        let layout = Layout::for_hist_us(cfg.hist_us)
+            .ok_or_else(|| Error::usage(format!("-h {}: above latscope's cap", cfg.hist_us)))?;
         // the outputs first: a bad path ends the run before anything else
         let files = Files::open(cfg)?;
         let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
+        let console = Console::of(cfg);
         let mut deg = Degradations::default();
         lock_memory(cfg, held, &mut deg)?;
         if cfg.bench.ballast_mib > 0 {
@@ -167,20 +180,26 @@ impl Setup {
                 .collect(),
             sink,
         };
+        let shared = (0..n)
+            .map(|_| Shared::new(layout))
+            .collect::<Result<_, _>>()?;
         let setup = Setup {
-            start_s,
+            zone,
+            started,
+            nodes: nodes(cfg, &plans),
             plans,
+            layout,
             mainaffinity,
             deg,
             dma_latency,
             tracefs_mounted,
             tracemark,
             coarse_cpus,
-            shared: (0..n).map(|_| Shared::new()).collect(),
+            shared,
             control: Control::new(),
             settings,
             selfcheck,
-            console: Console::of(cfg),
+            console,
             files,
         };
         Ok((setup, handoff))
@@ -212,6 +231,19 @@ fn lock_memory(cfg: &Config, held: &mut Held, deg: &mut Degradations) -> Result<
     Ok(())
 }
 
+/// cyclictest's `node` of each planned thread: -1 under `-S` (cyclictest
+/// then leaves NUMA alone), for an unpinned thread, and on a kernel without
+/// NUMA; else the node of its CPU.
+fn nodes(cfg: &Config, plans: &[ThreadPlan]) -> Vec<i32> {
+    plans
+        .iter()
+        .map(|p| match p.cpu {
+            Some(cpu) if !cfg.smp => linux::numa_node(cpu).unwrap_or(-1),
+            _ => -1,
+        })
+        .collect()
+}
+
 /// The PM QoS device of the CPUs' idle-state latency.
 const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 
@@ -227,10 +259,6 @@ fn dma_latency(
     match hold_dma_latency(cfg.latency_us) {
         Ok(fd) => {
             held.dma = Some(fd);
-            output::note(&format!(
-                "# /dev/cpu_dma_latency set to {}us",
-                cfg.latency_us
-            ));
             return Ok(Some(cfg.latency_us));
         }
         Err(Errno::NOENT) => {

@@ -1,7 +1,8 @@
-//! What people and scripts read: cyclictest's text formats ([`text`]) and
-//! `--json` ([`json`]), the one place that decides which standard stream
-//! the human output goes to ([`Console`]), and the one writer of the
-//! standard streams ([`Std::write`]).
+//! Where what people and scripts read goes: the one place that decides
+//! which standard stream the human output goes to ([`Console`]), and the
+//! one writer of the standard streams ([`Std::write`]). The formats
+//! themselves are cyclictest's, written by the core's formatter
+//! (`latscope_core::cyclictest`) that the host uses too.
 //!
 //! A write to standard output or standard error never aborts the program
 //! (`print!` would, under `panic = "abort"`): a failed one (EPIPE from a
@@ -10,9 +11,6 @@
 //! Rust runtime sets it before `main`, so a closed pipe is such an EPIPE
 //! and never kills the run. The exit status then says output was lost
 //! ([`crate::error::EXIT_OUTPUT_LOST`]).
-
-pub mod json;
-pub mod text;
 
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 

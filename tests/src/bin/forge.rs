@@ -3,12 +3,14 @@
 //!
 //! * `forge wide N`: the original finding, N hellos that each declare 64
 //!   threads of a 65 535-bucket layout, with one snapshot chunk per thread;
-//! * `forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [nobye]]`: N runs of
-//!   64 threads whose snapshots fill every STRIDE-th bucket of that layout
-//!   (64: one bucket in every page of the host's store, the most memory per
-//!   input byte), with REPORTS statistics frames per thread (4096 fill the
-//!   host's max-over-time series), each ending with its bye unless `nobye`
-//!   (a run without one stays in a recorder until it times out).
+//! * `forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [SPIKES [nobye]]]`: N
+//!   runs of 64 threads whose snapshots fill every STRIDE-th bucket of that
+//!   layout (64: one bucket in every page of the host's store, the most
+//!   memory per input byte), with REPORTS statistics frames per thread
+//!   (4096 fill the host's max-over-time series) and SPIKES spike records
+//!   per thread (20000 fill its lists of overflows and `--spike` records),
+//!   each ending with its bye unless `nobye` (a run without one stays in a
+//!   recorder until it times out).
 
 use std::io::Write;
 
@@ -32,13 +34,15 @@ fn main() {
             };
             let mut out = Vec::new();
             let reports = if args.len() > 5 { num(5) as u32 } else { 1 };
-            let bye = args.get(6).map(String::as_str) != Some("nobye");
+            let spikes = if args.len() > 6 { num(6) as u32 } else { 0 };
+            let bye = args.get(7).map(String::as_str) != Some("nobye");
             // a run id of the process's own: streams forged at once differ
             let base = u64::from(std::process::id()) << 32;
             for r in 0..num(1) {
                 ForgedRun {
                     stride: num(4) as u16,
                     reports,
+                    spikes,
                     bye,
                     ..ForgedRun::full(base + r, MAX_THREADS as u16, layout)
                 }
@@ -54,6 +58,8 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: forge wide N | forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [nobye]]");
+    eprintln!(
+        "usage: forge wide N | forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [SPIKES [nobye]]]"
+    );
     std::process::exit(2)
 }
