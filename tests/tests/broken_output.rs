@@ -76,7 +76,9 @@ fn target_with(which: Which, b: Broken, dir: &Scratch) -> String {
         Which::Err => (Stdio::piped(), b.stdio()),
     };
     let o = Command::new(bins().latscope)
-        .args(["-t", "2", "-l", "300", "-q"])
+        // --self-check: its note at the end is written to standard error
+        // whatever else the run says there
+        .args(["-t", "2", "-l", "300", "-q", "--self-check"])
         .args(privilege_flags())
         .arg(format!("--json={}", json.display()))
         .arg(format!("--stream={}", rec.display()))
