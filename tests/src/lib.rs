@@ -1,13 +1,21 @@
 //! Test support for every integration test of the workspace: running the
 //! target ([`target`]), decoding its stream, starting a recording host
 //! ([`host`]), a listening recorder and its metrics ([`fleet`]), a private
-//! Prometheus ([`prometheus`]), and deciding what a test does when the
-//! machine lacks what it needs ([`precondition`]: under `CI=true` it
-//! fails, elsewhere it says `skipped:`).
+//! Prometheus ([`prometheus`]), comparing the target's cyclictest outputs
+//! with cyclictest's ([`compat`]), deciding what a test does when the
+//! machine lacks what it needs ([`precondition`]: under `CI=true` it fails,
+//! elsewhere it says `skipped:`), waiting for conditions with timeouts
+//! ([`wait`]), the disturbances tests make themselves ([`disturb`]),
+//! forged streams ([`forge`]) and a counting allocator ([`alloc`]).
+pub mod alloc;
+pub mod compat;
+pub mod disturb;
 pub mod fleet;
+pub mod forge;
 pub mod host;
 pub mod precondition;
 pub mod prometheus;
 pub mod target;
+pub mod wait;
 
 pub use precondition::{ci, have, is_root, missing, switched_off};

@@ -81,7 +81,8 @@ mod store;
 pub use assembler::Assembler;
 pub use pacer::Pacer;
 pub use reporter::{
-    line_budget, Extra, Reporter, ThreadLog, HELLO_EVERY_NS, MAX_BUDGET_WAIT_NS, ROLL_BYTES,
+    line_budget, Extra, Reporter, ThreadLog, ThreadLogIn, HELLO_EVERY_NS, MAX_BUDGET_WAIT_NS,
+    ROLL_BYTES,
 };
 pub use sink::{FrameSink, SliceSink};
 pub use store::{ArrayStore, BucketStore};

@@ -36,6 +36,7 @@ pub(crate) fn hello() -> Hello {
                 tid: 1000 + i as u32,
                 priority: 80,
                 interval_ns: 1_000_000,
+                node: 0,
             })
             .unwrap();
     }
@@ -47,6 +48,7 @@ pub(crate) fn hello() -> Hello {
             hostname: bounded("board-7"),
             arch: bounded("aarch64"),
             kernel: bounded("6.1.0-57-rt-arm64"),
+            kernel_version: bounded("#1 SMP PREEMPT_RT Debian 6.1.158-1 (2025-11-09)"),
             preempt_rt: true,
             preempt_model: bounded("PREEMPT_RT"),
             cpus: 4,
@@ -72,6 +74,12 @@ pub(crate) fn hello() -> Hello {
             spike_ns: 100_000,
             break_ns: 0,
             hist_us: 400,
+            hist_all: false,
+            nsecs: false,
+            started: Some(WallTime {
+                unix_s: 1_796_041_475,
+                utc_offset_s: 3600,
+            }),
             layout: Layout::DEFAULT,
             degraded: Degraded::default(),
             self_check: false,
@@ -151,6 +159,10 @@ pub(super) fn every_body() -> Vec<Body> {
             max_ns: 900_000,
             frames_dropped: 0,
             defects: 0,
+            ended: Some(WallTime {
+                unix_s: 1_796_041_485,
+                utc_offset_s: 3600,
+            }),
         }),
     ]
 }
@@ -180,6 +192,47 @@ fn decode_all<const N: usize>(dec: &mut Decoder<N>, data: &[u8]) -> (Vec<Frame>,
         }
     }
     (ok, err)
+}
+
+/// A receiver sizes its memory by what a target can send: a hello with a
+/// layout wider than any target's, or a thread table no target has, does
+/// not decode.
+#[test]
+fn impossible_hellos_are_rejected() {
+    use crate::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
+    let widest = Layout::new(MAX_LINEAR_US, MAX_TARGET_BUCKETS);
+    let mut wide = hello();
+    wide.config.layout = Layout {
+        linear_us: 1000,
+        buckets: u16::MAX,
+    };
+    let mut deep = hello();
+    deep.config.layout = Layout::new(MAX_LINEAR_US + 1, MAX_TARGET_BUCKETS);
+    let mut twice = hello();
+    twice.config.threads[1].index = 0;
+    let mut beyond = hello();
+    beyond.config.threads[3].index = MAX_THREADS as u16;
+    let mut legal = hello();
+    legal.config.layout = widest;
+    for (h, possible) in [
+        (wide, false),
+        (deep, false),
+        (twice, false),
+        (beyond, false),
+        (legal, true),
+        (hello(), true),
+    ] {
+        assert_eq!(h.is_possible(), possible, "{:?}", h.config.layout);
+        let (bytes, _) = stream(&[Body::Hello(h)]);
+        let mut dec: Box<Decoder<MAX_FRAME>> = Box::default();
+        let (ok, err) = decode_all(&mut dec, &bytes);
+        if possible {
+            assert_eq!((ok.len(), err.len()), (1, 0));
+        } else {
+            assert_eq!(err, [DecodeError::Malformed]);
+            assert_eq!(dec.stats().malformed, 1);
+        }
+    }
 }
 
 #[test]
@@ -421,11 +474,13 @@ fn schema_keys_are_pinned() {
         [0x43, 0xdd, 0xb9, 0xfc, 0xe5, 0x0e, 0x36, 0xf0],
         "the frozen version-1 types changed"
     );
-    // RunConfig::tracefs_mounted and Degraded::no_dma_latency_device added
-    // (before version 2 is released; v1 upgrades them to false).
+    // cyclictest's facts added (kernel_version, node, hist_all, nsecs,
+    // started, ended), RunConfig::tracefs_mounted and
+    // Degraded::no_dma_latency_device added, before version 2 was released
+    // (the version 1 upgrade fills them with documented defaults).
     assert_eq!(
         SCHEMA_KEY,
-        [0x37, 0x4c, 0xf1, 0xe0, 0xe8, 0x0a, 0x55, 0x43],
+        [0xa8, 0x45, 0xe8, 0xa8, 0x8e, 0xf2, 0x6a, 0xf8],
         "the frame types changed: pin the new key (see this test's docs)"
     );
 }

@@ -22,37 +22,68 @@ mod wait;
 
 use crate::bench;
 use crate::config::{self, Action, Config};
-use crate::error::{Error, EXIT_OK};
+use crate::error::{Error, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::linux::{self, exit, pid1};
-use crate::output::Std;
+use crate::output::{self, Std};
 
 /// The program: parse, run, leave. Never returns.
 pub fn main() -> ! {
     pid1::start();
     exit::install_panic_hook();
-    let args: Vec<String> = std::env::args_os()
-        .skip(1)
+    let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let status = match config::parse(&args) {
+    let status = match config::parse(argv.get(1..).unwrap_or_default()) {
         Ok(Action::Help) => {
-            Std::Out.write(config::HELP.as_bytes());
+            let _ = Std::Out.write(config::help().as_bytes());
             EXIT_OK
         }
         Ok(Action::Version) => {
-            Std::Out.write(format!("latscope {}\n", env!("CARGO_PKG_VERSION")).as_bytes());
+            let _ = Std::Out.write(format!("latscope {}\n", env!("CARGO_PKG_VERSION")).as_bytes());
             EXIT_OK
         }
-        Ok(Action::Run(cfg)) => run(&cfg),
+        Ok(Action::Run(mut cfg)) => {
+            cfg.cmdline = cmdline(&argv);
+            run(&cfg)
+        }
         Err(e) => fail(&e),
     };
-    exit::leave(status)
+    exit::leave(with_lost_output(status))
+}
+
+/// cyclictest's `"cmdline:"`: all of argv from argv[0] as typed, joined by
+/// blanks and capped as rt-tests caps it.
+fn cmdline(argv: &[String]) -> String {
+    let mut s = String::new();
+    // a String takes every write
+    let _ = latscope_core::cyclictest::cmdline(&mut s, argv.iter().map(String::as_str));
+    s
 }
 
 /// Say why the run failed; its exit status.
 fn fail(e: &Error) -> i32 {
-    eprintln!("latscope: {e}");
+    output::note(&format!("latscope: {e}"));
     e.exit_status()
+}
+
+/// A status of success becomes [`EXIT_OUTPUT_LOST`] when a write to
+/// standard output or standard error failed (said on standard error, if
+/// that works: standard output may carry the frame stream).
+fn with_lost_output(status: i32) -> i32 {
+    let out = Std::Out.lost();
+    if let Some(l) = out {
+        output::note(&format!(
+            "latscope: {}: {} write(s) lost ({})",
+            Std::Out.name(),
+            l.writes,
+            l.errno
+        ));
+    }
+    if (out.is_some() || Std::Err.lost().is_some()) && status == EXIT_OK {
+        EXIT_OUTPUT_LOST
+    } else {
+        status
+    }
 }
 
 /// Run a measurement; returns the exit status.
@@ -61,7 +92,8 @@ fn run(cfg: &Config) -> i32 {
         demote: !cfg.bench.no_exit_demote,
         ..exit::Held::default()
     };
-    let status = measure(cfg, &mut held).unwrap_or_else(|e| fail(&e));
+    let status = measure(cfg, &mut held)
+        .unwrap_or_else(|e| fail(&e.with_run_hint(cfg.unprivileged_flags())));
     if cfg.bench.no_exit_demote {
         let cpu = config::first_pinned_cpu(cfg, &linux::available_cpus());
         bench::naive_exit(cpu, cfg.policy, cfg.priority, &mut held);

@@ -4,15 +4,20 @@
 //! stream report.
 
 use latscope_core::cycle::CycleConfig;
+use latscope_core::layout::Layout;
+use latscope_core::tz::WallTime;
 use latscope_core::wire::Degraded;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::bench;
 use crate::config::{self, Config, ThreadPlan};
 use crate::error::Error;
 use crate::link::Sink;
-use crate::linux::clock::{realtime_s, LinuxClock};
+use crate::linux::clock::LinuxClock;
 use crate::linux::exit::Held;
+use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::sys::{self, sig, sigbit};
 use crate::linux::tracefs::{Marker, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT_POINT};
@@ -43,10 +48,16 @@ pub struct Degradations {
 
 /// Everything a run holds before its threads start.
 pub struct Setup {
-    /// Wall-clock start, for `--json`.
-    pub start_s: i64,
+    /// The local time zone, for the start and end times.
+    pub zone: LocalZone,
+    /// When the run started (the hello and `--json`).
+    pub started: WallTime,
     /// The measuring threads as planned.
     pub plans: Vec<ThreadPlan>,
+    /// The NUMA node of each planned thread as cyclictest reports it.
+    pub nodes: Vec<i32>,
+    /// The histogram layout (`-h`/`-H` above 1000 widens its 1 µs range).
+    pub layout: Layout,
     /// `--mainaffinity`, resolved.
     pub mainaffinity: Option<Vec<usize>>,
     /// What is degraded so far.
@@ -60,7 +71,7 @@ pub struct Setup {
     /// `--explain` without tracefs: the CPUs to explain coarsely.
     pub coarse_cpus: Vec<usize>,
     /// Per-thread shared state.
-    pub shared: Vec<Box<Shared>>,
+    pub shared: Vec<Shared>,
     /// Run control.
     pub control: Control,
     /// What every measuring thread shares.
@@ -69,6 +80,43 @@ pub struct Setup {
     pub selfcheck: Option<SelfCheck>,
     /// Where the human output goes.
     pub console: Console,
+    /// `--json` and `--histfile`, opened before measuring.
+    pub files: Files,
+}
+
+/// The output files of a run, opened before it measures: a bad path stops
+/// the run at once instead of throwing its measurement away at the end.
+#[derive(Default)]
+pub struct Files {
+    /// `--json FILE` (not `-`).
+    pub json: Option<OwnedFd>,
+    /// `--histfile FILE`.
+    pub histfile: Option<OwnedFd>,
+}
+
+impl Files {
+    /// Create (or truncate) the files `cfg` names.
+    pub fn open(cfg: &Config) -> Result<Files, Error> {
+        let create = |opt: &str, path: &str| {
+            rustix::fs::open(
+                path,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o644),
+            )
+            .map_err(|e| Error::output(format!("{opt} {path}"), e))
+        };
+        Ok(Files {
+            json: match cfg.json.as_deref() {
+                Some("-") | None => None,
+                Some(p) => Some(create("--json", p)?),
+            },
+            histfile: cfg
+                .histfile
+                .as_deref()
+                .map(|p| create("--histfile", p))
+                .transpose()?,
+        })
+    }
 }
 
 /// What a run hands to its threads when they start.
@@ -97,10 +145,17 @@ impl Setup {
         // the vDSO clock, whose first call can allocate
         let clock = LinuxClock::new(cfg.clock);
         clock.warm_up();
-        let start_s = realtime_s();
+        let zone = LocalZone::load();
+        let started = zone.now();
         let available = linux::available_cpus();
         let plans = config::plan(cfg, &available)?;
         let mainaffinity = config::mainaffinity(cfg, &available)?;
+        let layout = Layout::for_hist_us(cfg.hist_us)
+            .ok_or_else(|| Error::usage(format!("-h {}: above latscope's cap", cfg.hist_us)))?;
+        // the outputs first: a bad path ends the run before anything else
+        let files = Files::open(cfg)?;
+        let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
+        let console = Console::of(cfg);
         let mut deg = Degradations::default();
         lock_memory(cfg, held, &mut deg)?;
         if cfg.bench.ballast_mib > 0 {
@@ -113,7 +168,6 @@ impl Setup {
         let tracefs_mounted = tracefs.is_some_and(|t| t.is_ok_and(|t| t.mounted));
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
         let n = plans.len();
-        let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
         let settings = loop_settings(cfg, clock);
         // the filter goes on now, inherited by every thread
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
@@ -126,20 +180,27 @@ impl Setup {
                 .collect(),
             sink,
         };
+        let shared = (0..n)
+            .map(|_| Shared::new(layout))
+            .collect::<Result<_, _>>()?;
         let setup = Setup {
-            start_s,
+            zone,
+            started,
+            nodes: nodes(cfg, &plans),
             plans,
+            layout,
             mainaffinity,
             deg,
             dma_latency,
             tracefs_mounted,
             tracemark,
             coarse_cpus,
-            shared: (0..n).map(|_| Shared::new()).collect(),
+            shared,
             control: Control::new(),
             settings,
             selfcheck,
-            console: Console::of(cfg),
+            console,
+            files,
         };
         Ok((setup, handoff))
     }
@@ -159,15 +220,28 @@ fn lock_memory(cfg: &Config, held: &mut Held, deg: &mut Degradations) -> Result<
                 .push("degraded: memory not locked (page faults count as latency)".into());
         }
         Err(e) => {
-            return Err(Error::Privilege {
-                what: format!(
+            return Err(Error::privilege(
+                format!(
                     "mlockall failed: {e} (needs CAP_IPC_LOCK or a RLIMIT_MEMLOCK above the process size)"
                 ),
-                hint: "--no-mlock (or --best-effort)",
-            })
+                "--no-mlock (or --best-effort)",
+            ))
         }
     }
     Ok(())
+}
+
+/// cyclictest's `node` of each planned thread: -1 under `-S` (cyclictest
+/// then leaves NUMA alone), for an unpinned thread, and on a kernel without
+/// NUMA; else the node of its CPU.
+fn nodes(cfg: &Config, plans: &[ThreadPlan]) -> Vec<i32> {
+    plans
+        .iter()
+        .map(|p| match p.cpu {
+            Some(cpu) if !cfg.smp => linux::numa_node(cpu).unwrap_or(-1),
+            _ => -1,
+        })
+        .collect()
 }
 
 /// The PM QoS device of the CPUs' idle-state latency.
@@ -185,7 +259,6 @@ fn dma_latency(
     match hold_dma_latency(cfg.latency_us) {
         Ok(fd) => {
             held.dma = Some(fd);
-            eprintln!("# /dev/cpu_dma_latency set to {}us", cfg.latency_us);
             return Ok(Some(cfg.latency_us));
         }
         Err(Errno::NOENT) => {
@@ -203,10 +276,10 @@ fn dma_latency(
             ));
         }
         Err(e) => {
-            return Err(Error::Privilege {
-                what: format!("opening /dev/cpu_dma_latency for writing failed: {e}"),
-                hint: "--default-system (or --best-effort)",
-            })
+            return Err(Error::privilege(
+                format!("opening /dev/cpu_dma_latency for writing failed: {e}"),
+                "--default-system (or --best-effort)",
+            ))
         }
     }
     Ok(None)

@@ -16,7 +16,8 @@ use crate::error::Error;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::cpu_set;
 use crate::linux::tracefs::Marker;
-use crate::report::{self, Outcome};
+use crate::output;
+use crate::report::{self, Outcome, View};
 use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
 
 /// Stack of the sender thread (unoptimised builds need far more). The
@@ -71,16 +72,21 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
     let setup: &Setup = s;
     let ended = std::thread::scope(|scope| {
         start_measuring(scope, setup, spike_tx, verbose_tx, markers)?;
+        let views = views(cfg, setup).inspect_err(|_| setup.control.gate.cancel())?;
+        announce(cfg, setup);
         collect_degradations(cfg, &setup.shared, &mut deg);
         let effective = effective_plans(&setup.plans, &setup.shared);
         setup.control.gate.open();
         let start_ns = monotonic_ns();
         for w in &deg.warnings {
-            eprintln!("latscope: {w}");
+            output::note(&format!("latscope: {w}"));
         }
         let args = report::Args {
             shared: &setup.shared,
+            views,
             plans: effective.clone(),
+            nodes: setup.nodes.clone(),
+            zone: &setup.zone,
             control: &setup.control,
             spikes: rx.spikes,
             verbose: rx.verbose,
@@ -163,6 +169,34 @@ fn start_measuring<'scope, 'env: 'scope>(
     }
 }
 
+/// What cyclictest prints before it measures, once the run is sure to
+/// start (a refused privilege leaves standard output empty): with `-v` the
+/// CPU counts, and the `/dev/cpu_dma_latency` request on the human output.
+fn announce(cfg: &Config, s: &Setup) {
+    let mut head = String::new();
+    if cfg.verbose {
+        let cpus = crate::linux::available_cpus().len();
+        head.push_str(&format!("Max CPUs = {cpus}\nOnline CPUs = {cpus}\n"));
+    }
+    if let Some(us) = s.dma_latency {
+        head.push_str(&format!("# /dev/cpu_dma_latency set to {us}us\n"));
+    }
+    s.console.human.write(head.as_bytes());
+}
+
+/// The sender's view of each measuring thread, allocated and prefaulted
+/// while the threads wait at the gate (before measuring).
+fn views(cfg: &Config, s: &Setup) -> Result<Vec<View>, Error> {
+    s.shared
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let tid = t.tid.load(Ordering::SeqCst);
+            View::new(i, tid, s.layout, cfg.hist_us, cfg.spike_us > 0)
+        })
+        .collect()
+}
+
 /// Start the sender thread (pinned to `--mainaffinity`); if it cannot
 /// start, the measuring threads are stopped.
 fn spawn_sender<'scope, 'env: 'scope>(
@@ -194,18 +228,18 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Option
         nsecs: cfg.nsecs,
         quiet: cfg.quiet,
         verbose: cfg.verbose,
-        hist_us: cfg.hist_us,
         spike_ns: cfg.spike_us * 1000,
         report_ns: cfg.report_ns as i64,
         console: s.console,
         policy: policy_label(cfg, &deg.flags),
         self_check_probe: cfg.bench.self_check_probe,
+        files: cfg.json.as_deref().is_some_and(|j| j != "-") || cfg.histfile.is_some(),
     }
 }
 
 /// What the measuring threads could not have (`--best-effort`).
-fn collect_degradations(cfg: &Config, shared: &[Box<Shared>], deg: &mut Degradations) {
-    let any = |f: fn(&Shared) -> bool| shared.iter().any(|s| f(s));
+fn collect_degradations(cfg: &Config, shared: &[Shared], deg: &mut Degradations) {
+    let any = |f: fn(&Shared) -> bool| shared.iter().any(f);
     let no_rt = any(|s| s.no_rt_policy.load(Ordering::SeqCst));
     if no_rt && !deg.flags.no_rt_policy {
         deg.flags.no_rt_policy = true;
@@ -228,7 +262,7 @@ fn collect_degradations(cfg: &Config, shared: &[Box<Shared>], deg: &mut Degradat
 
 /// The plan as it turned out: a thread without its policy runs at priority
 /// 0, one that could not be pinned is unpinned.
-fn effective_plans(plans: &[ThreadPlan], shared: &[Box<Shared>]) -> Vec<ThreadPlan> {
+fn effective_plans(plans: &[ThreadPlan], shared: &[Shared]) -> Vec<ThreadPlan> {
     plans
         .iter()
         .zip(shared)

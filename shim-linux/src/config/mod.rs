@@ -16,7 +16,7 @@ use latscope_core::wire::{ClockKind, Policy};
 use crate::bench::Knobs;
 
 pub use cpus::CpuList;
-pub use help::HELP;
+pub use help::help;
 pub use name::default_name;
 pub use parse::parse;
 pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
@@ -125,7 +125,8 @@ pub struct Config {
     /// `--name`: the board's name in the hello (default: the host name and
     /// a keyed hash of `/etc/machine-id`).
     pub name: Option<String>,
-    /// The command line as given, for the hello and `--json`.
+    /// The command line as given, from argv[0] (set by the caller of the
+    /// parser), for the hello and `--json`.
     pub cmdline: String,
 }
 
@@ -192,6 +193,34 @@ impl Config {
             (s, 0) => s,
             (s, e) => s.min(e),
         }
+    }
+
+    /// The flags that let this run go on without privilege, for an exit
+    /// status 3 message: one for each privileged step the command line
+    /// still asks for (memory locking, the root-only
+    /// `/dev/cpu_dma_latency`, a real-time policy), so that one retry with
+    /// all of them runs as any user.
+    pub fn unprivileged_flags(&self) -> String {
+        let mut f = Vec::new();
+        if self.mlock {
+            f.push("--no-mlock");
+        }
+        if !self.default_system {
+            f.push("--default-system");
+        }
+        if self.policy.is_rt() {
+            // `-p` with `--policy other` is a usage error
+            let gave_p = self
+                .cmdline
+                .split_whitespace()
+                .any(|t| t.starts_with("-p") || t.starts_with("--prio"));
+            f.push(if gave_p {
+                "--policy other (without -p/--priospread)"
+            } else {
+                "--policy other"
+            });
+        }
+        f.join(" ")
     }
 
     /// SCHED_DEADLINE runtime, deadline and period in ns.

@@ -4,7 +4,7 @@
 //! Rules: a bad value is one line of error and exit status 2; nothing here
 //! panics on any input.
 
-use latscope_core::layout::DEFAULT_LINEAR_US;
+use latscope_core::layout::MAX_LINEAR_US;
 use latscope_core::wire::{ClockKind, Policy};
 
 use super::cpus::{parse_cpu_list, CpuList};
@@ -12,8 +12,8 @@ use super::{Action, Config, Dest, Threads};
 use crate::bench;
 use crate::error::Error;
 
-/// Largest `-h` range: the histogram's linear part.
-const MAX_HIST_US: u32 = DEFAULT_LINEAR_US;
+/// Largest `-h` range: the widest 1 µs range of a histogram.
+const MAX_HIST_US: u32 = MAX_LINEAR_US;
 /// Largest interval: 1 hour.
 const MAX_INTERVAL_US: u64 = 3_600_000_000;
 
@@ -75,10 +75,6 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
         cfg: Config::default(),
         saw_p: false,
     };
-    p.cfg.cmdline = std::iter::once("latscope")
-        .chain(p.args.iter().copied())
-        .collect::<Vec<_>>()
-        .join(" ");
     while let Some(arg) = p.args.get(p.next).copied() {
         p.next += 1;
         for (name, inline) in options_in(arg)? {
@@ -435,9 +431,9 @@ fn parse_hist(name: &str, v: &str) -> Result<u32, Error> {
     let us = parse_u64(flag, v, 1, u64::MAX)?;
     if us > MAX_HIST_US as u64 {
         return Err(Error::usage(format!(
-            "{flag} {us}: the histogram text covers at most {MAX_HIST_US} us \
-             (the build's 1 us range; larger values are kept exactly in the \
-             stream and --json)"
+            "{flag} {us}: above latscope's cap of {MAX_HIST_US} us rows \
+             (cyclictest clamps silently; latscope keeps larger latencies \
+             exactly in the stream and --json)"
         )));
     }
     Ok(us as u32)
@@ -630,11 +626,22 @@ mod tests {
     }
 
     #[test]
+    fn histogram_range_up_to_the_cap() {
+        for us in ["1001", "3500", "20000"] {
+            assert!(matches!(parse(&["-h", us]), Ok(Action::Run(_))), "-h {us}");
+        }
+        let e = parse(&["-H", "20001"]).unwrap_err();
+        assert_eq!(e.exit_status(), crate::error::EXIT_USAGE);
+        assert!(e.to_string().contains("cap of 20000 us"), "{e}");
+    }
+
+    #[test]
     fn bad_inputs_are_usage_errors_never_panics() {
         let table: &[&[&str]] = &[
             &["-i", "0"],
             &["-p", "100"],
-            &["-h", "1001"],
+            &["-h", "20001"],
+            &["-H", "99999999"],
             &["-t", "x"],
             &["-a", ""],
             &["--policy"],

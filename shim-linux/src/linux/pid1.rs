@@ -31,7 +31,10 @@ fn mount_basics() {
         let _ = rustix::fs::mkdir(target, rustix::fs::Mode::from_raw_mode(0o755));
         match rustix::mount::mount(src, target, fs, MountFlags::empty(), None) {
             Ok(()) | Err(rustix::io::Errno::BUSY) => {}
-            Err(e) => eprintln!("latscope: init: mounting {fs} on {target}: {e}"),
+            Err(e) => {
+                let line = format!("latscope: init: mounting {fs} on {target}: {e}\n");
+                let _ = crate::linux::write_all(rustix::stdio::stderr(), line.as_bytes());
+            }
         }
     }
 }

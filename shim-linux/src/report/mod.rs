@@ -21,11 +21,14 @@ mod view;
 use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
+use latscope_core::cyclictest::{is_spike, SPIKE_NODES};
+use latscope_core::tz::WallTime;
 use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeRecord};
 
 use crate::config::ThreadPlan;
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
+use crate::linux::localtime::LocalZone;
 use crate::linux::sleep_ns;
 use crate::linux::tracefs::Tracer;
 use crate::output::Console;
@@ -47,8 +50,6 @@ pub struct Options {
     pub quiet: bool,
     /// `-v`.
     pub verbose: bool,
-    /// `-h` range.
-    pub hist_us: u32,
     /// `--spike` threshold in ns (0 = off).
     pub spike_ns: u64,
     /// Report interval.
@@ -59,14 +60,22 @@ pub struct Options {
     pub policy: &'static str,
     /// Make every forbidden request once under `--self-check`.
     pub self_check_probe: bool,
+    /// Whether the run writes `--json` or `--histfile` files at its end.
+    pub files: bool,
 }
 
 /// Everything the sender thread gets.
 pub struct Args<'a> {
     /// Per-thread shared state.
-    pub shared: &'a [Box<Shared>],
+    pub shared: &'a [Shared],
+    /// Per-thread views, allocated before measuring started.
+    pub views: Vec<View>,
     /// The thread plan as it turned out.
     pub plans: Vec<ThreadPlan>,
+    /// The NUMA node of each thread as cyclictest reports it.
+    pub nodes: Vec<i32>,
+    /// The local time zone (the bye's end time).
+    pub zone: &'a LocalZone,
     /// Run control.
     pub control: &'a Control,
     /// Spike queues.
@@ -100,13 +109,19 @@ pub struct Outcome {
     pub views: Vec<View>,
     /// Frames not delivered.
     pub frames_dropped: u64,
+    /// Why they were not.
+    pub loss_reason: Option<String>,
     /// Why the run ended.
     pub reason: ByeReason,
+    /// When it ended (the bye's, and `--json`'s `end_time`).
+    pub ended: WallTime,
 }
 
 struct Sender<'a> {
-    shared: &'a [Box<Shared>],
+    shared: &'a [Shared],
     plans: Vec<ThreadPlan>,
+    nodes: Vec<i32>,
+    zone: &'a LocalZone,
     control: &'a Control,
     spikes: Vec<Consumer<'a, SpikeRecord>>,
     verbose: Vec<Consumer<'a, VerboseSample>>,
@@ -125,16 +140,11 @@ struct Sender<'a> {
 pub fn run(a: Args<'_>) -> Outcome {
     let _ = rustix::thread::set_name(c"latscope-send");
     let n = a.shared.len();
-    let spikes = a.opts.spike_ns > 0;
-    let views = (0..n)
-        .map(|i| {
-            let tid = a.shared[i].tid.load(Ordering::SeqCst);
-            View::new(i, tid, a.opts.hist_us, spikes)
-        })
-        .collect();
     let mut s = Sender {
         shared: a.shared,
         plans: a.plans,
+        nodes: a.nodes,
+        zone: a.zone,
         control: a.control,
         spikes: a.spikes,
         verbose: a.verbose,
@@ -144,7 +154,7 @@ pub fn run(a: Args<'_>) -> Outcome {
         opts: a.opts,
         start_ns: a.start_ns,
         warmup_ns: a.warmup_ns,
-        views,
+        views: a.views,
         rebased: a.warmup_ns == 0,
     };
     s.main_loop();
@@ -184,12 +194,23 @@ impl Sender<'_> {
                 self.redraw();
             }
             self.live.flush();
+            if self.nowhere_to_write() {
+                // as SIGPIPE would, but through the run's own end
+                self.control.stop.store(true, Ordering::SeqCst);
+            }
             let wake = (now + TICK_NS).min(self.publish.next_due());
             let wait = wake
                 .saturating_sub(monotonic_ns())
                 .clamp(1_000_000, TICK_NS);
             sleep_ns(wait);
         }
+    }
+
+    /// Whether every output of the run is gone: the human output failed
+    /// (e.g. a closed pipe), and there is no stream that still works and
+    /// no file to write at the end. Measuring on would help nobody.
+    fn nowhere_to_write(&self) -> bool {
+        self.opts.console.human.lost().is_some() && !self.publish.link_works() && !self.opts.files
     }
 
     /// Whether the human output shows the live view (not `-q`, not `-v`).
@@ -210,8 +231,7 @@ impl Sender<'_> {
         }
         self.report();
         if !self.opts.console.tty && self.live_view() {
-            self.live
-                .plain_lines(&self.views, &self.plans, self.shared, self.opts.nsecs);
+            self.plain_lines();
         }
     }
 
@@ -223,6 +243,7 @@ impl Sender<'_> {
         self.publish.last_report(now);
         self.report();
         let reason = self.reason();
+        let ended = self.zone.now();
         let bye = Bye {
             reason,
             epoch: self.publish.epoch(),
@@ -237,6 +258,7 @@ impl Sender<'_> {
                 .unwrap_or(0),
             frames_dropped: 0,
             defects: self.control.defects.load(Ordering::SeqCst),
+            ended: Some(ended),
         };
         self.publish.bye(now, bye);
         if self.opts.console.tty && self.live.drawn() {
@@ -245,8 +267,10 @@ impl Sender<'_> {
         self.live.flush();
         Outcome {
             frames_dropped: self.publish.frames_dropped(),
+            loss_reason: self.publish.loss_reason(),
             views: self.views,
             reason,
+            ended,
         }
     }
 
@@ -297,16 +321,16 @@ impl Sender<'_> {
         self.drain_verbose();
     }
 
-    /// What the final summary lists: `-h` overflow cycles, `--spike` lines.
+    /// What the final summary lists: the cycle numbers (from 0, as
+    /// cyclictest) of the first `-h` overflows, and the `--spike` lines.
     fn keep_for_summary(&mut self, t: usize, r: &SpikeRecord) {
         let v = &mut self.views[t];
         if r.flags.overflow && v.overflow_cycles.len() < v.overflow_cycles.capacity() {
-            v.overflow_cycles.push(r.cycle + 1);
+            v.overflow_cycles.push(r.cycle);
         }
-        let ns = r.latency_ns.max(0) as u64;
-        if self.opts.spike_ns > 0 && ns > self.opts.spike_ns {
+        if is_spike(r, self.opts.spike_ns) {
             v.spikes_total += 1;
-            if v.spikes.len() < view::SPIKE_NODES {
+            if v.spikes.len() < SPIKE_NODES {
                 v.spikes.push(*r);
             }
         }
