@@ -8,7 +8,8 @@
 //! * a [`Reporter`] in the reporting context that reads the record once a
 //!   second and writes the protocol's frames into a buffer (on a
 //!   microcontroller, the UART's DMA buffer), paced by a [`Pacer`] as on a
-//!   115200-baud line.
+//!   115200-baud line, its reports within that line's byte budget
+//!   ([`line_budget`]).
 //!
 //! It then decodes its own output with a [`Decoder`] and an [`Assembler`],
 //! as latscope-host does, and shows that the histogram round-trips exactly.
@@ -18,7 +19,7 @@
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, SleepError, Step};
 use latscope_core::layout::{buckets_for, Layout, MIN_TOP_US};
 use latscope_core::protocol::{
-    ArrayStore, Assembler, Extra, FrameSink, Pacer, Reporter, SliceSink, ThreadLog,
+    line_budget, ArrayStore, Assembler, Extra, FrameSink, Pacer, Reporter, SliceSink, ThreadLog,
 };
 use latscope_core::record::{Snapshot, ThreadRecord};
 use latscope_core::stats::Ppm;
@@ -179,7 +180,7 @@ fn main() {
     };
     let start = clock.now();
     // The reporting context's state: fixed size, made once.
-    let mut reporter = Reporter::new(start, SEC as u64);
+    let mut reporter = Reporter::new(start, SEC as u64).with_budget(line_budget(115_200));
     let mut log = Box::new(ThreadLog::<N>::new(0, LINEAR_US));
     let mut buf = vec![0u8; 64 * 1024];
     let mut sink = SliceSink::new(&mut buf);

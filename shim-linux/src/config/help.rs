@@ -79,10 +79,12 @@ Stream (binary frames for latscope-host)
                           tcp:IP:PORT (IP literal only: a static binary cannot
                           resolve names; reconnects with backoff, measuring goes
                           on meanwhile), or serial:/dev/ttyX[:BAUD] (raw mode,
-                          default 115200)
+                          default 115200; reports keep to 7 % of the line on
+                          average, less often if histograms are wide)
       --name=NAME         the board's name in the stream (default: host name and
                           a keyed hash of /etc/machine-id, never the id itself)
-      --report-interval=T  report period of the stream and live view (default 1s)
+      --report-interval=T  report period of the stream and live view (default 1s;
+                          longer on a serial line whose budget is used up)
 Checks
       --self-check        forbid process creation and exec with seccomp after
                           start-up; attempts are refused, counted and reported
