@@ -7,7 +7,8 @@ use latscope_core::layout::Layout;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Degraded, DeltaEntry, Encoder, Hello, HistDelta,
     Level, LogLine, Policy, RunConfig, SnapshotChunk, SnapshotEntry, SpikeFlags, SpikeRecord,
-    TargetInfo, ThreadInfo, ThreadStats, CHUNK_ENTRIES, DELTA_ENTRIES, SCHEMA_KEY,
+    StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, CHUNK_ENTRIES, DELTA_ENTRIES,
+    SCHEMA_KEY,
 };
 
 /// How the synthetic run looks.
@@ -147,6 +148,9 @@ impl Synth {
                 degraded: Degraded::default(),
                 self_check: false,
                 threads,
+                wake: WakeMode::Absolute,
+                align: StartAlign::Own,
+                smi: false,
             },
         }
     }

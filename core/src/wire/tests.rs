@@ -75,6 +75,9 @@ fn hello() -> Hello {
             degraded: Degraded::default(),
             self_check: false,
             threads,
+            wake: WakeMode::Absolute,
+            align: StartAlign::Own,
+            smi: false,
         },
     }
 }
