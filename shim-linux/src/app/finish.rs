@@ -158,6 +158,7 @@ fn write_json(
         nsecs: cfg.nsecs,
         hist_us: cfg.hist_us,
         cpus: &cpus,
+        wake: cfg.wake,
     };
     let text = json::document(&doc, rows);
     if path == "-" {

@@ -7,6 +7,7 @@ use latscope_core::cycle::CycleConfig;
 use latscope_core::wire::Degraded;
 use rustix::io::Errno;
 
+use super::startup;
 use crate::bench;
 use crate::config::{self, Config, ThreadPlan};
 use crate::error::Error;
@@ -14,6 +15,7 @@ use crate::link::Sink;
 use crate::linux::clock::{realtime_s, LinuxClock};
 use crate::linux::exit::Held;
 use crate::linux::seccomp::SelfCheck;
+use crate::linux::status_files::Snapshot;
 use crate::linux::sys::{self, sig, sigbit};
 use crate::linux::tracefs::{Marker, Tracemark, Tracer};
 use crate::linux::{self, hold_dma_latency};
@@ -27,7 +29,10 @@ const MALLOC_TOP_PAD: i32 = 0;
 
 /// The signals latscope handles synchronously in its main thread.
 pub const SIGNALS: sys::SigSet =
-    sigbit(sig::INT) | sigbit(sig::TERM) | sigbit(sig::USR1) | sigbit(sig::HUP);
+    sigbit(sig::INT) | sigbit(sig::TERM) | sigbit(sig::USR1) | sigbit(sig::USR2) | sigbit(sig::HUP);
+/// Blocked too, in every thread: the timer signal of `-x`, which each
+/// measuring thread takes itself.
+const TIMER_SIGNAL: sys::SigSet = sigbit(sig::ALRM);
 
 /// What the run does without, and the warnings that say so.
 #[derive(Default)]
@@ -64,6 +69,10 @@ pub struct Setup {
     pub selfcheck: Option<SelfCheck>,
     /// Where the human output goes.
     pub console: Console,
+    /// `/dev/shm/cyclictest<PID>`, if it could be made.
+    pub snapshot: Option<Snapshot>,
+    /// `-F`: the named pipe, if it could be made.
+    pub fifo: Option<String>,
 }
 
 /// What a run hands to its threads when they start.
@@ -88,7 +97,9 @@ impl Setup {
         // one small allocator heap: nothing locked for arenas no thread uses
         sys::malloc_single_arena(MALLOC_TOP_PAD);
         // before any thread exists (threads inherit the mask)
-        sys::block_signals(SIGNALS).map_err(|e| Error::sys("blocking signals", e))?;
+        sys::block_signals(SIGNALS | TIMER_SIGNAL)
+            .map_err(|e| Error::sys("blocking signals", e))?;
+        startup::check_smi(cfg)?;
         // the vDSO clock, whose first call can allocate
         let clock = LinuxClock::new(cfg.clock);
         clock.warm_up();
@@ -96,12 +107,16 @@ impl Setup {
         let available = linux::available_cpus();
         let plans = config::plan(cfg, &available)?;
         let mainaffinity = config::mainaffinity(cfg, &available)?;
+        startup::plan_facts(cfg, &plans);
+        startup::resolution(cfg, &clock);
         let mut deg = Degradations::default();
         lock_memory(cfg, held, &mut deg)?;
         if cfg.bench.ballast_mib > 0 {
             held.ballast = bench::ballast(cfg.bench.ballast_mib);
         }
         let dma_latency = dma_latency(cfg, held, &mut deg)?;
+        let snapshot = startup::snapshot();
+        let fifo = startup::fifo(cfg);
         let tracemark = cfg.tracemark.then(Tracemark::open).flatten();
         if cfg.tracemark && tracemark.is_none() {
             deg.warnings
@@ -136,6 +151,8 @@ impl Setup {
             settings,
             selfcheck,
             console: Console::of(cfg),
+            snapshot,
+            fifo,
         };
         Ok((setup, handoff))
     }
@@ -173,6 +190,12 @@ fn dma_latency(
     deg: &mut Degradations,
 ) -> Result<Option<i32>, Error> {
     if cfg.default_system {
+        // cyclictest's words for its two spellings
+        if cfg.laptop {
+            eprintln!("latscope: not setting cpu_dma_latency to save battery power");
+        } else {
+            eprintln!("latscope: not setting cpu_dma_latency (--default-system)");
+        }
         return Ok(None);
     }
     match hold_dma_latency(cfg.latency_us) {
@@ -263,6 +286,8 @@ fn loop_settings(cfg: &Config, clock: LinuxClock) -> LoopSettings {
             spike_ns: cfg.flag_us() * 1000,
             overflow_ns: cfg.hist_us as u64 * 1000,
         },
+        wake: cfg.wake,
+        align: cfg.align,
         clock,
     }
 }

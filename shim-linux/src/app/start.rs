@@ -73,6 +73,8 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         start_measuring(scope, setup, spike_tx, verbose_tx, markers)?;
         collect_degradations(cfg, &setup.shared, &mut deg);
         let effective = effective_plans(&setup.plans, &setup.shared);
+        let common = rt::common_start(cfg.align, setup.settings.clock);
+        setup.control.start.store(common, Ordering::SeqCst);
         setup.control.gate.open();
         let start_ns = monotonic_ns();
         for w in &deg.warnings {
@@ -93,6 +95,8 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
             coarse_cpus: setup.coarse_cpus.clone(),
             warmup_ns: cfg.warmup_ns,
             start_ns,
+            snapshot: setup.snapshot.as_ref(),
+            fifo: setup.fifo.clone(),
         };
         let sender = spawn_sender(scope, setup, args)?;
         if let Some(c) = &setup.mainaffinity {
@@ -200,6 +204,9 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Option
         console: s.console,
         policy: policy_label(cfg, &deg.flags),
         self_check_probe: cfg.bench.self_check_probe,
+        refresh_on_max: cfg.refresh_on_max,
+        oscope: cfg.oscope,
+        unbuffered: cfg.unbuffered,
     }
 }
 

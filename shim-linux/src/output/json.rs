@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use latscope_core::stats::Ppm;
+use latscope_core::wire::WakeMode;
 
 use super::text::{avg_ns, min_ns, Row};
 use crate::linux::procfs::Uname;
@@ -30,6 +31,8 @@ pub struct Doc<'a> {
     pub hist_us: u32,
     /// CPU of each thread (-1 = unpinned).
     pub cpus: &'a [i64],
+    /// How each cycle waited (`-r`, `-s`, `-x`).
+    pub wake: WakeMode,
 }
 
 /// `s` as a JSON string literal.
@@ -130,6 +133,12 @@ fn header(o: &mut String, doc: &Doc<'_>) {
     quote(o, doc.cmdline);
     o.push_str(",\n  \"rt_test_version:\": \"2.40\",\n  \"latscope_version\": ");
     quote(o, env!("CARGO_PKG_VERSION"));
+    o.push_str(",\n  \"wake_mode\": ");
+    quote(o, doc.wake.name());
+    if let Some(caveat) = doc.wake.caveat() {
+        o.push_str(",\n  \"wake_mode_caveat\": ");
+        quote(o, caveat);
+    }
     o.push_str(",\n  \"start_time\": ");
     quote(o, &rfc2822(doc.start_s));
     o.push_str(",\n  \"end_time\": ");
@@ -269,6 +278,7 @@ mod tests {
             nsecs: false,
             hist_us: 50,
             cpus: &[0],
+            wake: WakeMode::PosixTimer { relative: false },
         };
         let s = document(&doc, &[row]);
         for key in [
@@ -286,6 +296,7 @@ mod tests {
             "\"cpu\": 0",
             "\"overflows\": 1",
             "\"p99.999\": 13496000",
+            "\"wake_mode\": \"posix_timer\",\n  \"wake_mode_caveat\": \"POSIX timer: ",
         ] {
             assert!(s.contains(key), "missing {key} in\n{s}");
         }

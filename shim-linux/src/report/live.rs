@@ -57,7 +57,7 @@ impl Live {
     }
 }
 
-fn thread_lines(
+pub(super) fn thread_lines(
     out: &mut String,
     views: &[View],
     plans: &[ThreadPlan],
@@ -73,7 +73,7 @@ fn thread_lines(
 
 impl Sender<'_> {
     /// Fresh counters of every thread.
-    fn live_counters(&mut self) {
+    pub(super) fn live_counters(&mut self) {
         for (v, s) in self.views.iter_mut().zip(self.shared) {
             if v.snapshot(s) {
                 v.counters = v.cur.counters;
@@ -98,9 +98,19 @@ impl Sender<'_> {
     /// SIGUSR1: the current status on standard error.
     pub(super) fn status_to_stderr(&mut self) {
         self.live_counters();
-        let err = &mut self.live.err.buf;
-        err.push_str("#---------------------------\n# latscope current status:\n");
-        thread_lines(err, &self.views, &self.plans, self.shared, self.opts.nsecs);
-        err.push_str("#---------------------------\n");
+        let mut err = std::mem::take(&mut self.live.err.buf);
+        self.status_block(&mut err, "latscope");
+        self.live.err.buf = err;
+    }
+
+    /// The current status as cyclictest frames it (SIGUSR1, SIGUSR2):
+    /// `# <who> current status:` and one `T:` line per thread between
+    /// dashed lines.
+    pub(super) fn status_block(&self, out: &mut String, who: &str) {
+        out.push_str("#---------------------------\n# ");
+        out.push_str(who);
+        out.push_str(" current status:\n");
+        thread_lines(out, &self.views, &self.plans, self.shared, self.opts.nsecs);
+        out.push_str("#---------------------------\n");
     }
 }

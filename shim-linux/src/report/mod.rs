@@ -15,6 +15,7 @@ mod attribution;
 mod live;
 mod probe;
 mod publish;
+mod status;
 mod verbose;
 mod view;
 
@@ -27,6 +28,7 @@ use crate::config::ThreadPlan;
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::sleep_ns;
+use crate::linux::status_files::Snapshot;
 use crate::linux::tracefs::Tracer;
 use crate::output::Console;
 use crate::rt::{Control, Shared, VerboseSample};
@@ -59,6 +61,12 @@ pub struct Options {
     pub policy: &'static str,
     /// Make every forbidden request once under `--self-check`.
     pub self_check_probe: bool,
+    /// `-M`: redraw the live view only when a maximum grew.
+    pub refresh_on_max: bool,
+    /// `-o`: with `-v`, one line per this many samples (the largest).
+    pub oscope: u32,
+    /// `-u`: write each `-v` line as it is formatted.
+    pub unbuffered: bool,
 }
 
 /// Everything the sender thread gets.
@@ -92,6 +100,10 @@ pub struct Args<'a> {
     pub warmup_ns: u64,
     /// Measuring start (monotonic ns).
     pub start_ns: i64,
+    /// `/dev/shm/cyclictest<PID>`, rewritten on SIGUSR2.
+    pub snapshot: Option<&'a Snapshot>,
+    /// `-F`: the named pipe that hands out the status.
+    pub fifo: Option<String>,
 }
 
 /// What the sender hands back at the end.
@@ -119,6 +131,12 @@ struct Sender<'a> {
     views: Vec<View>,
     /// Fault baselines re-taken at the end of the warm-up.
     rebased: bool,
+    /// SIGUSR2 and `-F`.
+    status: status::StatusFiles<'a>,
+    /// `-o`: per thread, the window's samples so far and its largest.
+    oscope: Vec<verbose::Window>,
+    /// `-M`: the largest maximum shown so far.
+    shown_max: Option<u64>,
 }
 
 /// The sender thread's body.
@@ -146,6 +164,9 @@ pub fn run(a: Args<'_>) -> Outcome {
         warmup_ns: a.warmup_ns,
         views,
         rebased: a.warmup_ns == 0,
+        status: status::StatusFiles::new(a.snapshot, a.fifo),
+        oscope: vec![verbose::Window::default(); n],
+        shown_max: None,
     };
     s.main_loop();
     s.finish()
@@ -172,6 +193,14 @@ impl Sender<'_> {
             if self.control.status_requested.swap(false, Ordering::SeqCst) {
                 self.status_to_stderr();
             }
+            if self
+                .control
+                .snapshot_requested
+                .swap(false, Ordering::SeqCst)
+            {
+                self.snapshot();
+            }
+            self.offer_fifo();
             if !self.rebased && now >= self.start_ns.saturating_add(self.warmup_ns as i64) {
                 self.rebase_faults();
             }
@@ -180,7 +209,7 @@ impl Sender<'_> {
             }
             self.publish.hello_if_due(now);
             self.report_if_due(now);
-            if self.live_view() && self.opts.console.tty {
+            if self.live_view() && self.opts.console.tty && self.show_now() {
                 self.redraw();
             }
             self.live.flush();
@@ -197,6 +226,29 @@ impl Sender<'_> {
         !self.opts.quiet && !self.opts.verbose
     }
 
+    /// Whether to show the live view now: always, or with `-M` only when
+    /// some thread's maximum grew since it was last shown (the first time
+    /// too), as cyclictest's refresh-on-max.
+    fn show_now(&mut self) -> bool {
+        if !self.opts.refresh_on_max {
+            return true;
+        }
+        if self.opts.console.tty {
+            self.live_counters();
+        }
+        let max = self
+            .views
+            .iter()
+            .map(|v| v.counters.totals.max)
+            .max()
+            .unwrap_or(0);
+        let grew = self.shown_max.is_none_or(|m| max > m);
+        if grew {
+            self.shown_max = Some(max);
+        }
+        grew
+    }
+
     /// A new connection: every thread's latest statistics and histogram.
     fn restart_stream(&mut self) {
         for v in &self.views {
@@ -211,7 +263,7 @@ impl Sender<'_> {
         let dropped_before = self.publish.frames_dropped();
         self.report(now, false, full);
         self.publish.report_done(now, dropped_before);
-        if !self.opts.console.tty && self.live_view() {
+        if !self.opts.console.tty && self.live_view() && self.show_now() {
             self.live
                 .plain_lines(&self.views, &self.plans, self.shared, self.opts.nsecs);
         }
