@@ -36,14 +36,12 @@ fn strace(opts: &[&str], name: &str, args: &[&str]) -> String {
     text
 }
 
-/// `strace -f -c` call counts per syscall of one run.
-fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
+/// `strace -f -c` call counts per syscall of one run with `extra` options.
+fn syscall_counts(loops: u64, extra: &[&str]) -> BTreeMap<String, u64> {
     let l = loops.to_string();
-    let text = strace(
-        &["-c"],
-        &format!("c{loops}.txt"),
-        &["-t", "1", "-i", "200", "-l", &l, "-q"],
-    );
+    let mut args = vec!["-t", "1", "-i", "200", "-l", &l, "-q"];
+    args.extend(extra);
+    let text = strace(&["-c"], &format!("c{loops}.txt"), &args);
     let mut m = BTreeMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -61,28 +59,64 @@ fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
     m
 }
 
+/// Calls per cycle of each system call: the counts of a run of `2 * n`
+/// cycles minus those of a run of `n`, over `n`.
+fn per_cycle(n: u64, extra: &[&str]) -> BTreeMap<String, f64> {
+    let short = syscall_counts(n, extra);
+    let long = syscall_counts(2 * n, extra);
+    long.keys()
+        .chain(short.keys())
+        .map(|name| {
+            let c = |m: &BTreeMap<String, u64>| *m.get(name).unwrap_or(&0) as f64;
+            (name.clone(), (c(&long) - c(&short)) / n as f64)
+        })
+        .collect()
+}
+
+/// `wait` once per cycle (within 1 %), every other call at most `rest`
+/// per cycle.
+fn check_per_cycle(mode: &[&str], per: &BTreeMap<String, f64>, wait: &str, rest: f64) {
+    let w = per.get(wait).copied().unwrap_or(0.0);
+    assert!(
+        (0.99..=1.01).contains(&w),
+        "{mode:?}: {wait} per cycle: {w} ({per:?})"
+    );
+    for (name, p) in per {
+        if name != wait {
+            assert!(p.abs() <= rest, "{mode:?}: {name}: {p} per cycle");
+        }
+    }
+}
+
 #[test]
 fn one_clock_nanosleep_per_cycle_and_nothing_else() {
     require!(have("strace"), "strace is not installed");
     let _g = serial();
-    let short = syscall_counts(20_000);
-    let long = syscall_counts(40_000);
-    let cycles = 20_000f64;
-    let per = |name: &str| {
-        (*long.get(name).unwrap_or(&0) as f64 - *short.get(name).unwrap_or(&0) as f64) / cycles
-    };
-    let sleeps = per("clock_nanosleep");
-    assert!(
-        (0.99..=1.01).contains(&sleeps),
-        "clock_nanosleep per cycle: {sleeps} ({short:?} vs {long:?})"
+    check_per_cycle(&[], &per_cycle(20_000, &[]), "clock_nanosleep", 0.01);
+}
+
+#[test]
+fn each_mode_makes_its_own_wait_once_per_cycle() {
+    require!(have("strace"), "strace is not installed");
+    let _g = serial();
+    check_per_cycle(
+        &["-r"],
+        &per_cycle(10_000, &["-r"]),
+        "clock_nanosleep",
+        0.01,
     );
-    for name in long.keys().chain(short.keys()) {
-        if name == "clock_nanosleep" {
-            continue;
-        }
-        let p = per(name);
-        assert!(p.abs() <= 0.01, "{name}: {p} per cycle");
-    }
+    // nanosleep(), or on architectures without it clock_nanosleep
+    let s = per_cycle(10_000, &["-s"]);
+    let nanosleep = if s.contains_key("nanosleep") {
+        "nanosleep"
+    } else {
+        "clock_nanosleep"
+    };
+    check_per_cycle(&["-s"], &s, nanosleep, 0.01);
+    // a late -x cycle asks the timer for its overruns: allow a few
+    let x = per_cycle(10_000, &["-x"]);
+    check_per_cycle(&["-x"], &x, "rt_sigtimedwait", 0.05);
+    println!("per cycle: -x {x:?}");
 }
 
 #[test]

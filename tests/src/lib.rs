@@ -1,10 +1,12 @@
 //! Test support for every integration test of the workspace: running the
 //! target ([`target`]), decoding its stream, starting a recording host
-//! ([`host`]), and deciding what a test does when the machine lacks what
-//! it needs ([`precondition`]: under `CI=true` it fails, elsewhere it says
+//! ([`host`]), looking at a running process from outside ([`procs`]), and
+//! deciding what a test does when the machine lacks what it needs
+//! ([`precondition`]: under `CI=true` it fails, elsewhere it says
 //! `skipped:`).
 pub mod host;
 pub mod precondition;
+pub mod procs;
 pub mod target;
 
 pub use precondition::{ci, have, is_root, missing, switched_off};

@@ -87,6 +87,8 @@ fn summary(
             .flat_map(|v| v.spikes.iter().copied())
             .collect();
         all.sort_by_key(|s| s.deadline_ns.saturating_add(s.latency_ns));
+        // cyclictest lists the first --spike-nodes of all threads
+        all.truncate(cfg.spike_nodes);
         let total = views.iter().map(|v| v.spikes_total).sum();
         text::spikes(&mut out, &all, total, cfg.nsecs);
     }

@@ -200,6 +200,7 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Option
         verbose: cfg.verbose,
         hist_us: cfg.hist_us,
         spike_ns: cfg.spike_us * 1000,
+        spike_nodes: cfg.spike_nodes,
         report_ns: cfg.report_ns as i64,
         console: s.console,
         policy: policy_label(cfg, &deg.flags),

@@ -53,6 +53,8 @@ pub struct Options {
     pub hist_us: u32,
     /// `--spike` threshold in ns (0 = off).
     pub spike_ns: u64,
+    /// `--spike-nodes`: how many `--spike` samples are listed.
+    pub spike_nodes: usize,
     /// Report interval.
     pub report_ns: i64,
     /// Where the human output goes.
@@ -143,7 +145,13 @@ struct Sender<'a> {
 pub fn run(a: Args<'_>) -> Outcome {
     let _ = rustix::thread::set_name(c"latscope-send");
     let n = a.shared.len();
-    let spikes = a.opts.spike_ns > 0;
+    // each thread keeps the first --spike-nodes: enough for the run's
+    // first --spike-nodes of all threads
+    let spikes = if a.opts.spike_ns > 0 {
+        a.opts.spike_nodes
+    } else {
+        0
+    };
     let views = (0..n)
         .map(|i| {
             let tid = a.shared[i].tid.load(Ordering::SeqCst);
@@ -236,10 +244,12 @@ impl Sender<'_> {
         if self.opts.console.tty {
             self.live_counters();
         }
+        // in the unit shown, as cyclictest compares its maxima
+        let unit = if self.opts.nsecs { 1 } else { 1000 };
         let max = self
             .views
             .iter()
-            .map(|v| v.counters.totals.max)
+            .map(|v| v.counters.totals.max / unit)
             .max()
             .unwrap_or(0);
         let grew = self.shown_max.is_none_or(|m| max > m);
@@ -360,7 +370,7 @@ impl Sender<'_> {
         let ns = r.latency_ns.max(0) as u64;
         if self.opts.spike_ns > 0 && ns > self.opts.spike_ns {
             v.spikes_total += 1;
-            if v.spikes.len() < view::SPIKE_NODES {
+            if v.spikes.len() < self.opts.spike_nodes {
                 v.spikes.push(*r);
             }
         }

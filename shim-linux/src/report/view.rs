@@ -12,8 +12,6 @@ use crate::linux::procfs::{self, Faults};
 use crate::output::text::Row;
 use crate::rt::{Phase, Shared, N};
 
-/// `--spike` lines kept for the end (cyclictest's default spike-nodes).
-pub const SPIKE_NODES: usize = 1024;
 /// Snapshot retries (the writer holds its section for a few dozen ns).
 const TRIES: u32 = 100_000;
 
@@ -45,8 +43,9 @@ pub struct View {
 
 impl View {
     /// Fresh view of thread `index`; lists are sized for what the run
-    /// asked for (`-h` overflows, `--spike` lines), so nothing grows later.
-    pub fn new(index: usize, tid: i32, hist_us: u32, spikes: bool) -> View {
+    /// asked for (`-h` overflows, `spikes` `--spike` lines), so nothing
+    /// grows later.
+    pub fn new(index: usize, tid: i32, hist_us: u32, spikes: usize) -> View {
         View {
             prev: Box::new(Snapshot::new()),
             cur: Box::new(Snapshot::new()),
@@ -55,7 +54,7 @@ impl View {
             faults: Faults::default(),
             dropped: 0,
             overflow_cycles: Vec::with_capacity(hist_us as usize),
-            spikes: Vec::with_capacity(if spikes { SPIKE_NODES } else { 0 }),
+            spikes: Vec::with_capacity(spikes),
             spikes_total: 0,
             stat_path: format!("/proc/self/task/{tid}/stat"),
             last_stats: ThreadStats {
