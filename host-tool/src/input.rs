@@ -4,6 +4,8 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
@@ -45,6 +47,12 @@ impl Source {
 
     /// Open for reading.
     pub fn open(&self) -> Result<Box<dyn Read + Send>> {
+        self.open_until(None)
+    }
+
+    /// Open for reading; a serial line reads as ended once `stop` is set
+    /// (a recorder's SIGINT or SIGTERM), so its recording closes cleanly.
+    pub fn open_until(&self, stop: Option<Arc<AtomicBool>>) -> Result<Box<dyn Read + Send>> {
         match self {
             Source::Stdin => Ok(Box::new(io::stdin())),
             Source::File(p) => File::open(p)
@@ -56,7 +64,7 @@ impl Source {
             Source::Serial { device, baud } => serialport::new(device, *baud)
                 .timeout(Duration::from_millis(200))
                 .open()
-                .map(|p| Box::new(SerialReader(p)) as Box<dyn Read + Send>)
+                .map(|p| Box::new(SerialReader(p, stop)) as Box<dyn Read + Send>)
                 .map_err(|e| Error::Serial {
                     device: device.clone(),
                     message: e.to_string(),
@@ -81,14 +89,19 @@ impl Source {
     }
 }
 
-/// A serial port whose read timeouts mean "nothing yet", not an error.
-struct SerialReader(Box<dyn serialport::SerialPort>);
+/// A serial port whose read timeouts mean "nothing yet", not an error,
+/// until the stop flag is set.
+struct SerialReader(Box<dyn serialport::SerialPort>, Option<Arc<AtomicBool>>);
 
 impl Read for SerialReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
             match self.0.read(buf) {
-                Err(e) if e.kind() == io::ErrorKind::TimedOut => continue,
+                Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                    if self.1.as_ref().is_some_and(|s| s.load(Ordering::Acquire)) {
+                        return Ok(0);
+                    }
+                }
                 other => return other,
             }
         }

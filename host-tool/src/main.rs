@@ -14,12 +14,14 @@ mod plot;
 mod record;
 mod report;
 mod session;
+mod simulate;
 mod summary;
 mod synth;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -54,6 +56,28 @@ enum Cmd {
     /// Write a synthetic recording (for benchmarks and tests).
     #[command(hide = true)]
     Synth(SynthArgs),
+    /// Stream many synthetic targets into a listening recorder (for the
+    /// fleet benchmark).
+    #[command(hide = true)]
+    Simulate(SimulateArgs),
+}
+
+#[derive(Args, Debug)]
+struct SimulateArgs {
+    /// The recorder's ADDR:PORT.
+    addr: String,
+    /// Simulated targets.
+    #[arg(long, default_value_t = 16)]
+    targets: u32,
+    /// Reports (one per second) per run.
+    #[arg(long, default_value_t = 60)]
+    reports: u32,
+    /// Board names are PREFIX-N.
+    #[arg(long, default_value = "sim")]
+    prefix: String,
+    /// Where the exact figures of every run go (JSON).
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -74,8 +98,10 @@ struct RecordArgs {
     #[command(flatten)]
     serial: SerialArgs,
     /// Accept targets over TCP (`latscope --stream tcp:HOST:PORT`) on
-    /// [ADDR:]PORT; ADDR defaults to 127.0.0.1. Every connection gets its
-    /// own recording, named after the target's host name and the time.
+    /// [ADDR:]PORT; ADDR defaults to 127.0.0.1. Every run gets one
+    /// recording, NAME-TIME-RUNID.lsr, that it continues in when its
+    /// target reconnects (also to a restarted recorder with the same
+    /// --out-dir).
     #[arg(long, value_name = "[ADDR:]PORT", conflicts_with = "serial")]
     listen: Option<String>,
     /// The recording file for a single stream (default: named after the
@@ -89,10 +115,32 @@ struct RecordArgs {
     /// thread: cycles, max, p99, p99.9, missed, faults, link errors).
     #[arg(long, value_name = "ADDR:PORT")]
     metrics: Option<String>,
-    /// With --listen: exit after N connections have ended (default: run
-    /// until interrupted).
+    /// With --listen: exit after N runs have ended, with a bye or timed
+    /// out (default: run until SIGINT or SIGTERM). Connections are not
+    /// counted.
     #[arg(long, value_name = "N", requires = "listen")]
     exit_after: Option<u64>,
+    /// With --listen: most connections open at once; more are closed at
+    /// once and counted.
+    #[arg(long, value_name = "N", default_value_t = record::listen::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "listen")]
+    max_connections: u64,
+    /// With --listen: accept targets only from this network (ADDR or
+    /// ADDR/PREFIX, IPv4 or IPv6); repeat for more. Default: any.
+    #[arg(long, value_name = "NET", value_parser = parse_net, requires = "listen")]
+    allow: Vec<record::allow::Net>,
+    /// With --listen: close a connection that sends no hello within SECS;
+    /// it leaves no recording.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_secs)]
+    hello_timeout: f64,
+    /// With --listen: close a connection, and end its run as timed out,
+    /// after SECS without a frame.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_secs)]
+    idle_timeout: f64,
+    /// How long an ended run's metrics stay on /metrics after its final
+    /// report (at least two scrape intervals, so the scraper sees it).
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_secs)]
+    linger: f64,
     /// No live view and no final report on stdout.
     #[arg(short, long)]
     quiet: bool,
@@ -149,6 +197,17 @@ struct SynthArgs {
     /// Output file (default stdout).
     #[arg(short, long)]
     output: Option<PathBuf>,
+}
+
+fn parse_net(s: &str) -> std::result::Result<record::allow::Net, String> {
+    record::allow::Net::parse(s)
+}
+
+fn parse_secs(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e7 => Ok(v),
+        _ => Err(format!("{s}: a number of seconds above 0 is needed")),
+    }
 }
 
 fn decode(source: &Source) -> Result<Decoded> {
@@ -381,11 +440,27 @@ fn main() -> ExitCode {
             out_dir: a.out_dir,
             metrics: a.metrics,
             exit_after: a.exit_after,
+            fleet: record::listen::Fleetwide {
+                limits: record::conn::Limits {
+                    hello: Duration::from_secs_f64(a.hello_timeout),
+                    idle: Duration::from_secs_f64(a.idle_timeout),
+                },
+                linger: Duration::from_secs_f64(a.linger),
+                max_connections: a.max_connections,
+                allow: a.allow,
+            },
             quiet: a.quiet,
         }),
         Cmd::Report(a) => report(a),
         Cmd::Compare(a) => compare(a),
         Cmd::Synth(a) => synth(a),
+        Cmd::Simulate(a) => simulate::run(&simulate::SimPlan {
+            addr: a.addr,
+            targets: a.targets,
+            reports: a.reports,
+            prefix: a.prefix,
+            truth: a.truth,
+        }),
     };
     match res {
         Ok(code) => ExitCode::from(code),

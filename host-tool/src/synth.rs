@@ -127,6 +127,7 @@ impl Synth {
                 clocksource: bounded("arch_sys_counter"),
                 rt_runtime_us: -1,
                 argv: bounded("latscope -t 2 -p 80 --stream -"),
+                name: bounded(&self.cfg.hostname),
             },
             config: RunConfig {
                 policy: Policy::Fifo,

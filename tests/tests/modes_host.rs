@@ -14,7 +14,10 @@ fn the_hosts_report_names_a_mode_that_gives_up_a_guarantee() {
     for (opt, line) in [
         (None, None),
         (Some("-x"), Some("MODE:     posix_timer (POSIX timer: ")),
-        (Some("-r"), Some("MODE:     clock_nanosleep_relative (relative sleep: ")),
+        (
+            Some("-r"),
+            Some("MODE:     clock_nanosleep_relative (relative sleep: "),
+        ),
     ] {
         let rec = s.join("run.lsr");
         let mut args = vec!["-l", "200", "-q", "--best-effort"];

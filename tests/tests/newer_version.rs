@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use latscope_core::wire::{Body, Frame};
 use latscope_tests::host::{
-    bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, Scratch,
+    bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, recordings,
+    stderr_lines, wait_for_line, Scratch,
 };
 
 /// A real short recording's frames.
@@ -114,11 +115,28 @@ fn newer_version_over_tcp_gets_one_clear_line() {
     let mut c = conn.expect("connect to the host");
     c.write_all(&encode_frames(&frames, 2, 0)).unwrap();
     drop(c);
+    // No run started, so nothing ends for --exit-after: the recorder says
+    // what it saw and goes on until it is stopped.
+    let rx = stderr_lines(h.child());
+    let line = wait_for_line(&rx, "version 2", Duration::from_secs(20));
+    let pid = rustix::process::Pid::from_raw(h.child().id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let o = h.wait(Duration::from_secs(20));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.code().is_some(), "host died by a signal: {err}");
-    assert!(err.contains("version 2"), "no clear line: {err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let named: Vec<&str> = err.lines().filter(|l| l.contains("version 2")).collect();
-    assert_eq!(named.len(), 1, "one line per connection: {err}");
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "SIGTERM ends the recorder cleanly"
+    );
+    assert!(
+        line.contains("upgrade latscope-host"),
+        "no clear line: {line}"
+    );
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert!(
+        !rest
+            .iter()
+            .any(|l| l.contains("version 2") || l.contains("panicked")),
+        "one line per connection: {rest:?}"
+    );
+    assert!(recordings(&dir.join("out")).is_empty(), "nothing recorded");
 }

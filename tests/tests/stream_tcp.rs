@@ -5,6 +5,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use latscope_tests::fleet::Recorder;
 use latscope_tests::host::{
     assert_cut_recording, assert_matches_target, bins, first_run, free_local_addr,
     host_report_json, http_get, listening_host, only_recording, read_json, recordings,
@@ -15,21 +16,8 @@ fn start_host(
     out: &std::path::Path,
     extra: &[&str],
 ) -> (Reaper, std::sync::mpsc::Receiver<String>, String) {
-    let b = bins();
-    let mut h = Reaper::new(
-        Command::new(&b.host)
-            .args(["record", "--listen", "127.0.0.1:0", "--out-dir"])
-            .arg(out)
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("run latscope-host"),
-    );
-    let rx = stderr_lines(h.child());
-    let addr = wait_for_line(&rx, "listening on ", Duration::from_secs(10));
-    let addr = addr.split(',').next().unwrap().trim().to_string();
-    (h, rx, addr)
+    let r = Recorder::start(out, extra);
+    (r.proc, r.stderr, r.addr)
 }
 
 #[test]

@@ -14,12 +14,14 @@
 //! snapshot in [`SnapshotChunk`]s of at most [`MAX_SMALL_FRAME`] bytes; any
 //! [`SpikeRecord`]s and [`LogLine`]s; and at the end a [`Bye`].
 
+mod ack;
 mod cobs_fast;
 mod decode;
 mod encode;
 mod fast;
 mod types;
 
+pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, LinkStats};
 pub use encode::{encode, Encoder, MAX_FRAME, MAX_PAYLOAD};
 pub use types::*;

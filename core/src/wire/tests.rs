@@ -54,6 +54,7 @@ fn hello() -> Hello {
             clocksource: bounded("arch_sys_counter"),
             rt_runtime_us: 950_000,
             argv: bounded("latscope -t 4 -a 0-3 --stream serial:/dev/ttyAMA1"),
+            name: bounded("rack3-slot7"),
         },
         config: RunConfig {
             policy: Policy::Fifo,

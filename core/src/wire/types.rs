@@ -200,6 +200,10 @@ pub struct TargetInfo {
     pub rt_runtime_us: i64,
     /// latscope's own command line, truncated.
     pub argv: String<256>,
+    /// The board's name: `latscope --name`, by default the host name and a
+    /// keyed hash of `/etc/machine-id`. Empty in version-1 streams (a host
+    /// then goes by the host name).
+    pub name: String<32>,
 }
 
 /// One measuring thread.

@@ -25,7 +25,9 @@ struct DeltaAsm {
     active: bool,
 }
 
-/// Chunks of one snapshot epoch, collected into a cumulative vector.
+/// Chunks of one snapshot epoch, collected into a cumulative vector that
+/// exists only while a snapshot is being collected (a listening recorder
+/// holds hundreds of runs).
 #[derive(Debug)]
 struct SnapAsm {
     epoch: u32,
@@ -83,7 +85,7 @@ impl ThreadAgg {
                 epoch: 0,
                 total: 0,
                 got: Vec::new(),
-                counts: vec![0; layout.len()],
+                counts: Vec::new(),
                 active: false,
             },
         }
@@ -195,7 +197,8 @@ impl ThreadAgg {
             self.snap.total = c.total.max(1);
             self.snap.got.clear();
             self.snap.got.resize(usize::from(self.snap.total), false);
-            self.snap.counts.iter_mut().for_each(|x| *x = 0);
+            self.snap.counts.clear();
+            self.snap.counts.resize(self.hist.len(), 0);
         }
         match self.snap.got.get_mut(usize::from(c.index)) {
             Some(g) if !*g => *g = true,
@@ -224,10 +227,11 @@ impl ThreadAgg {
             self.delta.active = false;
         }
         self.snap.active = false;
+        let counts = std::mem::take(&mut self.snap.counts);
         if self.hist_epoch.is_some_and(|e| e > epoch) {
             return;
         }
-        self.hist.copy_from_slice(&self.snap.counts);
+        self.hist.copy_from_slice(&counts);
         self.hist_total = self.hist.iter().fold(0u64, |a, &c| a.saturating_add(c));
         self.hist_epoch = Some(epoch);
         self.exact = true;

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use latscope_core::stats::{quantile, Ppm};
 use latscope_core::wire::LinkStats;
@@ -49,17 +50,33 @@ pub struct ThreadView {
     pub epoch: u32,
 }
 
+/// Who a view belongs to: the labels of its metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Identity {
+    /// Board name from the hello (`latscope --name`).
+    pub board: String,
+    /// Run id, 16 hex digits (empty before the hello).
+    pub run: String,
+    /// Where the stream comes from: the peer's IP address, or the input.
+    pub peer: String,
+}
+
 /// One target as the live view and the metrics show it.
 #[derive(Debug, Clone, Default)]
 pub struct TargetView {
     /// Label (the recording's name).
     pub name: String,
+    /// Board, run and peer.
+    pub id: Identity,
     /// Host name from the hello.
     pub host: String,
     /// Whether its connection is open.
     pub active: bool,
-    /// How the run ended, once it did.
+    /// How the run ended, once its bye came.
     pub ended: Option<String>,
+    /// Whether the run is over (bye, timeout, or the recorder stopped):
+    /// these are its final figures.
+    pub finished: bool,
     /// Threads.
     pub threads: Vec<ThreadView>,
     /// Link statistics.
@@ -75,10 +92,14 @@ pub struct TargetView {
 }
 
 impl TargetView {
-    /// The view of a session's current run.
-    pub fn of(name: &str, s: &Session, active: bool) -> TargetView {
+    /// The view of a session's current run, from `peer`.
+    pub fn of(name: &str, peer: &str, s: &Session, active: bool) -> TargetView {
         let mut v = TargetView {
             name: name.to_string(),
+            id: Identity {
+                peer: peer.to_string(),
+                ..Identity::default()
+            },
             active,
             link: s.link(),
             warnings: s.warnings(),
@@ -88,6 +109,8 @@ impl TargetView {
             return v;
         };
         v.host = run.hostname().to_string();
+        v.id.board = super::board_name(&run.hello).to_string();
+        v.id.run = format!("{:016x}", run.hello.run_id);
         v.duration_ns = run.hello.config.duration_ns;
         v.degraded = degraded(run);
         if run.bye.is_some() {
@@ -129,11 +152,50 @@ impl TargetView {
     }
 }
 
+/// A published view and, once its run has ended, when it goes.
+#[derive(Debug)]
+struct Entry {
+    view: TargetView,
+    expires: Option<Instant>,
+}
+
+/// Counters of a listening recorder, for its metrics and its last line.
+#[derive(Debug, Default)]
+pub struct FleetStats {
+    /// Connections open now.
+    pub open: AtomicU64,
+    /// Connections accepted.
+    pub accepted: AtomicU64,
+    /// Connections refused: the cap on concurrent connections was reached.
+    pub refused_cap: AtomicU64,
+    /// Connections refused: the peer is not in the `--allow` list.
+    pub refused_allow: AtomicU64,
+    /// Connections closed without a hello.
+    pub no_hello: AtomicU64,
+    /// Runs that ended with a bye.
+    pub runs_bye: AtomicU64,
+    /// Runs that timed out.
+    pub runs_timed_out: AtomicU64,
+    /// Runs ended because the recorder stopped.
+    pub runs_interrupted: AtomicU64,
+}
+
+impl FleetStats {
+    /// Add one to `c`.
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// All targets of this recording session.
 #[derive(Debug, Default)]
 pub struct Board {
-    views: Mutex<BTreeMap<u64, TargetView>>,
+    views: Mutex<BTreeMap<u64, Entry>>,
     next: AtomicU64,
+    /// Fleet counters (listening recorders only).
+    pub stats: FleetStats,
+    /// Whether the fleet counters apply (a listening recorder).
+    pub listening: std::sync::atomic::AtomicBool,
 }
 
 impl Board {
@@ -147,18 +209,47 @@ impl Board {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, TargetView>> {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Entry>> {
         // A panicked publisher leaves a usable map behind.
         self.views.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Publish a target's view.
-    pub fn publish(&self, slot: u64, v: TargetView) {
-        self.lock().insert(slot, v);
+    pub fn publish(&self, slot: u64, view: TargetView) {
+        self.lock().insert(
+            slot,
+            Entry {
+                view,
+                expires: None,
+            },
+        );
+    }
+
+    /// Publish a run's final view, shown for `linger` more.
+    pub fn publish_final(&self, slot: u64, view: TargetView, linger: Duration) {
+        self.lock().insert(
+            slot,
+            Entry {
+                view,
+                expires: Some(Instant::now() + linger),
+            },
+        );
+    }
+
+    /// Remove the views whose linger has passed.
+    pub fn expire(&self, now: Instant) {
+        self.lock().retain(|_, e| e.expires.is_none_or(|t| t > now));
+    }
+
+    /// Call `f` with every view, in slot order, without copying them.
+    pub fn with_views<R>(&self, f: impl FnOnce(&[&TargetView]) -> R) -> R {
+        let g = self.lock();
+        let views: Vec<&TargetView> = g.values().map(|e| &e.view).collect();
+        f(&views)
     }
 
     /// A copy of every view, in slot order.
     pub fn views(&self) -> Vec<TargetView> {
-        self.lock().values().cloned().collect()
+        self.lock().values().map(|e| e.view.clone()).collect()
     }
 }

@@ -1,18 +1,23 @@
 //! `latscope-host record`: store the raw stream byte for byte, decode it on
 //! the way, show it live and serve it as metrics. One stream (stdin, a file,
-//! a serial line) or many (`--listen`, one thread and one recording per
-//! connection).
+//! a serial line) or many (`--listen`, one thread per connection and one
+//! recording per run, across reconnects).
 
+pub mod allow;
 pub mod board;
+pub mod conn;
+mod fleet;
+pub mod listen;
 pub mod live;
 pub mod metrics;
+mod split;
+mod store;
 
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -36,8 +41,10 @@ pub struct Plan {
     pub out_dir: PathBuf,
     /// `ADDR:PORT` for the metrics server.
     pub metrics: Option<String>,
-    /// Stop listening after this many connections have ended.
+    /// Stop listening after this many runs have ended (bye or timeout).
     pub exit_after: Option<u64>,
+    /// Limits of a listening recorder.
+    pub fleet: listen::Fleetwide,
     /// No live view and no final report.
     pub quiet: bool,
 }
@@ -56,6 +63,16 @@ pub fn stamp(t: SystemTime) -> String {
         r % 3600 / 60,
         r % 60
     )
+}
+
+/// The board name a hello gives (`latscope --name`), or the host name of
+/// a stream whose hello names no board (version 1).
+pub fn board_name(h: &latscope_core::wire::Hello) -> &str {
+    if h.target.name.is_empty() {
+        h.target.hostname.as_str()
+    } else {
+        h.target.name.as_str()
+    }
 }
 
 fn sanitize(host: &str) -> String {
@@ -124,12 +141,17 @@ impl Recording {
         })
     }
 
-    fn name_after(&mut self, host: &str) {
+    /// Name the recording `NAME-STAMP-RUNID.lsr` (as a listening
+    /// recorder names its recordings).
+    fn name_after(&mut self, name: &str, run_id: Option<u64>) {
         if self.named {
             return;
         }
         self.named = true;
-        let base = format!("{}-{}", sanitize(host), self.stamp);
+        let base = match run_id {
+            Some(id) => format!("{}-{}-{id:016x}", sanitize(name), self.stamp),
+            None => format!("{}-{}", sanitize(name), self.stamp),
+        };
         // Link, not rename: linking never replaces a file, so two targets
         // with the same host name that connect in the same second each
         // keep their own recording.
@@ -181,30 +203,35 @@ fn record_stream(
         s.feed(bytes);
         if !rec.named {
             if let Some(run) = s.agg.current() {
-                let host = run.hostname().to_string();
-                rec.name_after(&host);
+                let name = board_name(&run.hello).to_string();
+                rec.name_after(&name, Some(run.hello.run_id));
                 label = file_label(&rec.path);
             }
         }
         if last.elapsed() >= Duration::from_millis(250) {
             last = Instant::now();
-            board.publish(slot, TargetView::of(&label, &s, true));
+            board.publish(slot, TargetView::of(&label, name, &s, true));
         }
         let done = stop_on_bye && s.agg.current().is_some_and(|r| r.bye.is_some());
         Ok(!done)
     });
     s.finish();
     if !rec.named {
-        rec.name_after("unknown");
+        rec.name_after("unknown", None);
         label = file_label(&rec.path);
     }
     s.name = rec.path.display().to_string();
-    board.publish(slot, TargetView::of(&label, &s, false));
+    let mut view = TargetView::of(&label, name, &s, false);
+    view.finished = true;
+    board.publish(slot, view);
     (s, rec.path, res.err())
 }
 
 /// Redraw the board about once a second until `stop` is set.
-fn spawn_display(board: Arc<Board>, stop: Arc<AtomicBool>) -> Option<thread::JoinHandle<()>> {
+pub(crate) fn spawn_display(
+    board: Arc<Board>,
+    stop: Arc<AtomicBool>,
+) -> Option<thread::JoinHandle<()>> {
     let tty = io::stdout().is_terminal();
     thread::Builder::new()
         .name("live".into())
@@ -235,15 +262,25 @@ pub fn run(plan: Plan) -> Result<u8> {
         let local = metrics::serve(addr, Arc::clone(&board))?;
         eprintln!("latscope-host: metrics at http://{local}/metrics");
     }
+    let signalled = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // The first signal ends the recorder cleanly; a second while it is
+        // stopping ends the process at once.
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&signalled));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
+    }
     match &plan.listen {
-        Some(addr) => listen(&plan, addr, board),
-        None => single(&plan, board),
+        Some(addr) => listen::listen(&plan, addr, board, signalled),
+        None => single(&plan, board, signalled),
     }
 }
 
-fn single(plan: &Plan, board: Arc<Board>) -> Result<u8> {
+/// One stream. SIGINT/SIGTERM end a serial line's recording as if the
+/// line had ended; a pipe or file ends when its writer does (the target
+/// gets the same Ctrl-C and sends its bye).
+fn single(plan: &Plan, board: Arc<Board>, signalled: Arc<AtomicBool>) -> Result<u8> {
     let source = plan.source.clone().unwrap_or(Source::Stdin);
-    let mut reader = source.open()?;
+    let mut reader = source.open_until(Some(Arc::clone(&signalled)))?;
     let slot = board.slot();
     let rec = match &plan.output {
         Some(p) => Recording::fixed(p)?,
@@ -267,7 +304,13 @@ fn single(plan: &Plan, board: Arc<Board>) -> Result<u8> {
     if let Some(e) = err {
         eprintln!("latscope-host: {}: read error: {e}", source.name());
     }
-    finish(vec![session], plan.quiet)
+    let code = finish(vec![session], plan.quiet)?;
+    // Stopped by SIGINT/SIGTERM: the recording is closed and reported.
+    Ok(if signalled.load(Ordering::Acquire) {
+        0
+    } else {
+        code
+    })
 }
 
 fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
@@ -307,89 +350,4 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
         let _ = out.flush();
     }
     Ok(code)
-}
-
-fn listen_addr(addr: &str) -> String {
-    if addr.contains(':') {
-        addr.to_string()
-    } else {
-        format!("127.0.0.1:{addr}")
-    }
-}
-
-fn listen(plan: &Plan, addr: &str, board: Arc<Board>) -> Result<u8> {
-    let addr = listen_addr(addr);
-    let listener = TcpListener::bind(&addr).map_err(|source| Error::Bind {
-        addr: addr.clone(),
-        source,
-    })?;
-    let local = listener.local_addr().map_err(|source| Error::Bind {
-        addr: addr.clone(),
-        source,
-    })?;
-    eprintln!(
-        "latscope-host: listening on {local}, recordings in {}",
-        plan.out_dir.display()
-    );
-    fs::create_dir_all(&plan.out_dir).map_err(|source| Error::Output {
-        what: plan.out_dir.clone(),
-        source,
-    })?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&board), Arc::clone(&stop)));
-    let (tx, rx) = mpsc::channel::<Session>();
-    let dir = plan.out_dir.clone();
-    let b = Arc::clone(&board);
-    thread::Builder::new()
-        .name("accept".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let tx = tx.clone();
-                let b = Arc::clone(&b);
-                let dir = dir.clone();
-                let _ = thread::Builder::new()
-                    .name("conn".into())
-                    .spawn(move || connection(stream, &dir, &b, tx));
-            }
-        })
-        .map_err(|source| Error::Bind {
-            addr: addr.clone(),
-            source,
-        })?;
-    let mut ended = Vec::new();
-    while plan.exit_after.is_none_or(|n| (ended.len() as u64) < n) {
-        match rx.recv() {
-            Ok(s) => ended.push(s),
-            Err(_) => break,
-        }
-    }
-    stop.store(true, Ordering::Release);
-    if let Some(Some(h)) = display {
-        let _ = h.join();
-    }
-    finish(ended, plan.quiet)
-}
-
-fn connection(stream: TcpStream, dir: &Path, board: &Board, tx: mpsc::Sender<Session>) {
-    let peer = stream
-        .peer_addr()
-        .map(|a| a.to_string())
-        .unwrap_or_else(|_| "?".into());
-    let slot = board.slot();
-    let rec = match Recording::pending(dir, slot) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("latscope-host: {peer}: {e}");
-            return;
-        }
-    };
-    let _ = stream.set_nodelay(true);
-    let mut r = stream;
-    let (session, path, err) = record_stream(&mut r, rec, &peer, board, slot, false);
-    eprintln!("latscope-host: {peer} closed; recorded {}", path.display());
-    if let Some(e) = err {
-        eprintln!("latscope-host: {peer}: {e}");
-    }
-    let _ = tx.send(session);
 }

@@ -176,8 +176,9 @@ fn write_json(
 pub fn error_stream(sink: &mut Sink, e: &Error) {
     let mut enc = Encoder::new();
     let mut send = |b: Body| {
+        let seq = enc.next_seq();
         if let Ok(bytes) = enc.frame(b) {
-            sink.send(bytes);
+            sink.send(bytes, seq);
         }
     };
     send(Body::Log(LogLine {

@@ -96,6 +96,8 @@ Stream (binary frames for latscope-host)
                           resolve names; reconnects with backoff, measuring goes
                           on meanwhile), or serial:/dev/ttyX[:BAUD] (raw mode,
                           default 115200)
+      --name=NAME         the board's name in the stream (default: host name and
+                          a keyed hash of /etc/machine-id, never the id itself)
       --report-interval=T  report period of the stream and live view (default 1s)
 Checks
       --self-check        forbid process creation and exec with seccomp after

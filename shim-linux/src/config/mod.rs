@@ -9,6 +9,7 @@ mod checks;
 mod cpus;
 mod getopt;
 mod help;
+mod name;
 mod numbers;
 mod options;
 mod parse;
@@ -21,6 +22,7 @@ use crate::bench::Knobs;
 
 pub use cpus::CpuList;
 pub use help::HELP;
+pub use name::default_name;
 pub use parse::parse;
 pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
 
@@ -153,6 +155,9 @@ pub struct Config {
     pub bench: Knobs,
     /// `--stream`.
     pub stream: Option<Dest>,
+    /// `--name`: the board's name in the hello (default: the host name and
+    /// a keyed hash of `/etc/machine-id`).
+    pub name: Option<String>,
     /// The command line as given, for the hello and `--json`.
     pub cmdline: String,
 }
@@ -207,6 +212,7 @@ impl Default for Config {
             notes: Vec::new(),
             bench: Knobs::default(),
             stream: None,
+            name: None,
             cmdline: String::new(),
         }
     }

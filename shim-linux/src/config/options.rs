@@ -104,6 +104,7 @@ pub const OPTIONS: &[Spec] = &[
     ct("posix_timers", Some('x'), No),
     // latscope's own
     own("stream", Required),
+    own("name", Required),
     own("no-mlock", No),
     own("best-effort", No),
     own("warmup", Required),

@@ -179,6 +179,7 @@ impl Parser {
             "histfile" => c.histfile = Some(path()?),
             "json" => c.json = Some(path()?),
             "stream" => c.stream = Some(parse_dest(v)?),
+            "name" => c.name = Some(board_name(v)?),
             "warmup" => c.warmup_ns = parse_duration("--warmup", v)?,
             "report-interval" => c.report_ns = parse_report_interval(v)?,
             "deadline-runtime" => c.dl_runtime_us = us(1)?,
@@ -309,6 +310,17 @@ fn policy(v: &str) -> Result<Policy, Error> {
                 "--policy {v}: use fifo, rr, deadline, other|normal, batch or idle"
             ))
         })
+}
+
+/// `--name`: the board's name in the stream.
+fn board_name(v: &str) -> Result<String, Error> {
+    if !super::name::valid_name(v) {
+        return Err(Error::usage(format!(
+            "--name {v}: 1 to {} letters, digits, '-', '_' or '.'",
+            super::name::MAX_NAME
+        )));
+    }
+    Ok(v.to_string())
 }
 
 fn nonempty(flag: &str, v: &str) -> Result<String, Error> {

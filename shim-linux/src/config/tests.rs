@@ -69,6 +69,7 @@ fn latscopes_own_options() {
     ]);
     assert!(!c.mlock && c.best_effort);
     assert_eq!((c.warmup_ns, c.report_ns), (500_000_000, 2_000_000_000));
+    assert_eq!(ok(&["--name", "board-7"]).name.as_deref(), Some("board-7"));
     let c = ok(&["--self-check-probe", "--ballast-mib", "3"]);
     assert!(c.self_check && c.bench.self_check_probe);
     assert_eq!((c.bench.ballast_mib, c.bench.no_exit_demote), (3, false));
@@ -203,6 +204,7 @@ fn bad_inputs_are_usage_errors_never_panics() {
         &["-c", "2"],
         &["-D", "-5"],
         &["-o", "0", "-v"],
+        &["--name", "a b"],
     ];
     for args in table {
         match parse(args) {

@@ -1,13 +1,16 @@
 //! Where the frame stream goes: standard output, a file, a serial line
-//! (raw mode through termios) or TCP (with reconnect and backoff).
+//! (raw mode through termios) or TCP (with reconnect and backoff, and the
+//! frames the host has not acknowledged kept to send again).
 //!
 //! Only the sender thread writes here, so a slow or broken link can delay
 //! reports but never a measuring thread. Frames that cannot be delivered
 //! are counted in [`Sink::frames_dropped`].
 
+mod resend;
 mod serial;
 mod tcp;
 
+use latscope_core::wire::Hello;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
@@ -26,7 +29,7 @@ enum Link {
     /// Standard output, borrowed.
     Stdout { broken: bool },
     /// TCP with reconnects.
-    Tcp(Tcp),
+    Tcp(Box<Tcp>),
 }
 
 /// A stream destination.
@@ -59,7 +62,7 @@ impl Sink {
                 broken: false,
                 serial: true,
             },
-            Dest::Tcp(addr) => Link::Tcp(Tcp::new(*addr)),
+            Dest::Tcp(addr) => Link::Tcp(Box::new(Tcp::new(*addr))),
         };
         Ok(Sink {
             link,
@@ -67,9 +70,9 @@ impl Sink {
         })
     }
 
-    /// Make progress on a TCP link (connect, flush). Returns `true` when a
-    /// new connection came up: the caller then starts it with a hello and a
-    /// full snapshot. Other links report `true` once, at the start.
+    /// Make progress on a TCP link (connect, read acks, send). Returns
+    /// `true` when a new connection came up: the caller then sends a full
+    /// snapshot. Other links report `true` once, at the start.
     pub fn service(&mut self, now_ns: i64, first: bool) -> bool {
         match &mut self.link {
             Link::Tcp(t) => {
@@ -81,8 +84,24 @@ impl Sink {
         }
     }
 
-    /// Send one frame, or count it as dropped.
-    pub fn send(&mut self, frame: &[u8]) {
+    /// The run's hello: over TCP its acknowledgements count, and a
+    /// connection that resumes the run starts with it.
+    pub fn set_hello(&mut self, hello: &Hello) {
+        if let Link::Tcp(t) = &mut self.link {
+            t.set_hello(hello.clone());
+        }
+    }
+
+    /// Wait up to `timeout_ns` for the host to acknowledge every frame sent
+    /// over TCP, so that [`Sink::frames_dropped`] is final.
+    pub fn settle(&mut self, now_ns: i64, timeout_ns: i64) {
+        if let Link::Tcp(t) = &mut self.link {
+            self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), false);
+        }
+    }
+
+    /// Send frame `seq`, or count it as dropped.
+    pub fn send(&mut self, frame: &[u8], seq: u32) {
         let delivered = match &mut self.link {
             Link::Stdout { broken } => {
                 *broken = *broken || write_all(rustix::stdio::stdout(), frame).is_err();
@@ -92,17 +111,23 @@ impl Sink {
                 *broken = *broken || write_all(fd.as_fd(), frame).is_err();
                 !*broken
             }
-            Link::Tcp(t) => t.enqueue(frame),
+            Link::Tcp(t) => {
+                t.enqueue(frame, seq);
+                true
+            }
         };
         if !delivered {
             self.frames_dropped += 1;
         }
     }
 
-    /// At the end: flush TCP for up to `timeout_ns`, drain a serial line.
+    /// At the end: wait up to `timeout_ns` for TCP's last frames to be
+    /// acknowledged (what is not, counts as dropped), drain a serial line.
     pub fn finish(&mut self, now_ns: i64, timeout_ns: i64) {
         match &mut self.link {
-            Link::Tcp(t) => self.frames_dropped += t.flush_until(now_ns.saturating_add(timeout_ns)),
+            Link::Tcp(t) => {
+                self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), true)
+            }
             Link::Fd {
                 fd, serial: true, ..
             } => {

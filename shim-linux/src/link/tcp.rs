@@ -1,19 +1,23 @@
-//! TCP with reconnects: the link keeps measuring going while the peer is
-//! away, and reconnects with exponential backoff.
+//! TCP with reconnects and acknowledgements: measuring goes on while the
+//! peer is away, the link reconnects with exponential backoff, and every
+//! frame the host has not acknowledged is kept ([`Resend`]) and sent again
+//! on the next connection, behind a hello that tells the host where the
+//! run resumes.
 
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 
+use latscope_core::wire::{
+    encode, AckReader, Body, Frame, Hello, MAX_ACK_FRAME, MAX_FRAME, PROTOCOL_VERSION,
+};
 use rustix::event::{PollFd, PollFlags};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
-use rustix::net::{AddressFamily, SendFlags, SocketFlags, SocketType};
+use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
+use super::resend::Resend;
 use crate::linux::clock::{monotonic_ns, timespec};
 use crate::linux::sleep_ns;
 
-/// Most bytes queued for a TCP peer before frames are dropped.
-const TCP_QUEUE: usize = 512 * 1024;
 /// First and longest reconnect delay.
 const BACKOFF_MIN_NS: i64 = 100_000_000;
 const BACKOFF_MAX_NS: i64 = 5_000_000_000;
@@ -23,12 +27,14 @@ pub(super) struct Tcp {
     state: TcpState,
     backoff_ns: i64,
     retry_at: i64,
-    buf: Vec<u8>,
-    sent: usize,
-    /// End offsets (in `buf`) of queued frames.
-    frames: VecDeque<usize>,
-    /// Frames lost to a disconnect, not yet counted by the sink.
-    lost: u64,
+    resend: Resend,
+    /// The hello that starts the current connection (it takes no sequence
+    /// number and is not kept), and how much of it is sent.
+    lead: Vec<u8>,
+    lead_sent: usize,
+    /// The run's hello, to start a connection that resumes it.
+    hello: Option<Box<Hello>>,
+    acks: AckReader,
 }
 
 enum TcpState {
@@ -44,39 +50,89 @@ impl Tcp {
             state: TcpState::Down,
             backoff_ns: BACKOFF_MIN_NS,
             retry_at: 0,
-            buf: Vec::with_capacity(TCP_QUEUE),
-            sent: 0,
-            frames: VecDeque::with_capacity(8192),
-            lost: 0,
+            resend: Resend::new(),
+            lead: Vec::with_capacity(MAX_FRAME),
+            lead_sent: 0,
+            hello: None,
+            acks: AckReader::new(),
         }
     }
 
-    /// Flush until every queued frame is sent, the link is down, or
-    /// `until` (monotonic ns). Returns the frames not delivered.
-    pub(super) fn flush_until(&mut self, until: i64) -> u64 {
+    /// The run's hello: its acks count, and a connection that resumes the
+    /// run starts with it.
+    pub(super) fn set_hello(&mut self, hello: Hello) {
+        self.hello = Some(Box::new(hello));
+    }
+
+    /// Start a connection that resumes the run with its hello, carrying
+    /// `seq` (the number before the first frame sent again; it takes none
+    /// of its own).
+    fn lead(&mut self, seq: u32) {
+        self.lead.clear();
+        self.lead_sent = 0;
+        let Some(h) = &self.hello else {
+            return;
+        };
+        let frame = Frame {
+            version: PROTOCOL_VERSION,
+            seq,
+            body: Body::Hello((**h).clone()),
+        };
+        self.lead.resize(MAX_FRAME, 0);
+        let n = encode(&frame, &mut self.lead).unwrap_or(0);
+        self.lead.truncate(n);
+    }
+
+    /// Keep frame `seq` and send it when the link is up.
+    pub(super) fn enqueue(&mut self, frame: &[u8], seq: u32) {
+        self.resend.push(seq, frame);
+        let state = std::mem::replace(&mut self.state, TcpState::Down);
+        if let TcpState::Up(fd) = &state {
+            // errors surface on the next service()
+            let _ = self.flush(fd.as_fd());
+        }
+        self.state = state;
+    }
+
+    /// Frames lost since the last call.
+    pub(super) fn take_lost(&mut self) -> u64 {
+        self.resend.take_lost()
+    }
+
+    /// Service the link until every kept frame is acknowledged or `until`
+    /// (monotonic ns); a link that is down is tried again at once and then
+    /// with the shortest backoff, so a host that comes back meanwhile still
+    /// gets the end of the run. With `give_up`, whatever is unacknowledged
+    /// then counts as lost. Returns the frames lost.
+    pub(super) fn drain_until(&mut self, until: i64, give_up: bool) -> u64 {
+        if matches!(self.state, TcpState::Down) {
+            self.retry_at = 0;
+            self.backoff_ns = BACKOFF_MIN_NS;
+        }
         loop {
             let now = monotonic_ns();
             self.service(now);
-            if self.frames.is_empty() || now >= until || matches!(self.state, TcpState::Down) {
+            if self.resend.is_empty() || now >= until {
                 break;
             }
+            if matches!(self.state, TcpState::Down) {
+                self.backoff_ns = BACKOFF_MIN_NS;
+            }
             if let TcpState::Up(fd) = &self.state {
-                let mut p = [PollFd::new(fd, PollFlags::OUT)];
+                let mut p = [PollFd::new(fd, PollFlags::IN | PollFlags::OUT)];
                 let _ = rustix::event::poll(&mut p, Some(&timespec(10_000_000)));
             } else {
                 sleep_ns(10_000_000);
             }
         }
-        let pending = self.frames.len() as u64;
-        self.frames.clear();
-        pending + self.take_lost()
+        let mut lost = self.take_lost();
+        if give_up {
+            lost += self.resend.pending() + self.resend.unsettled();
+        }
+        lost
     }
 
-    /// Frames lost to disconnects since the last call.
-    pub(super) fn take_lost(&mut self) -> u64 {
-        std::mem::take(&mut self.lost)
-    }
-
+    /// Connect, read acks, send. Returns `true` when a connection came up.
     pub(super) fn service(&mut self, now: i64) -> bool {
         match std::mem::replace(&mut self.state, TcpState::Down) {
             TcpState::Down => {
@@ -88,37 +144,9 @@ impl Tcp {
                 }
                 false
             }
-            TcpState::Connecting(fd) => {
-                let mut p = [PollFd::new(&fd, PollFlags::OUT)];
-                let ready = rustix::event::poll(&mut p, Some(&timespec(0)))
-                    .map(|n| n > 0)
-                    .unwrap_or(false);
-                if !ready {
-                    if now.saturating_sub(self.retry_at) > 3_000_000_000 {
-                        self.backoff(now);
-                    } else {
-                        self.state = TcpState::Connecting(fd);
-                    }
-                    return false;
-                }
-                match rustix::net::sockopt::socket_error(&fd) {
-                    Ok(Ok(())) => {
-                        let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
-                        self.backoff_ns = BACKOFF_MIN_NS;
-                        self.buf.clear();
-                        self.sent = 0;
-                        self.frames.clear();
-                        self.state = TcpState::Up(fd);
-                        true
-                    }
-                    _ => {
-                        self.backoff(now);
-                        false
-                    }
-                }
-            }
+            TcpState::Connecting(fd) => self.connecting(fd, now),
             TcpState::Up(fd) => {
-                if self.flush(&fd).is_ok() {
+                if self.read_acks(fd.as_fd()).is_ok() && self.flush(fd.as_fd()).is_ok() {
                     self.state = TcpState::Up(fd);
                 } else {
                     self.backoff(now);
@@ -128,14 +156,44 @@ impl Tcp {
         }
     }
 
+    fn connecting(&mut self, fd: OwnedFd, now: i64) -> bool {
+        let mut p = [PollFd::new(&fd, PollFlags::OUT)];
+        let ready = rustix::event::poll(&mut p, Some(&timespec(0)))
+            .map(|n| n > 0)
+            .unwrap_or(false);
+        if !ready {
+            if now.saturating_sub(self.retry_at) > 3_000_000_000 {
+                self.backoff(now);
+            } else {
+                self.state = TcpState::Connecting(fd);
+            }
+            return false;
+        }
+        match rustix::net::sockopt::socket_error(&fd) {
+            Ok(Ok(())) => {
+                let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
+                self.backoff_ns = BACKOFF_MIN_NS;
+                self.lead.clear();
+                self.lead_sent = 0;
+                self.acks = AckReader::new();
+                if let Some(seq) = self.resend.connected() {
+                    self.lead(seq);
+                }
+                self.state = TcpState::Up(fd);
+                true
+            }
+            _ => {
+                self.backoff(now);
+                false
+            }
+        }
+    }
+
     fn backoff(&mut self, now: i64) {
         self.state = TcpState::Down;
         self.retry_at = now.saturating_add(self.backoff_ns);
         self.backoff_ns = (self.backoff_ns * 2).min(BACKOFF_MAX_NS);
-        self.lost = self.lost.saturating_add(self.frames.len() as u64);
-        self.frames.clear();
-        self.buf.clear();
-        self.sent = 0;
+        self.resend.disconnected();
     }
 
     fn connect(&self) -> Result<OwnedFd, Errno> {
@@ -155,54 +213,54 @@ impl Tcp {
         }
     }
 
-    pub(super) fn enqueue(&mut self, frame: &[u8]) -> bool {
-        if !matches!(self.state, TcpState::Up(_)) {
-            return false;
-        }
-        if self.sent > 0 && self.buf.len() + frame.len() > TCP_QUEUE {
-            self.buf.drain(..self.sent);
-            for end in self.frames.iter_mut() {
-                *end -= self.sent;
-            }
-            self.sent = 0;
-        }
-        if self.buf.len() + frame.len() > TCP_QUEUE {
-            return false;
-        }
-        self.buf.extend_from_slice(frame);
-        self.frames.push_back(self.buf.len());
-        // try to send at once; errors surface on the next service()
-        let state = std::mem::replace(&mut self.state, TcpState::Down);
-        if let TcpState::Up(fd) = &state {
-            let _ = self.flush_fd(fd.as_fd());
-        }
-        self.state = state;
-        true
-    }
-
-    fn flush(&mut self, fd: &OwnedFd) -> Result<(), Errno> {
-        self.flush_fd(fd.as_fd())
-    }
-
-    fn flush_fd(&mut self, fd: rustix::fd::BorrowedFd<'_>) -> Result<(), Errno> {
-        while self.sent < self.buf.len() {
-            match rustix::net::send(
-                fd,
-                &self.buf[self.sent..],
-                SendFlags::NOSIGNAL | SendFlags::DONTWAIT,
-            ) {
-                Ok(n) => self.sent += n,
-                Err(Errno::AGAIN) | Err(Errno::INTR) => break,
+    /// Take the acks that arrived; the peer closing is an error.
+    fn read_acks(&mut self, fd: rustix::fd::BorrowedFd<'_>) -> Result<(), Errno> {
+        let mut buf = [0u8; 8 * MAX_ACK_FRAME];
+        loop {
+            match rustix::net::recv(fd, &mut buf, RecvFlags::DONTWAIT) {
+                Ok((0, _)) => return Err(Errno::CONNRESET),
+                Ok((n, _)) => {
+                    let run = self.hello.as_ref().map_or(0, |h| h.run_id);
+                    let resend = &mut self.resend;
+                    self.acks.feed_all(&buf[..n], |a| {
+                        if a.run_id == run {
+                            resend.ack(a.seq);
+                        }
+                    });
+                }
+                Err(Errno::AGAIN) | Err(Errno::INTR) => return Ok(()),
                 Err(e) => return Err(e),
             }
         }
-        while self.frames.front().is_some_and(|&end| end <= self.sent) {
-            self.frames.pop_front();
+    }
+
+    /// Send the connection's hello, then what is kept and not yet sent.
+    fn flush(&mut self, fd: rustix::fd::BorrowedFd<'_>) -> Result<(), Errno> {
+        while self.lead_sent < self.lead.len() {
+            match send(fd, &self.lead[self.lead_sent..])? {
+                0 => return Ok(()),
+                n => self.lead_sent += n,
+            }
         }
-        if self.sent == self.buf.len() {
-            self.buf.clear();
-            self.sent = 0;
+        loop {
+            let (a, b) = self.resend.unsent();
+            let part = if a.is_empty() { b } else { a };
+            if part.is_empty() {
+                return Ok(());
+            }
+            match send(fd, part)? {
+                0 => return Ok(()),
+                n => self.resend.sent(n),
+            }
         }
-        Ok(())
+    }
+}
+
+/// One non-blocking send: the bytes taken (0 when the socket is full).
+fn send(fd: rustix::fd::BorrowedFd<'_>, bytes: &[u8]) -> Result<usize, Errno> {
+    match rustix::net::send(fd, bytes, SendFlags::NOSIGNAL | SendFlags::DONTWAIT) {
+        Ok(n) => Ok(n),
+        Err(Errno::AGAIN) | Err(Errno::INTR) => Ok(0),
+        Err(e) => Err(e),
     }
 }

@@ -115,8 +115,14 @@ pub fn is_realtime() -> bool {
 }
 
 /// The facts about this system that go into the hello.
-pub fn target_info(argv: &str) -> TargetInfo {
+/// `name` is `--name`; without it, the host name and a keyed hash of
+/// `/etc/machine-id`.
+pub fn target_info(argv: &str, name: Option<&str>) -> TargetInfo {
     let u = uname();
+    let name = match name {
+        Some(n) => n.to_string(),
+        None => crate::config::default_name(&u.nodename, read_text("/etc/machine-id").as_deref()),
+    };
     let cpus = read_text("/sys/devices/system/cpu/online")
         .map(|s| count_cpu_list(&s))
         .unwrap_or(0);
@@ -136,6 +142,7 @@ pub fn target_info(argv: &str) -> TargetInfo {
             .and_then(|s| s.parse().ok())
             .unwrap_or(0),
         argv: bounded(argv),
+        name: bounded(&name),
     }
 }
 

@@ -4,8 +4,10 @@
 //! `S_k - S_(k-1)` in [`HistDelta`] parts, then [`ThreadStats`] of the same
 //! snapshot, then (every 5th report, after frames were lost, at the start
 //! of a connection and at the end) the full cumulative histogram in
-//! [`SnapshotChunk`]s. A hello starts every connection and repeats every
-//! 10 s; a [`Bye`] ends the run.
+//! [`SnapshotChunk`]s. A hello starts the run and repeats every 10 s; a
+//! TCP connection that resumes the run starts with a hello that takes no
+//! sequence number (the host learns the run from it, then gets again every
+//! frame it had not acknowledged); a [`Bye`] ends the run.
 //!
 //! [`Publisher`] is the only code of the target that builds these frames:
 //! the sender hands it snapshots and statistics, never frames.
@@ -70,8 +72,9 @@ impl Publisher {
         let Some(sink) = self.sink.as_mut() else {
             return;
         };
+        let seq = self.enc.next_seq();
         match self.enc.frame(body) {
-            Ok(bytes) => sink.send(bytes),
+            Ok(bytes) => sink.send(bytes, seq),
             Err(_) => sink.frames_dropped += 1,
         }
     }
@@ -86,12 +89,20 @@ impl Publisher {
         self.sink.as_ref().map_or(0, |s| s.frames_dropped)
     }
 
-    /// Connect or flush the link. On a new connection send the hello and
-    /// the warnings, and return `true`: the caller then sends every
-    /// thread's [`Publisher::restart`].
+    /// Connect or flush the link. At the start send the hello and the
+    /// warnings (a TCP connection that later resumes the run starts with
+    /// the hello by itself). Return `true` at the start and on every new
+    /// connection: the caller then sends every thread's
+    /// [`Publisher::restart`].
     pub fn service_link(&mut self, now: i64, first: bool) -> bool {
-        let new = self.sink.as_mut().is_some_and(|s| s.service(now, first));
-        if new {
+        let Some(sink) = self.sink.as_mut() else {
+            return false;
+        };
+        if first {
+            sink.set_hello(&self.hello);
+        }
+        let new = sink.service(now, first);
+        if first {
             self.next_hello = now.saturating_add(HELLO_NS);
             self.send(Body::Hello(self.hello.clone()));
             for w in self.warnings.clone() {
@@ -101,7 +112,7 @@ impl Publisher {
                 }));
             }
         }
-        new
+        first || new
     }
 
     /// A thread's latest statistics and cumulative histogram, for a new
@@ -230,12 +241,14 @@ impl Publisher {
         self.send(Body::Chunk(chunk));
     }
 
-    /// The end of the stream: the bye (with the frames lost so far), then
-    /// up to 2 s to deliver what is queued.
+    /// The end of the stream: up to 1 s for the host to acknowledge what
+    /// was sent (so the count of lost frames is final), the bye with that
+    /// count, then up to 2 s for the bye's acknowledgement.
     pub fn bye(&mut self, now: i64, bye: Bye) {
         let mut frames_dropped = self.frames_dropped();
         if let Some(sink) = self.sink.as_mut() {
             sink.service(now, false);
+            sink.settle(now, 1_000_000_000);
             frames_dropped = sink.frames_dropped;
         }
         self.send(Body::Bye(Bye {

@@ -1,0 +1,409 @@
+//! The runs of a listening recorder, by run id. A run outlives its
+//! connections: a target that reconnects (its link dropped, or this
+//! recorder restarted) carries on in the same run and the same recording,
+//! and frames it sends again are left out by their sequence numbers.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::board::{Board, TargetView};
+use super::split::{newer, Kind, Peeked};
+use super::store;
+use crate::error::Result;
+use crate::session::Session;
+
+/// How often a streaming run's view is republished.
+const PUBLISH_EVERY: Duration = Duration::from_millis(250);
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// Its bye arrived.
+    Bye,
+    /// Nothing arrived for the idle timeout.
+    TimedOut,
+    /// The recorder was stopped (SIGINT, SIGTERM) first.
+    Interrupted,
+}
+
+/// One run and its recording.
+pub struct RunRec {
+    /// Run id.
+    pub id: u64,
+    /// Board name.
+    pub name: String,
+    /// Peer address (IP) of its latest connection.
+    pub peer: String,
+    slot: u64,
+    /// Its recording.
+    pub path: PathBuf,
+    file: File,
+    /// The decoding of everything recorded (dropped when the run ends).
+    pub session: Option<Session>,
+    /// Highest sequence number recorded.
+    pub last_seq: Option<u32>,
+    /// Resent frames left out.
+    pub duplicates: u64,
+    gen: u64,
+    /// When the last frame arrived.
+    pub last_frame: Instant,
+    published: Instant,
+    /// How it ended, once it did.
+    pub ended: Option<Ending>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicked holder leaves usable data behind.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A connection's hold on its run.
+pub struct Link {
+    /// The run.
+    pub run: Arc<Mutex<RunRec>>,
+    /// The connection's generation: a newer connection of the same run
+    /// takes over, and the older one stops.
+    pub gen: u64,
+}
+
+/// One frame (or junk) of a read, with what the peek found.
+pub struct Item {
+    /// Range of its bytes in the read's scratch buffer, delimiters included.
+    pub range: std::ops::Range<usize>,
+    /// Its sequence number and kind, if it decoded.
+    pub peek: Option<Peeked>,
+}
+
+/// What taking a read's frames came to.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Taken {
+    /// Sequence number to acknowledge.
+    pub ack: Option<u32>,
+    /// Items not taken because a hello of another run came first; the
+    /// connection attaches to that run and goes on from there.
+    pub rest_from: Option<usize>,
+    /// The connection is no longer this run's (taken over, or ended).
+    pub detached: bool,
+}
+
+impl RunRec {
+    /// Take a read's items (their bytes in `bytes`): new frames are
+    /// recorded and decoded, resent ones left out.
+    pub fn take(
+        &mut self,
+        gen: u64,
+        items: &[Item],
+        bytes: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Taken> {
+        let mut t = Taken::default();
+        if self.gen != gen || self.session.is_none() {
+            t.detached = true;
+            return Ok(t);
+        }
+        out.clear();
+        for (i, it) in items.iter().enumerate() {
+            let seg = &bytes[it.range.clone()];
+            match &it.peek {
+                Some(p) => {
+                    if let Kind::Hello { run_id, .. } = p.kind {
+                        if run_id != self.id {
+                            t.rest_from = Some(i);
+                            break;
+                        }
+                    }
+                    if self.last_seq.is_some_and(|l| !newer(p.seq, l)) {
+                        self.duplicates += 1;
+                        continue;
+                    }
+                    self.last_seq = Some(p.seq);
+                    out.extend_from_slice(seg);
+                }
+                // Not a frame this build decodes: recorded as it came.
+                None => out.extend_from_slice(seg),
+            }
+        }
+        self.record(out)?;
+        t.ack = self.last_seq;
+        Ok(t)
+    }
+
+    /// Append `bytes` to the recording and decode them.
+    fn record(&mut self, bytes: &[u8]) -> Result<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        store::append(&mut self.file, &self.path, bytes)?;
+        self.last_frame = Instant::now();
+        if let Some(s) = self.session.as_mut() {
+            s.feed(bytes);
+        }
+        Ok(())
+    }
+
+    /// Whether connection generation `gen` still holds the run.
+    pub fn is_gen(&self, gen: u64) -> bool {
+        self.gen == gen && self.session.is_some()
+    }
+
+    /// Whether the run's bye has been recorded.
+    pub fn has_bye(&self) -> bool {
+        self.session
+            .as_ref()
+            .and_then(|s| s.agg.current())
+            .is_some_and(|r| r.bye.is_some())
+    }
+
+    /// The run's view for the live view and the metrics.
+    pub fn view(&self, active: bool) -> TargetView {
+        let label = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match &self.session {
+            Some(s) => TargetView::of(&label, &self.peer, s, active),
+            None => TargetView::default(),
+        }
+    }
+}
+
+/// The fleet-wide settings of the runs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Recordings directory.
+    pub dir: PathBuf,
+    /// How long an ended run's metrics stay.
+    pub linger: Duration,
+}
+
+/// Every run of this recorder.
+pub struct Fleet {
+    /// What the live view and metrics show.
+    pub board: Arc<Board>,
+    /// Settings.
+    pub settings: Settings,
+    runs: Mutex<HashMap<u64, Arc<Mutex<RunRec>>>>,
+    files: Mutex<HashMap<u64, PathBuf>>,
+    /// Board slot of every run seen: a run that comes back after it ended
+    /// replaces its lingering view instead of adding a second series with
+    /// the same labels (Prometheus refuses a scrape with duplicates).
+    slots: Mutex<HashMap<u64, u64>>,
+    next_gen: AtomicU64,
+    ended: Mutex<mpsc::Sender<u64>>,
+    /// Set when the recorder is stopping.
+    pub stopping: AtomicBool,
+}
+
+impl Fleet {
+    /// A fleet recording into `settings.dir`; run ids whose run ended are
+    /// sent to `ended`.
+    pub fn new(board: Arc<Board>, settings: Settings, ended: mpsc::Sender<u64>) -> Fleet {
+        let files = store::index(&settings.dir);
+        Fleet {
+            board,
+            settings,
+            runs: Mutex::new(HashMap::new()),
+            files: Mutex::new(files),
+            slots: Mutex::new(HashMap::new()),
+            next_gen: AtomicU64::new(1),
+            ended: Mutex::new(ended),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// Attach a connection from `peer` whose first frame `seg` (with its
+    /// delimiters) is the hello `first`: to the run in memory, to its
+    /// recording on disk, or to a new recording. Returns the link and the
+    /// sequence number to acknowledge; `None` if `first` is no hello.
+    pub fn attach(
+        &self,
+        first: &Peeked,
+        seg: &[u8],
+        peer: &str,
+    ) -> Result<Option<(Link, Option<u32>)>> {
+        let Kind::Hello { run_id, name, .. } = &first.kind else {
+            return Ok(None);
+        };
+        let gen = self.next_gen.fetch_add(1, Ordering::Relaxed);
+        let mut runs = lock(&self.runs);
+        let run = match runs.get(run_id) {
+            Some(r) => Arc::clone(r),
+            None => {
+                let r = Arc::new(Mutex::new(self.open_run(*run_id, name, peer, first, seg)?));
+                runs.insert(*run_id, Arc::clone(&r));
+                self.warn_collision(&runs, *run_id, name, peer);
+                r
+            }
+        };
+        drop(runs);
+        let mut g = lock(&run);
+        g.gen = gen;
+        g.peer = peer.to_string();
+        g.last_frame = Instant::now();
+        let ack = g.last_seq;
+        let view = g.view(true);
+        let slot = g.slot;
+        drop(g);
+        self.board.publish(slot, view);
+        Ok(Some((Link { run, gen }, ack)))
+    }
+
+    /// The run's recording, reopened, or a new one that starts with the
+    /// hello `seg`.
+    fn open_run(
+        &self,
+        id: u64,
+        name: &str,
+        peer: &str,
+        first: &Peeked,
+        seg: &[u8],
+    ) -> Result<RunRec> {
+        let known = lock(&self.files).get(&id).cloned();
+        let (file, path, session, last_seq) = match known {
+            Some(path) => {
+                let r = store::resume(&path)?;
+                eprintln!(
+                    "latscope-host: {peer}: run {id:016x} of {name} resumes {}",
+                    path.display()
+                );
+                (r.file, path, r.session, r.last_seq)
+            }
+            None => {
+                let (file, path) = store::create(&self.settings.dir, name, id)?;
+                lock(&self.files).insert(id, path.clone());
+                let session = Session::new(path.display().to_string());
+                (file, path, session, None)
+            }
+        };
+        let mut rec = RunRec {
+            id,
+            name: name.to_string(),
+            peer: peer.to_string(),
+            slot: *lock(&self.slots)
+                .entry(id)
+                .or_insert_with(|| self.board.slot()),
+            path,
+            file,
+            session: Some(session),
+            last_seq,
+            duplicates: 0,
+            gen: 0,
+            last_frame: Instant::now(),
+            published: Instant::now(),
+            ended: None,
+        };
+        if rec.last_seq.is_none() {
+            rec.last_seq = Some(first.seq);
+            rec.record(seg)?;
+        }
+        Ok(rec)
+    }
+
+    fn warn_collision(
+        &self,
+        runs: &HashMap<u64, Arc<Mutex<RunRec>>>,
+        id: u64,
+        name: &str,
+        peer: &str,
+    ) {
+        let others: Vec<String> = runs
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .filter_map(|(other, r)| {
+                let r = lock(r);
+                (r.ended.is_none() && r.name == name)
+                    .then(|| format!("{other:016x} from {}", r.peer))
+            })
+            .collect();
+        if let Some(first) = others.first() {
+            eprintln!(
+                "latscope-host: warning: board name {name} of run {id:016x} from {peer} is also \
+                 carried by {} other live run(s) (run {first}); told apart by run id and peer \
+                 (give each board its own `latscope --name`)",
+                others.len()
+            );
+        }
+    }
+
+    /// After a read: publish the run's view now and then, and report its
+    /// end when its bye was recorded.
+    pub fn after_read(&self, run: &Arc<Mutex<RunRec>>) {
+        let mut g = lock(run);
+        let bye = g.ended.is_none() && g.has_bye();
+        if bye {
+            g.ended = Some(Ending::Bye);
+        }
+        if bye || g.published.elapsed() >= PUBLISH_EVERY {
+            g.published = Instant::now();
+            let (slot, view) = (g.slot, g.view(true));
+            drop(g);
+            self.board.publish(slot, view);
+            if bye {
+                let id = lock(run).id;
+                let _ = lock(&self.ended).send(id);
+            }
+        }
+    }
+
+    /// The connection `link` ended.
+    pub fn detach(&self, link: &Link) {
+        let g = lock(&link.run);
+        if g.gen == link.gen && g.ended.is_none() {
+            let (slot, view) = (g.slot, g.view(false));
+            drop(g);
+            self.board.publish(slot, view);
+        }
+    }
+
+    /// Runs that have had no frame for `idle`: they end, timed out.
+    pub fn time_out(&self, idle: Duration) {
+        for r in lock(&self.runs).values() {
+            let mut g = lock(r);
+            if g.ended.is_none() && g.last_frame.elapsed() >= idle {
+                g.ended = Some(Ending::TimedOut);
+                let _ = lock(&self.ended).send(g.id);
+            }
+        }
+    }
+
+    /// End every run that has not ended (the recorder is stopping).
+    pub fn interrupt_all(&self) -> Vec<u64> {
+        let mut ids = Vec::new();
+        for r in lock(&self.runs).values() {
+            let mut g = lock(r);
+            if g.ended.is_none() {
+                g.ended = Some(if g.has_bye() {
+                    Ending::Bye
+                } else {
+                    Ending::Interrupted
+                });
+            }
+            ids.push(g.id);
+        }
+        ids
+    }
+
+    /// Take an ended run out of the fleet: its final view lingers on the
+    /// board, its memory goes. Returns its ending, session and recording.
+    pub fn retire(&self, id: u64) -> Option<(Ending, Session, PathBuf)> {
+        let r = lock(&self.runs).remove(&id)?;
+        let mut g = lock(&r);
+        let ending = g.ended.unwrap_or(Ending::Interrupted);
+        let mut session = g.session.take()?;
+        session.finish();
+        let label = g
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let mut view = TargetView::of(&label, &g.peer, &session, false);
+        view.finished = true;
+        self.board.publish_final(g.slot, view, self.settings.linger);
+        Some((ending, session, g.path.clone()))
+    }
+}

@@ -1,0 +1,324 @@
+//! `record --listen`: accept targets over TCP, one thread per connection,
+//! one recording per run; end runs (bye, timeout), retire them, and stop
+//! cleanly on SIGINT/SIGTERM or after `--exit-after` ended runs.
+//!
+//! Bounds: at most `--max-connections` connections at once (default
+//! [`DEFAULT_MAX_CONNECTIONS`]); each costs a thread with a
+//! [`CONN_STACK`] stack, a 16 KiB read buffer and two descriptors (socket
+//! and recording). A connection that sends no hello within
+//! `--hello-timeout` is closed and leaves no file. A connection or run
+//! with no bytes for `--idle-timeout` is closed, or ends timed out.
+//!
+//! Threads, not an event loop: measured with `bench/fleet`, 256 targets
+//! cost the recorder a few percent of one core and under 64 MiB, since a
+//! connection thread sleeps in `read` between a target's reports (a tick
+//! of 500 ms checks its timeouts).
+
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::allow::{allowed, Net};
+use super::board::{Board, FleetStats};
+use super::conn::{self, Limits};
+use super::fleet::{Ending, Fleet, Settings};
+use super::{spawn_display, Plan};
+use crate::error::{Error, Result};
+use crate::report::{self, Decoded, Format, Options};
+use crate::session::Session;
+
+/// Default cap on concurrent connections.
+pub const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
+/// Stack of a connection thread.
+pub const CONN_STACK: usize = 256 * 1024;
+/// How often the supervisor looks at timeouts and lingering views.
+const TICK: Duration = Duration::from_millis(200);
+
+/// The listening side of a [`Plan`].
+#[derive(Debug, Clone)]
+pub struct Fleetwide {
+    /// Time limits of a connection.
+    pub limits: Limits,
+    /// How long an ended run's metrics stay.
+    pub linger: Duration,
+    /// Cap on concurrent connections.
+    pub max_connections: u64,
+    /// Peer networks accepted (empty: all).
+    pub allow: Vec<Net>,
+}
+
+fn listen_addr(addr: &str) -> String {
+    if addr.contains(':') {
+        addr.to_string()
+    } else {
+        format!("127.0.0.1:{addr}")
+    }
+}
+
+/// Run the listening recorder; returns the exit status.
+pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>, stop: Arc<AtomicBool>) -> Result<u8> {
+    let fw = plan.fleet.clone();
+    let addr = listen_addr(addr);
+    let bind_err = |source| Error::Bind {
+        addr: addr.clone(),
+        source,
+    };
+    let listener = TcpListener::bind(&addr).map_err(bind_err)?;
+    let local = listener.local_addr().map_err(bind_err)?;
+    std::fs::create_dir_all(&plan.out_dir).map_err(|source| Error::Output {
+        what: plan.out_dir.clone(),
+        source,
+    })?;
+    raise_fd_limit();
+    eprintln!(
+        "latscope-host: listening on {local}, recordings in {}",
+        plan.out_dir.display()
+    );
+    if !local.ip().is_loopback() && fw.allow.is_empty() {
+        eprintln!(
+            "latscope-host: note: accepting targets from any address; restrict with --allow NET"
+        );
+    }
+    board.listening.store(true, Ordering::Relaxed);
+    let (tx, rx) = mpsc::channel();
+    let settings = Settings {
+        dir: plan.out_dir.clone(),
+        linger: fw.linger,
+    };
+    let fleet = Arc::new(Fleet::new(Arc::clone(&board), settings, tx));
+    let f2 = Arc::clone(&fleet);
+    let fw2 = fw.clone();
+    thread::Builder::new()
+        .name("accept".into())
+        .spawn(move || accept_loop(listener, f2, fw2))
+        .map_err(bind_err)?;
+    let shown = Arc::new(AtomicBool::new(false));
+    let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&board), Arc::clone(&shown)));
+    let mut tally = Tally::default();
+    supervise(&fleet, &rx, &stop, plan, &mut tally);
+    fleet.stopping.store(true, Ordering::Release);
+    // Connections notice within their read tick; then no write is under way.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while board.stats.open.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    for id in fleet.interrupt_all() {
+        tally.retire(&fleet, id, plan.quiet);
+    }
+    shown.store(true, Ordering::Release);
+    if let Some(Some(h)) = display {
+        let _ = h.join();
+    }
+    Ok(tally.finish(stop.load(Ordering::Acquire)))
+}
+
+/// Retire ended runs, time out quiet ones, expire lingering views, until
+/// a signal or `--exit-after`.
+fn supervise(
+    fleet: &Fleet,
+    rx: &mpsc::Receiver<u64>,
+    stop: &AtomicBool,
+    plan: &Plan,
+    tally: &mut Tally,
+) {
+    let idle = plan.fleet.limits.idle;
+    loop {
+        match rx.recv_timeout(TICK) {
+            Ok(id) => tally.retire(fleet, id, plan.quiet),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+        }
+        fleet.time_out(idle);
+        fleet.board.expire(Instant::now());
+        if stop.load(Ordering::Acquire) {
+            eprintln!("latscope-host: stopping: closing every recording");
+            return;
+        }
+        if plan.exit_after.is_some_and(|n| tally.ended() >= n) {
+            return;
+        }
+    }
+}
+
+/// The runs that ended, by how.
+#[derive(Debug, Default)]
+struct Tally {
+    bye: u64,
+    timed_out: u64,
+    interrupted: u64,
+    failed: u64,
+}
+
+impl Tally {
+    /// Runs counted by `--exit-after`: ended with a bye or timed out.
+    fn ended(&self) -> u64 {
+        self.bye + self.timed_out
+    }
+
+    /// Take run `id` out of the fleet and give its final report.
+    fn retire(&mut self, fleet: &Fleet, id: u64, quiet: bool) {
+        let Some((ending, session, path)) = fleet.retire(id) else {
+            return;
+        };
+        let stats = &fleet.board.stats;
+        match ending {
+            Ending::Bye => {
+                self.bye += 1;
+                FleetStats::bump(&stats.runs_bye);
+            }
+            Ending::TimedOut => {
+                self.timed_out += 1;
+                FleetStats::bump(&stats.runs_timed_out);
+            }
+            Ending::Interrupted => {
+                self.interrupted += 1;
+                FleetStats::bump(&stats.runs_interrupted);
+            }
+        }
+        let how = match ending {
+            Ending::Bye => "ended",
+            Ending::TimedOut => "timed out",
+            Ending::Interrupted => "interrupted",
+        };
+        eprintln!(
+            "latscope-host: run {id:016x} {how}; recorded {}",
+            path.display()
+        );
+        if !final_report(session, quiet) {
+            self.failed += 1;
+        }
+    }
+
+    /// The last line and the exit status: 0 when stopped by a signal,
+    /// else 1 if a counted run failed or was incomplete.
+    fn finish(&self, signalled: bool) -> u8 {
+        eprintln!(
+            "latscope-host: runs: {} ended with a bye, {} timed out, {} interrupted",
+            self.bye, self.timed_out, self.interrupted
+        );
+        u8::from(!signalled && self.failed > 0)
+    }
+}
+
+/// Print a run's final report (or only its warnings when quiet); whether
+/// the run was good.
+fn final_report(session: Session, quiet: bool) -> bool {
+    let ok = session.fatal().is_none() && session.agg.runs.iter().all(report::run_ok);
+    if quiet {
+        for w in session.warnings() {
+            eprintln!("latscope-host: warning: {w}");
+        }
+        return ok;
+    }
+    let d = [Decoded {
+        session,
+        end: SystemTime::now(),
+    }];
+    let opts = Options {
+        format: Format::Text,
+        hist_us: None,
+        histofall: false,
+    };
+    if let Ok(text) = report::render(&d, opts) {
+        let mut out = io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+    ok
+}
+
+/// Accept connections: refuse peers outside `--allow` and those beyond
+/// the cap at once; back off when descriptors run out.
+fn accept_loop(listener: TcpListener, fleet: Arc<Fleet>, fw: Fleetwide) {
+    let mut backoff = Duration::ZERO;
+    while !fleet.stopping.load(Ordering::Acquire) {
+        if let Some((stream, peer)) = accept(&listener, &mut backoff) {
+            admit(stream, peer, &fleet, &fw);
+        }
+    }
+}
+
+/// Accept one connection. When descriptors run out, wait (10 ms, doubling
+/// to 1 s while it lasts) instead of spinning: the pending connections
+/// stay in the backlog until descriptors are free again.
+pub(crate) fn accept(
+    listener: &TcpListener,
+    backoff: &mut Duration,
+) -> Option<(TcpStream, SocketAddr)> {
+    match listener.accept() {
+        Ok(c) => {
+            *backoff = Duration::ZERO;
+            Some(c)
+        }
+        Err(e) if out_of_descriptors(&e) => {
+            if backoff.is_zero() {
+                eprintln!(
+                    "latscope-host: cannot accept: {e}; backing off (raise the fd limit or \
+                     lower --max-connections)"
+                );
+            }
+            *backoff = (*backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+            thread::sleep(*backoff);
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+fn admit(stream: TcpStream, peer: SocketAddr, fleet: &Arc<Fleet>, fw: &Fleetwide) {
+    let stats = &fleet.board.stats;
+    let ip = peer.ip().to_canonical();
+    if !allowed(&fw.allow, ip) {
+        FleetStats::bump(&stats.refused_allow);
+        return;
+    }
+    if stats.open.load(Ordering::Relaxed) >= fw.max_connections {
+        if stats.refused_cap.fetch_add(1, Ordering::Relaxed) == 0 {
+            eprintln!(
+                "latscope-host: {} connections open (--max-connections): refusing more",
+                fw.max_connections
+            );
+        }
+        return;
+    }
+    FleetStats::bump(&stats.accepted);
+    stats.open.fetch_add(1, Ordering::Relaxed);
+    let f = Arc::clone(fleet);
+    let limits = fw.limits;
+    let spawned = thread::Builder::new()
+        .name("conn".into())
+        .stack_size(CONN_STACK)
+        .spawn(move || {
+            conn::serve(stream, ip.to_string(), Arc::clone(&f), limits);
+            f.board.stats.open.fetch_sub(1, Ordering::Relaxed);
+        });
+    if spawned.is_err() {
+        stats.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error().map(rustix::io::Errno::from_raw_os_error),
+        Some(
+            rustix::io::Errno::MFILE
+                | rustix::io::Errno::NFILE
+                | rustix::io::Errno::NOBUFS
+                | rustix::io::Errno::NOMEM
+        )
+    )
+}
+
+/// Raise the soft limit on open files to the hard limit: every connection
+/// holds two descriptors.
+fn raise_fd_limit() {
+    use rustix::process::{getrlimit, setrlimit, Resource};
+    let mut l = getrlimit(Resource::Nofile);
+    if l.current < l.maximum {
+        l.current = l.maximum;
+        let _ = setrlimit(Resource::Nofile, l);
+    }
+}

@@ -1,0 +1,225 @@
+//! Prometheus for real: Debian's `prometheus` scrapes a listening
+//! recorder while a few real targets stream into it. The series exist with
+//! the board labels, and the final count, max and quantiles that
+//! Prometheus holds equal the recordings' own reports. The shipped scrape
+//! configuration and recording rules pass `promtool`, and every expression
+//! of the shipped Grafana dashboard returns data.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use latscope_tests::host::{
+    bins, free_local_addr, host_report_json, http_get, recordings, target_args, Reaper, Scratch,
+};
+use latscope_tests::prometheus::{promtool, Prometheus, Sample};
+use latscope_tests::{have, require};
+
+const TARGETS: usize = 3;
+
+fn deploy(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("deploy")
+        .join(rel)
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Every `expr` in a Grafana dashboard.
+fn dashboard_exprs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("expr", Value::String(s)) => out.push(s.clone()),
+                    _ => dashboard_exprs(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| dashboard_exprs(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn shipped_config_and_rules_pass_promtool() {
+    require!(
+        have("promtool"),
+        "promtool is not installed (apt-get install prometheus)"
+    );
+    let config = deploy("prometheus/prometheus.yml");
+    let rules = deploy("prometheus/latscope.rules.yml");
+    let (ok, out) = promtool(&["check", "config", &config.display().to_string()]);
+    assert!(ok, "promtool check config:\n{out}");
+    let (ok, out) = promtool(&["check", "rules", &rules.display().to_string()]);
+    assert!(ok, "promtool check rules:\n{out}");
+    assert!(out.contains("SUCCESS"), "{out}");
+}
+
+/// Start a recorder with metrics; its metrics address once it answers.
+fn recorder(listen: &str, out: &Path) -> (Reaper, String) {
+    let maddr = free_local_addr();
+    let h = Reaper::new(
+        Command::new(bins().host)
+            .args(["record", "-q", "--listen", listen, "--metrics", &maddr])
+            .arg("--out-dir")
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run latscope-host"),
+    );
+    wait_until("recorder metrics", Duration::from_secs(10), || {
+        http_get(&maddr, "/").is_ok()
+    });
+    (h, maddr)
+}
+
+fn one<'a>(s: &'a [Sample], run: &str, thread: usize, what: &str) -> &'a Sample {
+    let t = thread.to_string();
+    let hits: Vec<&Sample> = s
+        .iter()
+        .filter(|x| x.labels.get("run").map(String::as_str) == Some(run))
+        .filter(|x| x.labels.get("thread") == Some(&t))
+        .collect();
+    assert_eq!(hits.len(), 1, "{what} of run {run} thread {thread}: {s:?}");
+    hits[0]
+}
+
+fn seconds(ns: &Value) -> f64 {
+    ns.as_u64().expect("ns") as f64 / 1e9
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-12 + 1e-9 * b.abs()
+}
+
+/// `n` targets named `bench-N`, 4 s each, into `listen`; wait for them.
+fn run_named_targets(dir: &Scratch, listen: &str, n: usize) {
+    let mut targets: Vec<Reaper> = (0..n)
+        .map(|i| {
+            Reaper::new(
+                Command::new(bins().latscope)
+                    .args(target_args("4", &dir.join(&format!("t{i}.json"))))
+                    .args(["--name", &format!("bench-{i}"), "--stream"])
+                    .arg(format!("tcp:{listen}"))
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("run latscope"),
+            )
+        })
+        .collect();
+    for t in &mut targets {
+        let ok = t.wait(Duration::from_secs(60)).status.success();
+        assert!(ok, "target failed");
+    }
+}
+
+/// The series of the ended runs carry every label, one board each.
+fn check_labels(ended: &[Sample]) {
+    for s in ended {
+        for l in ["board", "run", "peer", "host", "recorder"] {
+            let set = s.labels.get(l).is_some_and(|v| !v.is_empty());
+            assert!(set, "label {l}: {s:?}");
+        }
+        assert_eq!(s.labels["peer"], "127.0.0.1");
+        assert!(s.labels["board"].starts_with("bench-"), "{s:?}");
+    }
+    let boards: std::collections::BTreeSet<&str> =
+        ended.iter().map(|s| s.labels["board"].as_str()).collect();
+    assert_eq!(
+        boards.len(),
+        ended.len(),
+        "one board label each: {boards:?}"
+    );
+}
+
+/// Prometheus's count, max and quantiles of every thread of every
+/// recording in `rec` equal the recording's report.
+fn check_final_figures(prom: &Prometheus, rec: &Path) {
+    let counts = prom.query("latscope_latency_seconds_count");
+    let maxes = prom.query("latscope_latency_max_seconds");
+    let q99 = prom.query("latscope_latency_seconds{quantile=\"0.99\"}");
+    let q999 = prom.query("latscope_latency_seconds{quantile=\"0.999\"}");
+    let recs = recordings(rec);
+    assert_eq!(recs.len(), TARGETS, "{recs:?}");
+    for rec in &recs {
+        let (doc, code, err) = host_report_json(rec);
+        assert_eq!(code, 0, "{}: {err}", rec.display());
+        let run = &doc["runs"][0];
+        let id = run["run_id"].as_str().expect("run id");
+        let threads = run["threads"].as_array().expect("threads");
+        for (i, t) in threads.iter().enumerate() {
+            let c = one(&counts, id, i, "count").value;
+            assert_eq!(
+                c,
+                t["count"].as_u64().unwrap() as f64,
+                "run {id} T{i} count"
+            );
+            let m = one(&maxes, id, i, "max").value;
+            let want = seconds(&t["max_ns"]);
+            assert!(close(m, want), "run {id} T{i} max {m} vs {want}");
+            let q: BTreeMap<&str, &Value> = t["quantiles"]
+                .as_array()
+                .expect("quantiles")
+                .iter()
+                .map(|q| (q[0].as_str().unwrap(), &q[1]))
+                .collect();
+            for (name, got) in [("p99", &q99), ("p99.9", &q999)] {
+                let v = one(got, id, i, name).value;
+                let want = seconds(q[name]);
+                assert!(close(v, want), "run {id} T{i} {name}: {v} vs {want}");
+            }
+        }
+    }
+}
+
+/// Every expression of the shipped dashboard returns data.
+fn check_dashboard(prom: &Prometheus) {
+    let text = std::fs::read_to_string(deploy("grafana/latscope-fleet.json")).expect("dashboard");
+    let dash: Value = serde_json::from_str(&text).expect("dashboard JSON");
+    let mut exprs = Vec::new();
+    dashboard_exprs(&dash, &mut exprs);
+    assert!(exprs.len() >= 8, "{exprs:?}");
+    for e in &exprs {
+        prom.wait_for(e, Duration::from_secs(30), |s| !s.is_empty());
+    }
+}
+
+#[test]
+fn prometheus_sees_exact_final_figures_with_board_labels() {
+    require!(
+        have("prometheus"),
+        "prometheus is not installed (apt-get install prometheus)"
+    );
+    let dir = Scratch::new("prometheus");
+    let listen = free_local_addr();
+    let (mut host, maddr) = recorder(&listen, &dir.join("rec"));
+    let prom = Prometheus::start(&maddr, &deploy("prometheus/latscope.rules.yml"));
+    run_named_targets(&dir, &listen, TARGETS);
+    // Every run ended and Prometheus scraped its final figures.
+    prom.wait_for(
+        "sum(latscope_runs_ended_total{how=\"bye\"})",
+        Duration::from_secs(30),
+        |s| s.first().is_some_and(|x| x.value == TARGETS as f64),
+    );
+    let ended = prom.wait_for("latscope_ended == 1", Duration::from_secs(30), |s| {
+        s.len() == TARGETS
+    });
+    check_labels(&ended);
+    check_final_figures(&prom, &dir.join("rec"));
+    // The dashboard's expressions use the recording rules too.
+    check_dashboard(&prom);
+    drop(host.child().kill());
+}
