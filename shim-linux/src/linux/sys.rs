@@ -264,6 +264,11 @@ pub fn wait_signal(set: SigSet, timeout: Option<&Timespec>) -> Result<Option<u32
     }
 }
 
+/// The ints after `struct sigevent`'s preamble (value, signo, notify): the
+/// kernel's structure is 64 bytes.
+const SIGEV_PAD: usize = (64 - 2 * 4 - core::mem::size_of::<usize>()) / 4;
+const _: () = assert!(core::mem::size_of::<g::sigevent>() == 64);
+
 /// A POSIX timer of the kernel (`timer_t`), deleted when dropped.
 #[derive(Debug)]
 pub struct Timer(i32);
@@ -276,7 +281,9 @@ pub fn timer_create(clock: rustix::time::ClockId, signo: u32, tid: i32) -> Resul
         sigev_value: g::sigval { sival_int: 0 },
         sigev_signo: signo as i32,
         sigev_notify: (g::SIGEV_THREAD_ID | g::SIGEV_SIGNAL) as i32,
-        _sigev_un: g::sigevent__bindgen_ty_1 { _pad: [0; 12] },
+        _sigev_un: g::sigevent__bindgen_ty_1 {
+            _pad: [0; SIGEV_PAD],
+        },
     };
     ev._sigev_un._tid = tid;
     let mut id: g::__kernel_timer_t = 0;
