@@ -19,11 +19,11 @@ if it is a non-zero number, -a also one starting with 0, !, + or a.
 Threads and CPUs
   -t, --threads[=N]       N measuring threads (1..64); -t alone or -t 0: one per
                           available CPU (default: 1)
-  -a, --affinity[=CPUSET] pin threads round-robin to CPUSET (0,2-3, !0, +0-1 = the
-                          first two available, all); -a alone: all available CPUs.
+  -a, --affinity[=CPUSET] pin threads round-robin to CPUSET (0,2-3, !0, all,
+                          +0-1 = the first two available); -a alone: all of them.
                           Without -a, thread N runs on the N-th available CPU
                           (modulo their number), as in cyclictest 2.4
-  -S, --smp               one thread per CPU, each pinned (= -t -a; overrides both)
+  -S, --smp               one thread per CPU, each pinned (-t -a; overrides both)
       --mainaffinity=CPUSET  pin the non-RT sender (reporting) thread
 Timing
   -i, --interval=US       base interval in us (default 1000)
@@ -42,13 +42,15 @@ How each cycle waits (only the default keeps every guarantee of latscope)
                           one system call per cycle, a fixed grid of deadlines
   -r, --relative          relative clock_nanosleep: the period drifts by every
                           latency and no period counts as missed; not periodic
-  -s, --system            relative nanosleep(): the same drift as -r (wins over -x)
-  -x, --posix_timers      a POSIX timer signals the thread (rt_sigtimedwait): every
-                          sample includes signal delivery; a cycle one period or
-                          more late costs a second system call (timer_getoverrun)
+  -s, --system            relative nanosleep(): the drift of -r (wins over -x)
+  -x, --posix_timers      a POSIX timer signals the thread (rt_sigtimedwait):
+                          every sample includes signal delivery; a cycle one
+                          period or more late costs a second system call
+                          (timer_getoverrun)
   -R, --resolution        measure the clock's resolution at start-up (stderr)
-      --smi               count SMIs (x86 Intel with an SMI counter only; exits 1
-                          naming why elsewhere)
+      --smi               count SMIs: exits 1 naming why where the CPU has no
+                          SMI counter (as cyclictest), and where it has one
+                          (latscope does not read it yet)
 Scheduling and memory
   -p, --priority=PRIO     real-time priority 0..99 (default 80; 0: threads + 1);
                           with --policy other, batch or idle it means fifo
@@ -114,6 +116,7 @@ Exit status: 0 completed (also after -b), 1 failed run, self-check defects or a
 missing facility (--smi), 2 bad command line (also an unknown option: cyclictest
 prints its help and exits 0), 3 missing privilege (the message names the flags
 that run without it).
-When run as PID 1 (an init= binary), latscope mounts /dev, /dev/shm, /proc and /sys,
-takes its arguments from the kernel command line, and powers off at the end.
+When run as PID 1 (an init= binary), latscope mounts /dev, /dev/shm, /proc and
+/sys, takes its arguments from the kernel command line, and powers off at the
+end.
 ";
