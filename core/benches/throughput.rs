@@ -1,4 +1,5 @@
-//! Core throughput figures: per-sample cost, encode and decode speed.
+//! Core throughput figures: per-sample cost, encode (through the
+//! [`Reporter`]), decode, and decode plus assembly (the [`Assembler`]).
 //!
 //! `cargo bench -p latscope-core` prints ns per operation. For instruction
 //! counts, run one mode under callgrind with two iteration counts and take
@@ -11,9 +12,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use latscope_core::cycle::{Cycle, CycleConfig, Step};
+use latscope_core::layout::Layout;
 use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
-use latscope_core::record::ThreadRecord;
-use latscope_core::wire::{Body, Decoder, DeltaEntry, Encoder, HistDelta, ThreadStats, MAX_FRAME};
+use latscope_core::protocol::{ArrayStore, Assembler, Extra, Reporter, ThreadLog};
+use latscope_core::record::{Snapshot, ThreadRecord};
+use latscope_core::wire::{Body, Decoder, MAX_FRAME};
 
 static REC: ThreadRecord<DEFAULT_BUCKETS> = ThreadRecord::new(DEFAULT_LINEAR_US);
 
@@ -75,38 +78,41 @@ fn clock(n: u64) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
+/// A stream as a target sends it: 4 threads, 100 samples each per report,
+/// through core's [`Reporter`], until it holds at least `frames` frames.
 fn sample_stream(frames: usize) -> Vec<u8> {
-    let mut enc = Encoder::new();
+    const T: usize = 4;
+    let recs: Vec<Box<ThreadRecord<DEFAULT_BUCKETS>>> = (0..T)
+        .map(|_| Box::new(ThreadRecord::new(DEFAULT_LINEAR_US)))
+        .collect();
+    let mut writers: Vec<_> = recs
+        .iter()
+        .map(|r| r.writer().expect("one writer"))
+        .collect();
+    let mut logs: Vec<Box<ThreadLog<DEFAULT_BUCKETS>>> = (0..T)
+        .map(|t| Box::new(ThreadLog::new(t as u16, DEFAULT_LINEAR_US)))
+        .collect();
+    let mut snap = Box::new(Snapshot::new());
+    let mut rep = Reporter::new(0, 1_000_000_000);
     let mut out = Vec::new();
-    for i in 0..frames {
-        let body = if i.is_multiple_of(2) {
-            let mut d = HistDelta {
-                thread: (i % 4) as u16,
-                epoch: i as u32,
-                part: 0,
-                parts: 1,
-                entries: heapless::Vec::new(),
-            };
-            for b in 0..20u16 {
-                let _ = d.entries.push(DeltaEntry {
-                    bucket: 3 + b,
-                    count: 40 + b as u32 * 3,
-                });
+    let mut n = 0usize;
+    let mut lat = Lat(0x5EED);
+    let mut now = 0;
+    while n < frames {
+        for w in &mut writers {
+            for _ in 0..100 {
+                w.record(lat.next(), 0);
             }
-            Body::Delta(d)
-        } else {
-            Body::Stats(ThreadStats {
-                thread: (i % 4) as u16,
-                epoch: i as u32,
-                cycles: i as u64 * 1000,
-                count: i as u64 * 1000,
-                sum: i as u64 * 9_000_000,
-                min: 2_000,
-                max: 95_000,
-                ..ThreadStats::default()
-            })
-        };
-        out.extend_from_slice(enc.frame(body).expect("encodes"));
+        }
+        now += 1_000_000_000;
+        rep.begin_report(now);
+        for (rec, log) in recs.iter().zip(logs.iter_mut()) {
+            rec.snapshot(&mut snap, 100).expect("no writer running");
+            rep.report(log, &snap, Extra::default(), &mut |b: &[u8]| {
+                out.extend_from_slice(b);
+                n += 1;
+            });
+        }
     }
     out
 }
@@ -116,6 +122,36 @@ fn encode(frames: usize) -> (f64, f64) {
     let s = sample_stream(frames);
     let secs = t.elapsed().as_secs_f64();
     (s.len() as f64 / secs / 1e6, frames as f64 / secs)
+}
+
+/// Decode and assemble every thread's histogram, as a receiver does.
+fn assemble(data: &[u8]) -> (f64, f64, u64) {
+    let mut dec = Box::new(Decoder::<MAX_FRAME>::new());
+    let mut asm: Vec<Box<Assembler<ArrayStore<DEFAULT_BUCKETS>>>> = (0..4)
+        .map(|_| Box::new(Assembler::new(Layout::DEFAULT, ArrayStore::new()).expect("legal")))
+        .collect();
+    let t = Instant::now();
+    let mut n = 0u64;
+    let mut rest = data;
+    while !rest.is_empty() {
+        let (ev, r) = dec.feed_ref(rest);
+        rest = r;
+        if let Some(Ok(f)) = ev {
+            let thread = match &f.body {
+                Body::Delta(d) => d.thread,
+                Body::Stats(s) => s.thread,
+                Body::Chunk(c) => c.thread,
+                _ => continue,
+            };
+            if let Some(a) = asm.get_mut(usize::from(thread)) {
+                a.apply(&f.body);
+            }
+            n += 1;
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let exact = asm.iter().filter(|a| a.exact_now()).count() as u64;
+    (data.len() as f64 / secs / 1e6, n as f64 / secs, exact)
 }
 
 fn decode(data: &[u8]) -> (f64, f64, u64) {
@@ -166,9 +202,10 @@ fn main() {
             "record" => black_box(record(n)),
             "cycle" => black_box(cycle(n)),
             "decode" => black_box(decode(&sample_stream(n as usize)).0),
+            "assemble" => black_box(assemble(&sample_stream(n as usize)).0),
             // subtract from `decode` for the decoder's own cost
             "encode" => black_box(sample_stream(n as usize).len() as f64),
-            _ => panic!("modes: record, cycle, decode, encode"),
+            _ => panic!("modes: record, cycle, decode, assemble, encode"),
         };
         return;
     }
@@ -195,4 +232,7 @@ fn main() {
         data.len() / 1_000_000,
         data.len() / 2_000_000
     );
+    let (mbs, fps, exact) = assemble(&data);
+    assert_eq!(exact, 4, "every thread exact at the end");
+    println!("decode + assemble: {mbs:7.1} MB/s  {fps:10.0} frames/s");
 }

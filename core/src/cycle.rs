@@ -29,11 +29,30 @@ pub enum SleepError {
 /// A clock that can tell the time and sleep until an absolute time.
 ///
 /// On Linux this is `clock_gettime` plus
-/// `clock_nanosleep(clock, TIMER_ABSTIME, ...)`; tests use a simulated clock.
+/// `clock_nanosleep(clock, TIMER_ABSTIME, ...)`; on a microcontroller a
+/// free-running timer and a compare interrupt; tests use a simulated clock.
+///
+/// # Contract
+///
+/// * [`Clock::now`] is in nanoseconds on one time base and **monotonic**:
+///   it never returns less than it returned before. (`CLOCK_REALTIME` can
+///   be stepped back; [`Cycle`] then counts the wake-ups that come before
+///   their deadline as early, it never fails on them.)
+/// * [`Clock::sleep_until`] returns `Ok` when the deadline has passed, as
+///   far as the clock can tell. It **may wake late** (that lateness is what
+///   latscope measures, so a clock must never hide it) and it **may wake
+///   early** (a stepped clock, a timer rounded down); [`Cycle`] reads
+///   [`Clock::now`] after every sleep and accounts both.
+/// * A sleep cut short by a signal returns [`SleepError::Interrupted`] and
+///   is retried with the same absolute deadline; any other failure is
+///   [`SleepError::Os`] and ends the thread's measuring.
+/// * Neither method allocates, locks or does I/O: they run in the
+///   measuring loop.
 pub trait Clock {
-    /// The current time in ns.
+    /// The current time in ns (monotonic; see the contract above).
     fn now(&mut self) -> i64;
-    /// Sleep until the absolute time `deadline` (ns).
+    /// Sleep until the absolute time `deadline` (ns); may return late or
+    /// early.
     fn sleep_until(&mut self, deadline: i64) -> Result<(), SleepError>;
 }
 

@@ -21,6 +21,10 @@ pub enum Error {
     Sleep(i32),
     /// A configuration value is out of range (named).
     BadConfig(&'static str),
+    /// A histogram layout no latscope target can produce.
+    IllegalLayout,
+    /// The bucket runs of a delta or snapshot frame do not decode.
+    BadRuns,
 }
 
 impl fmt::Display for Error {
@@ -33,6 +37,10 @@ impl fmt::Display for Error {
             Error::Encode => f.write_str("frame could not be serialised"),
             Error::Sleep(e) => write!(f, "clock_nanosleep failed (errno {e})"),
             Error::BadConfig(what) => write!(f, "invalid configuration: {what}"),
+            Error::IllegalLayout => {
+                f.write_str("histogram layout larger than any latscope target produces")
+            }
+            Error::BadRuns => f.write_str("malformed bucket runs in a histogram frame"),
         }
     }
 }

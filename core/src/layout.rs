@@ -30,6 +30,13 @@ pub const MIN_TOP_US: u64 = 60_000_000;
 pub const DEFAULT_BUCKETS: usize = buckets_for(DEFAULT_LINEAR_US, MIN_TOP_US);
 /// Largest bucket count a layout may have (indices travel as `u16`).
 pub const MAX_BUCKETS: usize = u16::MAX as usize;
+/// Widest 1 µs linear range a latscope target uses (`-h`/`-H` up to this).
+pub const MAX_LINEAR_US: u32 = 20_000;
+/// Most buckets a latscope target's layout has: [`MAX_LINEAR_US`] linear
+/// buckets and the log part up to 60 s. A receiver sizes everything from
+/// this number (times [`crate::wire::MAX_THREADS`]) and rejects larger
+/// layouts: no target can produce them.
+pub const MAX_TARGET_BUCKETS: usize = buckets_for(MAX_LINEAR_US, MIN_TOP_US);
 
 /// Index of `us` on the unbounded log-linear grid.
 const fn grid_index(us: u64) -> u64 {
@@ -111,6 +118,15 @@ impl Layout {
     /// Whether this layout is self-consistent (as a decoded hello must be).
     pub const fn is_valid(&self) -> bool {
         self.linear_us > 0 && (self.buckets as u32) > self.linear_us
+    }
+
+    /// Whether a latscope target can produce this layout: valid, a linear
+    /// range of at most [`MAX_LINEAR_US`] and at most
+    /// [`MAX_TARGET_BUCKETS`] buckets.
+    pub const fn is_legal(&self) -> bool {
+        self.is_valid()
+            && self.linear_us <= MAX_LINEAR_US
+            && self.buckets as usize <= MAX_TARGET_BUCKETS
     }
 
     /// Number of buckets.
@@ -250,6 +266,17 @@ mod tests {
         assert!(s60 < l.len() - 1);
         assert!(l.lower_ns(s60) <= 60_000_000_000);
         assert!(l.upper_ns(s60).unwrap() > 60_000_000_000);
+    }
+
+    #[test]
+    fn legal_layouts_are_capped_by_the_widest_linear_range() {
+        assert_eq!(MAX_TARGET_BUCKETS, 21_482);
+        assert!(Layout::DEFAULT.is_legal());
+        let widest = Layout::new(MAX_LINEAR_US, MAX_TARGET_BUCKETS);
+        assert!(widest.is_legal());
+        assert!(!Layout::new(MAX_LINEAR_US, MAX_TARGET_BUCKETS + 1).is_legal());
+        assert!(!Layout::new(MAX_LINEAR_US + 1, MAX_TARGET_BUCKETS).is_legal());
+        assert!(!Layout::new(1000, MAX_BUCKETS).is_legal());
     }
 
     #[test]

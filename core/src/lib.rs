@@ -12,7 +12,11 @@
 //! * [`spike`]: a bounded log of the largest and the first spikes;
 //! * [`explain`]: a tracefs text parser and a classifier that attributes a
 //!   spike's time to IRQs, softirqs and tasks, exactly;
-//! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder.
+//! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder;
+//! * [`protocol`]: the state machines on top of the frames: a
+//!   [`protocol::Reporter`] that turns records into frames on the
+//!   protocol's schedule, and a [`protocol::Assembler`] that turns frames
+//!   back into exact histograms.
 //!
 //! All memory is sized at compile time and every type that a measuring
 //! thread holds is const-constructible.
@@ -25,6 +29,7 @@ pub mod error;
 pub mod explain;
 pub mod hist;
 pub mod layout;
+pub mod protocol;
 pub mod record;
 pub mod spike;
 pub mod stats;

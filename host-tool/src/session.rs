@@ -124,6 +124,18 @@ impl Session {
             ));
         }
         for run in &self.agg.runs {
+            if let Some(l) = run.illegal_layout {
+                w.push(format!(
+                    "{}: run {:016x} declares a histogram layout no latscope target produces \
+                     ({} µs linear, {} buckets; at most {} µs and {}); the default layout is assumed",
+                    self.name,
+                    run.hello.run_id,
+                    l.linear_us,
+                    l.buckets,
+                    latscope_core::layout::MAX_LINEAR_US,
+                    latscope_core::layout::MAX_TARGET_BUCKETS
+                ));
+            }
             if run.bye.is_none() {
                 let exact = match run.exact_epoch() {
                     Some(e) => format!("histograms exact as of report {e}"),

@@ -113,7 +113,6 @@ pub fn run(p: &SimPlan) -> Result<u8> {
             threads: 2,
             samples_per_report: 1000,
             reports: p.reports,
-            snapshot_every: 5,
             // `-h 1000` with no --spike: only samples above 1 ms are sent
             // one by one, as a real target does.
             spike_ns: 1_000_000,

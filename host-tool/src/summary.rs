@@ -123,7 +123,7 @@ struct Totals {
 
 impl Totals {
     fn of(t: &ThreadAgg) -> Totals {
-        let s = t.stats.unwrap_or_default();
+        let s = t.stats().unwrap_or_default();
         Totals {
             cycles: s.cycles,
             count: s.count,
@@ -167,18 +167,19 @@ pub fn summarize(run: &Run) -> (Vec<Summary>, Summary) {
     let mut all_hist = vec![0u64; run.layout.len()];
     let mut all: Option<Totals> = None;
     for (i, t) in run.threads.iter().enumerate() {
-        if t.stats.is_none() && t.hist_total() == 0 {
+        if t.stats().is_none() && t.hist_total() == 0 {
             continue;
         }
         let tot = Totals::of(t);
-        for (a, &c) in all_hist.iter_mut().zip(&t.hist) {
+        let hist = t.hist();
+        for (a, &c) in all_hist.iter_mut().zip(&hist) {
             *a = a.saturating_add(c);
         }
         match &mut all {
             Some(a) => a.merge(&tot),
             None => all = Some(tot),
         }
-        let mut s = figures(format!("T{i}"), &run.layout, t.hist.clone(), tot);
+        let mut s = figures(format!("T{i}"), &run.layout, hist, tot);
         s.thread = Some(i as u16);
         if let Some(info) = t.info {
             s.cpu = info.cpu;

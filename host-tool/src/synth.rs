@@ -1,15 +1,18 @@
 //! A synthetic target: produces the frame stream a `latscope` run would
-//! send, from pseudo-random samples, with the exact totals kept aside. Used
-//! by the unit tests and by the hidden `synth` subcommand that makes large
-//! recordings for benchmarks.
+//! send, from pseudo-random samples, through core's [`Reporter`] (as the
+//! target does), with the exact totals kept aside. Used by the unit tests
+//! and by the hidden `synth` subcommand that makes large recordings for
+//! benchmarks.
 
-use latscope_core::layout::Layout;
+use latscope_core::layout::{Layout, DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
+use latscope_core::protocol::{Extra, Reporter, ThreadLog};
+use latscope_core::record::Snapshot;
 use latscope_core::wire::{
-    bounded, Body, Bye, ByeReason, ClockKind, Degraded, DeltaEntry, Encoder, Hello, HistDelta,
-    Level, LogLine, Policy, RunConfig, SnapshotChunk, SnapshotEntry, SpikeFlags, SpikeRecord,
-    StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, CHUNK_ENTRIES, DELTA_ENTRIES,
-    SCHEMA_KEY,
+    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Policy, RunConfig,
+    SpikeFlags, SpikeRecord, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, SCHEMA_KEY,
 };
+
+const SEC: i64 = 1_000_000_000;
 
 /// How the synthetic run looks.
 #[derive(Debug, Clone)]
@@ -20,8 +23,6 @@ pub struct SynthConfig {
     pub samples_per_report: u32,
     /// Reports in the run.
     pub reports: u32,
-    /// A snapshot every this many reports.
-    pub snapshot_every: u32,
     /// Spike threshold (ns).
     pub spike_ns: u64,
     /// Histogram-text range (µs).
@@ -40,7 +41,6 @@ impl Default for SynthConfig {
             threads: 2,
             samples_per_report: 1000,
             reports: 20,
-            snapshot_every: 5,
             spike_ns: 100_000,
             hist_us: 400,
             seed: 0x5eed,
@@ -53,12 +53,13 @@ impl Default for SynthConfig {
 /// The exact figures of one synthetic thread.
 #[derive(Debug, Clone)]
 pub struct SynthThread {
-    /// Cumulative bucket counts.
+    /// Cumulative bucket counts, kept apart from the reporter's.
     pub hist: Vec<u64>,
-    /// Cumulative statistics.
+    /// Cumulative statistics as last sent.
     pub stats: ThreadStats,
-    /// Counts at the last report (for deltas).
-    prev: Vec<u64>,
+    /// What the thread's record would hold now.
+    snap: Box<Snapshot<DEFAULT_BUCKETS>>,
+    log: Box<ThreadLog<DEFAULT_BUCKETS>>,
 }
 
 /// A synthetic run in progress.
@@ -69,9 +70,9 @@ pub struct Synth {
     pub layout: Layout,
     /// Exact per-thread state.
     pub threads: Vec<SynthThread>,
-    enc: Encoder,
+    rep: Reporter,
     rng: u64,
-    epoch: u32,
+    now: i64,
 }
 
 impl Synth {
@@ -79,14 +80,14 @@ impl Synth {
     pub fn new(cfg: SynthConfig) -> Self {
         let layout = Layout::DEFAULT;
         let threads = (0..cfg.threads)
-            .map(|i| SynthThread {
-                hist: vec![0; layout.len()],
-                prev: vec![0; layout.len()],
-                stats: ThreadStats {
-                    thread: i,
-                    min: u64::MAX,
-                    ..ThreadStats::default()
-                },
+            .map(|i| {
+                let log = Box::new(ThreadLog::new(i, DEFAULT_LINEAR_US));
+                SynthThread {
+                    hist: vec![0; layout.len()],
+                    stats: *log.stats(),
+                    snap: Box::new(Snapshot::new()),
+                    log,
+                }
             })
             .collect();
         let rng = cfg.seed | 1;
@@ -94,9 +95,9 @@ impl Synth {
             cfg,
             layout,
             threads,
-            enc: Encoder::new(),
+            rep: Reporter::new(0, SEC as u64),
             rng,
-            epoch: 0,
+            now: 0,
         }
     }
 
@@ -152,6 +153,7 @@ impl Synth {
                 wake: WakeMode::Absolute,
                 align: StartAlign::Own,
                 smi: false,
+                tracefs_mounted: false,
             },
         }
     }
@@ -176,9 +178,7 @@ impl Synth {
 
     /// Encode one frame and hand its bytes to `out`.
     fn emit(&mut self, body: Body, out: &mut dyn FnMut(&[u8])) {
-        if let Ok(bytes) = self.enc.frame(body) {
-            out(bytes);
-        }
+        self.rep.send(body, &mut |b: &[u8]| out(b));
     }
 
     /// The whole run: hello, an initial snapshot, the reports and the bye.
@@ -190,10 +190,11 @@ impl Synth {
         self.end(out);
     }
 
-    /// The hello, a log line, and the (empty) snapshot of epoch 0.
+    /// The hello, a log line, and every thread's (empty) state of epoch 0,
+    /// as at the start of a connection.
     pub fn start(&mut self, out: &mut dyn FnMut(&[u8])) {
         let h = self.hello();
-        self.emit(Body::Hello(h), out);
+        self.rep.hello(self.now, &h, &mut |b: &[u8]| out(b));
         self.emit(
             Body::Log(LogLine {
                 level: Level::Info,
@@ -201,146 +202,81 @@ impl Synth {
             }),
             out,
         );
-        for t in 0..self.threads.len() {
-            let s = self.threads[t].stats;
-            self.emit(Body::Stats(s), out);
-            self.snapshot(t, out);
+        for t in &self.threads {
+            self.rep.resend(&t.log, &mut |b: &[u8]| out(b));
         }
     }
 
-    /// One report interval: samples, deltas, stats, spikes; a snapshot
-    /// every `snapshot_every` reports; a hello every 10.
+    /// One report interval: samples, then the report of every thread
+    /// (delta, statistics, snapshot chunk) and its spikes; a hello every
+    /// 10 s; the last report is the final one.
     pub fn report(&mut self, out: &mut dyn FnMut(&[u8])) {
-        self.epoch += 1;
-        let epoch = self.epoch;
-        if epoch.is_multiple_of(10) {
+        self.now += SEC;
+        if self.rep.hello_due(self.now) {
             let h = self.hello();
-            self.emit(Body::Hello(h), out);
+            self.rep.hello(self.now, &h, &mut |b: &[u8]| out(b));
+        }
+        let last = self.rep.epoch() + 1 == self.cfg.reports;
+        if last {
+            self.rep.begin_final(self.now);
+        } else {
+            self.rep.begin_report(self.now);
         }
         for t in 0..self.threads.len() {
-            let mut imax = 0;
-            let mut spikes = Vec::new();
-            for _ in 0..self.cfg.samples_per_report {
-                let ns = self.sample();
-                let layout = self.layout;
-                let th = &mut self.threads[t];
-                let b = layout.bucket_of(ns);
-                th.hist[b] += 1;
-                let s = &mut th.stats;
-                s.cycles += 1;
-                s.count += 1;
-                s.sum += ns;
-                s.min = s.min.min(ns);
-                s.max = s.max.max(ns);
-                s.last = ns as i64;
-                imax = imax.max(ns);
-                if ns >= self.cfg.spike_ns || ns >= u64::from(self.cfg.hist_us) * 1000 {
-                    spikes.push(SpikeRecord {
-                        thread: t as u16,
-                        cycle: s.cycles - 1,
-                        deadline_ns: (s.cycles as i64) * 1_000_000,
-                        latency_ns: ns as i64,
-                        missed: 0,
-                        flags: SpikeFlags {
-                            spike: ns >= self.cfg.spike_ns,
-                            overflow: ns >= u64::from(self.cfg.hist_us) * 1000,
-                            brk: false,
-                        },
-                    });
-                }
-            }
-            // Delta parts.
+            let spikes = self.sample_thread(t);
             let th = &mut self.threads[t];
-            let changed: Vec<DeltaEntry> = th
-                .hist
-                .iter()
-                .zip(th.prev.iter())
-                .enumerate()
-                .filter(|(_, (c, p))| c != p)
-                .map(|(i, (c, p))| DeltaEntry {
-                    bucket: i as u16,
-                    count: (c - p) as u32,
-                })
-                .collect();
-            th.prev.copy_from_slice(&th.hist);
-            th.stats.epoch = epoch;
-            th.stats.elapsed_ns = u64::from(epoch) * 1_000_000_000;
-            th.stats.interval_max = imax;
-            th.stats.last_report = epoch == self.cfg.reports;
-            let stats = th.stats;
-            let parts = changed.chunks(DELTA_ENTRIES).count().max(1) as u16;
-            let mut part = 0u16;
-            loop {
-                let lo = usize::from(part) * DELTA_ENTRIES;
-                let mut entries = heapless::Vec::new();
-                for e in changed.iter().skip(lo).take(DELTA_ENTRIES) {
-                    let _ = entries.push(*e);
-                }
-                self.emit(
-                    Body::Delta(HistDelta {
-                        thread: t as u16,
-                        epoch,
-                        part,
-                        parts,
-                        entries,
-                    }),
-                    out,
-                );
-                part += 1;
-                if part >= parts {
-                    break;
-                }
-            }
-            self.emit(Body::Stats(stats), out);
-            if epoch.is_multiple_of(self.cfg.snapshot_every) || epoch == self.cfg.reports {
-                self.snapshot(t, out);
-            }
+            self.rep.report(
+                &mut th.log,
+                &th.snap,
+                Extra::default(),
+                &mut |b: &[u8]| out(b),
+            );
+            th.stats = *th.log.stats();
             for r in spikes {
                 self.emit(Body::Spike(r), out);
             }
         }
     }
 
-    fn snapshot(&mut self, t: usize, out: &mut dyn FnMut(&[u8])) {
-        let nonzero: Vec<SnapshotEntry> = self.threads[t]
-            .hist
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| SnapshotEntry {
-                bucket: i as u16,
-                count: c,
-            })
-            .collect();
-        let total = nonzero.chunks(CHUNK_ENTRIES).count().max(1) as u16;
-        for index in 0..total {
-            let mut entries = heapless::Vec::new();
-            for e in nonzero
-                .iter()
-                .skip(usize::from(index) * CHUNK_ENTRIES)
-                .take(CHUNK_ENTRIES)
-            {
-                let _ = entries.push(*e);
-            }
-            self.emit(
-                Body::Chunk(SnapshotChunk {
+    /// A report interval's samples of thread `t`, into its record and its
+    /// exact histogram; returns the spike records they make.
+    fn sample_thread(&mut self, t: usize) -> Vec<SpikeRecord> {
+        let mut spikes = Vec::new();
+        for _ in 0..self.cfg.samples_per_report {
+            let ns = self.sample();
+            let b = self.layout.bucket_of(ns);
+            let (spike_ns, hist_ns) = (self.cfg.spike_ns, u64::from(self.cfg.hist_us) * 1000);
+            let th = &mut self.threads[t];
+            th.hist[b] += 1;
+            th.snap.buckets[b] = th.snap.buckets[b].wrapping_add(1);
+            let c = &mut th.snap.counters;
+            c.totals.add(ns);
+            c.cycles += 1;
+            c.last = ns as i64;
+            if ns >= spike_ns || ns >= hist_ns {
+                spikes.push(SpikeRecord {
                     thread: t as u16,
-                    epoch: self.epoch,
-                    index,
-                    total,
-                    entries,
-                }),
-                out,
-            );
+                    cycle: c.cycles - 1,
+                    deadline_ns: (c.cycles as i64) * 1_000_000,
+                    latency_ns: ns as i64,
+                    missed: 0,
+                    flags: SpikeFlags {
+                        spike: ns >= spike_ns,
+                        overflow: ns >= hist_ns,
+                        brk: false,
+                    },
+                });
+            }
         }
+        spikes
     }
 
     /// The bye.
     pub fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
         let bye = Bye {
             reason: ByeReason::Completed,
-            epoch: self.epoch,
-            elapsed_ns: u64::from(self.epoch) * 1_000_000_000,
+            epoch: self.rep.epoch(),
+            elapsed_ns: self.now as u64,
             threads: self.cfg.threads,
             cycles: self.threads.iter().map(|t| t.stats.cycles).sum(),
             max_ns: self.threads.iter().map(|t| t.stats.max).max().unwrap_or(0),

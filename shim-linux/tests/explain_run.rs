@@ -112,25 +112,76 @@ fn unpinned_threads_are_explained_on_the_cpu_they_woke_on() {
     }
 }
 
-#[test]
-fn without_tracefs_spikes_get_a_coarse_attribution() {
-    require!(is_root(), "needs a private mount namespace (root)");
-    require!(have("unshare"), "unshare is not installed");
-    let _g = serial();
-    // hide tracefs in a private mount namespace, then run
+/// Runs `latscope --explain` as root in a private mount namespace in which
+/// tracefs (and debugfs) are unmounted, through `wrap` (e.g. `setpriv ...
+/// `, or empty), then lists the namespace's tracefs mounts. Returns
+/// latscope's stderr, its frames and the mount lines after the run.
+fn run_without_tracefs(wrap: &str) -> (String, Vec<Frame>, String) {
     let script = format!(
         "umount -l /sys/kernel/tracing 2>/dev/null; umount -l /sys/kernel/debug 2>/dev/null; \
-         exec {BIN} -t 2 -a 0,1 -D 3s -q --explain 15 --report-interval 500ms --stream -"
+         grep -q ' tracefs ' /proc/mounts && echo 'tracefs still mounted' >&2 && exit 90; \
+         {wrap} {BIN} -t 2 -a 0,1 -D 3s -q --explain 15 --report-interval 500ms --stream - || exit $?; \
+         grep ' tracefs ' /proc/mounts >&2; true"
     );
     let out = tool("unshare")
         .args(["--mount", "--propagation", "private", "sh", "-c", &script])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{err}");
-    assert!(err.contains("coarse attribution"), "{err}");
-    let frames = decode_all(&out.stdout);
+    let mounts = err
+        .lines()
+        .filter(|l| l.split(' ').nth(2) == Some("tracefs"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    (err, decode_all(&out.stdout), mounts)
+}
+
+/// Whether the stream's hello says latscope mounted tracefs.
+fn hello_says_mounted(frames: &[Frame]) -> Option<bool> {
+    frames.iter().find_map(|f| match &f.body {
+        Body::Hello(h) => Some(h.config.tracefs_mounted),
+        _ => None,
+    })
+}
+
+#[test]
+fn without_tracefs_it_is_mounted_and_left_in_place() {
+    require!(is_root(), "needs a private mount namespace (root)");
+    require!(have("unshare"), "unshare is not installed");
+    let _g = serial();
+    let (err, frames, mounts) = run_without_tracefs("");
+    let explained = attributions(&frames);
+    assert!(
+        err.contains("tracefs was not mounted: mounted it at /sys/kernel/tracing"),
+        "{err}"
+    );
+    assert_eq!(hello_says_mounted(&frames), Some(true));
+    assert!(!explained.is_empty(), "no attribution in 3 s\n{err}");
+    assert!(explained.iter().all(|a| !a.coarse), "{explained:?}");
+    assert!(
+        mounts.contains("/sys/kernel/tracing tracefs rw,nosuid,nodev,noexec"),
+        "the mount is gone or differs: {mounts:?}"
+    );
+}
+
+#[test]
+fn without_the_privilege_to_mount_tracefs_attribution_is_coarse() {
+    require!(is_root(), "needs a private mount namespace (root)");
+    require!(have("unshare"), "unshare is not installed");
+    require!(have("setpriv"), "setpriv is not installed");
+    let _g = serial();
+    // root, but without CAP_SYS_ADMIN: it cannot mount
+    let (err, frames, mounts) = run_without_tracefs("setpriv --bounding-set=-sys_admin");
     let coarse = attributions(&frames);
+    assert_eq!(hello_says_mounted(&frames), Some(false));
+    assert!(
+        err.contains("no privilege to mount tracefs at /sys/kernel/tracing"),
+        "{err}"
+    );
+    assert!(!err.contains("not mounted"), "{err}");
+    assert!(err.contains("coarse attribution"), "{err}");
+    assert!(mounts.is_empty(), "{mounts}");
     assert!(!coarse.is_empty(), "no coarse attribution in 3 s");
     assert!(coarse.iter().all(|a| a.coarse && a.latency_ns >= 15_000));
 }

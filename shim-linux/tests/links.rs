@@ -12,19 +12,7 @@ use latscope_tests::this_target;
 /// Decode what a connection delivered, tolerating a cut last frame.
 fn decode_lenient(bytes: &[u8]) -> Vec<Frame> {
     let mut d: Box<Decoder<MAX_FRAME>> = Box::new(Decoder::new());
-    let mut out = Vec::new();
-    let mut rest = bytes;
-    loop {
-        let (got, r) = d.feed(rest);
-        let none = got.is_none();
-        if let Some(Ok(f)) = got {
-            out.push(f);
-        }
-        if r.is_empty() && none {
-            break;
-        }
-        rest = r;
-    }
+    let out = d.frames(bytes).filter_map(Result::ok).collect();
     assert_eq!(d.stats().crc_errors, 0);
     out
 }
@@ -126,9 +114,12 @@ fn check_last_figures(f2: &[Frame], t: u16, bye: &Bye, json: &str) {
     let total: u64 = f2
         .iter()
         .filter_map(|f| match &f.body {
-            Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => {
-                Some(c.entries.iter().map(|e| e.count).sum::<u64>())
-            }
+            Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => Some(
+                c.runs
+                    .iter(c.start)
+                    .map(|p| p.expect("well-formed runs").1)
+                    .sum::<u64>(),
+            ),
             _ => None,
         })
         .sum();

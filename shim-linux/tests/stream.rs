@@ -85,38 +85,41 @@ fn check_hello_and_bye(frames: &[Frame]) -> Bye {
     bye
 }
 
-/// Thread `t`: its deltas summed equal its final snapshot, which equals
-/// the `--json` histogram rows and figures.
+/// Thread `t`: its deltas summed equal its final snapshot (the chunks of
+/// the final report, which cover every bucket), which equals the `--json`
+/// histogram rows and figures.
 fn check_thread(frames: &[Frame], t: u16, bye: &Bye, json: &str) {
     let mut from_deltas = vec![0u64; DEFAULT_BUCKETS];
     let mut last_snapshot = vec![0u64; DEFAULT_BUCKETS];
     let mut last_epoch_stats = None;
-    let mut final_chunk_epoch = 0;
+    let mut covered = 0usize;
     for f in frames {
         match &f.body {
             Body::Delta(d) if d.thread == t => {
-                assert!(d.part < d.parts);
-                for e in &d.entries {
-                    from_deltas[e.bucket as usize] += e.count as u64;
+                for p in d.runs.iter(d.start) {
+                    let (b, n) = p.expect("well-formed runs");
+                    from_deltas[b as usize] += n;
                 }
             }
-            Body::Chunk(c) if c.thread == t => {
-                if c.index == 0 {
-                    last_snapshot.iter_mut().for_each(|x| *x = 0);
-                }
-                final_chunk_epoch = c.epoch;
-                for e in &c.entries {
-                    last_snapshot[e.bucket as usize] = e.count;
+            Body::Chunk(c) if c.thread == t && c.epoch == bye.epoch => {
+                assert_eq!(usize::from(c.start), covered, "chunks in order");
+                covered = usize::from(c.end).min(DEFAULT_BUCKETS);
+                for p in c.runs.iter(c.start) {
+                    let (b, n) = p.expect("well-formed runs");
+                    last_snapshot[b as usize] = n;
                 }
             }
             Body::Stats(s) if s.thread == t => last_epoch_stats = Some(*s),
             _ => {}
         }
     }
+    assert_eq!(
+        covered, DEFAULT_BUCKETS,
+        "the final snapshot covers every bucket"
+    );
     let stats = last_epoch_stats.expect("stats");
     assert!(stats.last_report);
     assert_eq!(stats.epoch, bye.epoch);
-    assert_eq!(final_chunk_epoch, bye.epoch);
     assert_eq!(from_deltas, last_snapshot, "thread {t}");
     let mut h = Histogram::<DEFAULT_BUCKETS>::new(1000);
     for (i, &c) in last_snapshot.iter().enumerate() {

@@ -1,14 +1,22 @@
 //! Decoding a recorded latscope stream and checking a run end to end: the
-//! hello, per-thread cycle accounting, link errors and the bye.
+//! hello, per-thread cycle accounting, link errors and the bye; and the
+//! shares of the explained spikes' time by cause.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use latscope_core::explain::{Attribution, CauseKind};
 use latscope_core::wire::{Body, Bye, Decoder, Hello, LinkStats, ThreadStats, MAX_FRAME};
 
 /// How much longer than requested a run may take (the last wake-up's
 /// lateness and the final report) before the check fails.
 pub const RUN_TIME_SLACK_NS: u64 = 1_000_000_000;
+
+/// The slack of an `--explain` run on an emulated board: before its final
+/// report the non-real-time sender reads the trace of every explained
+/// spike (tens of ms each under emulation), and under an interrupt flood
+/// the IRQ thread and the measuring threads leave it little CPU time.
+pub const EXPLAIN_SLACK_NS: u64 = 10_000_000_000;
 
 /// What a stream held, as the host sees it.
 #[derive(Default)]
@@ -17,6 +25,8 @@ pub struct Summary {
     /// The latest statistics of each thread (by thread index).
     pub stats: BTreeMap<u16, ThreadStats>,
     pub bye: Option<Bye>,
+    /// The explained spikes, in stream order.
+    pub explained: Vec<Attribution>,
     /// Log and warning lines the target sent.
     pub logs: Vec<String>,
     pub link: LinkStats,
@@ -30,21 +40,18 @@ pub struct Summary {
 pub fn decode(stream: &[u8]) -> Summary {
     let mut dec = Box::new(Decoder::<MAX_FRAME>::new());
     let mut sum = Summary::default();
-    let mut rest = stream;
-    while !rest.is_empty() {
-        let (frame, after) = dec.feed(rest);
-        rest = after;
+    for frame in dec.frames(stream) {
         match frame {
-            None => {}
-            Some(Err(e)) => sum.errors.push(e.to_string()),
-            Some(Ok(f)) => match f.body {
+            Err(e) => sum.errors.push(e.to_string()),
+            Ok(f) => match f.body {
                 Body::Hello(h) => sum.hello = Some(h),
                 Body::Stats(s) => {
                     sum.stats.insert(s.thread, s);
                 }
                 Body::Bye(b) => sum.bye = Some(b),
                 Body::Log(l) => sum.logs.push(format!("{:?}: {}", l.level, l.text)),
-                Body::Delta(_) | Body::Chunk(_) | Body::Spike(_) | Body::Explain(_) => {}
+                Body::Explain(a) => sum.explained.push(a),
+                Body::Delta(_) | Body::Chunk(_) | Body::Spike(_) => {}
             },
         }
     }
@@ -60,6 +67,9 @@ pub struct Expect<'a> {
     pub threads: usize,
     pub interval_ns: u64,
     pub duration_ns: u64,
+    /// How much later than `duration_ns` the final report may come
+    /// ([`RUN_TIME_SLACK_NS`] unless the run is under a load).
+    pub slack_ns: u64,
 }
 
 /// Checks a decoded run; returns the list of failures (empty: all good).
@@ -67,34 +77,7 @@ pub fn check(sum: &Summary, want: &Expect<'_>) -> Vec<String> {
     let mut bad = Vec::new();
     match &sum.hello {
         None => bad.push("no hello frame".to_string()),
-        Some(h) => {
-            if !h.target.arch.starts_with(want.arch_prefix) {
-                bad.push(format!(
-                    "hello names arch {:?}, expected {}*",
-                    h.target.arch.as_str(),
-                    want.arch_prefix
-                ));
-            }
-            if h.config.interval_ns != want.interval_ns {
-                bad.push(format!(
-                    "hello interval {} ns, expected {}",
-                    h.config.interval_ns, want.interval_ns
-                ));
-            }
-            if h.config.duration_ns != want.duration_ns {
-                bad.push(format!(
-                    "hello duration {} ns, expected {}",
-                    h.config.duration_ns, want.duration_ns
-                ));
-            }
-            if h.config.threads.len() != want.threads {
-                bad.push(format!(
-                    "hello lists {} threads, expected {}",
-                    h.config.threads.len(),
-                    want.threads
-                ));
-            }
-        }
+        Some(h) => check_hello(h, want, &mut bad),
     }
     if sum.stats.len() != want.threads {
         bad.push(format!(
@@ -112,32 +95,7 @@ pub fn check(sum: &Summary, want: &Expect<'_>) -> Vec<String> {
             .map(|i| i.interval_ns)
             .filter(|&i| i > 0)
             .unwrap_or(want.interval_ns);
-        // Every period of the requested run time is either measured or
-        // counted as missed, so this holds (±1 for the edges) even under
-        // emulation, where single wake-ups are late by many periods.
-        let periods = want.duration_ns / interval;
-        let seen = s.cycles + s.missed;
-        if seen.abs_diff(periods) > 1 {
-            bad.push(format!(
-                "thread {t}: cycles {} + missed {} = {seen}, expected {periods} ± 1 (run {} ns / interval {interval} ns; final report at {} ns)",
-                s.cycles, s.missed, want.duration_ns, s.elapsed_ns
-            ));
-        }
-        // The final report comes at the requested run time, give or take the
-        // lateness of the last wake-up (lenient: emulated timing is noisy).
-        if s.elapsed_ns < want.duration_ns.saturating_sub(interval)
-            || s.elapsed_ns > want.duration_ns + RUN_TIME_SLACK_NS
-        {
-            bad.push(format!(
-                "thread {t}: ran {} ns, expected {} ns (+ at most {RUN_TIME_SLACK_NS} ns)",
-                s.elapsed_ns, want.duration_ns
-            ));
-        }
-        if !s.last_report {
-            bad.push(format!(
-                "thread {t}: final statistics not marked last_report"
-            ));
-        }
+        check_thread(*t, s, interval, want, &mut bad);
     }
     if sum.link.crc_errors != 0 || !sum.link.is_clean() {
         bad.push(format!("link errors: {:?} {:?}", sum.link, sum.errors));
@@ -161,6 +119,66 @@ pub fn check(sum: &Summary, want: &Expect<'_>) -> Vec<String> {
         }
     }
     bad
+}
+
+/// The hello's architecture, interval, duration and thread count.
+fn check_hello(h: &Hello, want: &Expect<'_>, bad: &mut Vec<String>) {
+    if !h.target.arch.starts_with(want.arch_prefix) {
+        bad.push(format!(
+            "hello names arch {:?}, expected {}*",
+            h.target.arch.as_str(),
+            want.arch_prefix
+        ));
+    }
+    if h.config.interval_ns != want.interval_ns {
+        bad.push(format!(
+            "hello interval {} ns, expected {}",
+            h.config.interval_ns, want.interval_ns
+        ));
+    }
+    if h.config.duration_ns != want.duration_ns {
+        bad.push(format!(
+            "hello duration {} ns, expected {}",
+            h.config.duration_ns, want.duration_ns
+        ));
+    }
+    if h.config.threads.len() != want.threads {
+        bad.push(format!(
+            "hello lists {} threads, expected {}",
+            h.config.threads.len(),
+            want.threads
+        ));
+    }
+}
+
+/// Thread `t`'s cycle accounting and run time (period `interval` ns).
+fn check_thread(t: u16, s: &ThreadStats, interval: u64, want: &Expect<'_>, bad: &mut Vec<String>) {
+    // Every period of the requested run time is either measured or
+    // counted as missed, so this holds (±1 for the edges) even under
+    // emulation, where single wake-ups are late by many periods.
+    let periods = want.duration_ns / interval;
+    let seen = s.cycles + s.missed;
+    if seen.abs_diff(periods) > 1 {
+        bad.push(format!(
+            "thread {t}: cycles {} + missed {} = {seen}, expected {periods} ± 1 (run {} ns / interval {interval} ns; final report at {} ns)",
+            s.cycles, s.missed, want.duration_ns, s.elapsed_ns
+        ));
+    }
+    // The final report comes at the requested run time, give or take the
+    // lateness of the last wake-up (lenient: emulated timing is noisy).
+    if s.elapsed_ns < want.duration_ns.saturating_sub(interval)
+        || s.elapsed_ns > want.duration_ns + want.slack_ns
+    {
+        bad.push(format!(
+            "thread {t}: ran {} ns, expected {} ns (+ at most {} ns)",
+            s.elapsed_ns, want.duration_ns, want.slack_ns
+        ));
+    }
+    if !s.last_report {
+        bad.push(format!(
+            "thread {t}: final statistics not marked last_report"
+        ));
+    }
 }
 
 /// A short human description of a decoded run, for test output.
@@ -207,4 +225,84 @@ pub fn describe(sum: &Summary) -> String {
         let _ = writeln!(s, "log: {l}");
     }
     s
+}
+
+/// How the explained spikes' time splits, for one IRQ of interest.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Shares {
+    /// Explained spikes, how many of them are coarse (`/proc` counts), and
+    /// how many are all untraced (the trace was off for their whole
+    /// window, e.g. frozen for an earlier spike).
+    pub spikes: usize,
+    pub coarse: usize,
+    pub blind: usize,
+    /// Explained spikes that carry a line for the IRQ.
+    pub with_irq: usize,
+    /// Sum of the traced spikes' latencies, ns.
+    pub total_ns: u64,
+    /// Time of the IRQ: its hard handler and its `PREEMPT_RT` thread.
+    pub irq_ns: u64,
+    /// The part of `irq_ns` its thread ran (lines named `irq/N-...`).
+    pub irq_thread_ns: u64,
+    /// "irqs or preemption off (untraced)".
+    pub untraced_ns: u64,
+    /// Task lines named after the IRQ's thread (`irq/N-...`): IRQ thread
+    /// time counted as some task's.
+    pub irq_as_task_ns: u64,
+}
+
+impl Shares {
+    /// Adds up the traced (not coarse) attributions for IRQ `irq`.
+    pub fn of(explained: &[Attribution], irq: u32) -> Shares {
+        let thread = format!("irq/{irq}-");
+        let mut s = Shares::default();
+        for a in explained {
+            s.spikes += 1;
+            if a.coarse {
+                s.coarse += 1;
+                continue;
+            }
+            s.total_ns += a.latency_ns;
+            s.blind += usize::from(a.causes.iter().all(|c| c.kind == CauseKind::Untraced));
+            let mut hit = false;
+            for c in &a.causes {
+                match c.kind {
+                    CauseKind::Irq if c.id == irq => {
+                        hit = true;
+                        s.irq_ns += c.ns;
+                        if c.name.starts_with(&thread) {
+                            s.irq_thread_ns += c.ns;
+                        }
+                    }
+                    CauseKind::Task if c.name.starts_with(&thread) => s.irq_as_task_ns += c.ns,
+                    CauseKind::Untraced => s.untraced_ns += c.ns,
+                    _ => {}
+                }
+            }
+            s.with_irq += usize::from(hit);
+        }
+        s
+    }
+
+    /// `part` as a share of the traced spikes' time.
+    pub fn share(&self, part: u64) -> f64 {
+        part as f64 / self.total_ns.max(1) as f64
+    }
+
+    /// One line for test output.
+    pub fn line(&self, irq: u32) -> String {
+        format!(
+            "{} explained spikes ({} coarse, {} all untraced, {} with irq {irq}), {:.1} ms: \
+             irq {irq} {:.2} % (its thread {:.2} %), untraced {:.1} %, irq thread as task {:.2} %",
+            self.spikes,
+            self.coarse,
+            self.blind,
+            self.with_irq,
+            self.total_ns as f64 / 1e6,
+            100.0 * self.share(self.irq_ns),
+            100.0 * self.share(self.irq_thread_ns),
+            100.0 * self.share(self.untraced_ns),
+            100.0 * self.share(self.irq_as_task_ns),
+        )
+    }
 }

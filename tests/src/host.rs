@@ -447,15 +447,7 @@ pub struct RelayStats {
 /// was rejected.
 pub fn decode_frames(bytes: &[u8]) -> (Vec<Frame>, LinkStats) {
     let mut d = Decoder::<MAX_FRAME>::new();
-    let mut rest = bytes;
-    let mut out = Vec::new();
-    while !rest.is_empty() {
-        let (ev, r) = d.feed(rest);
-        rest = r;
-        if let Some(Ok(f)) = ev {
-            out.push(f);
-        }
-    }
+    let out = d.frames(bytes).filter_map(Result::ok).collect();
     (out, *d.stats())
 }
 

@@ -1,5 +1,6 @@
 //! Running ARM binaries under emulation: qemu-user for single programs, and
-//! qemu-system boards that boot a Debian kernel with latscope as `/init`.
+//! what the emulated boards boot (see the `boot` module): the static ARM
+//! `latscope`, a Debian kernel and an initramfs.
 //!
 //! The tests that use this module need root-free but tool-heavy setup: the
 //! static ARM `latscope` binary, `qemu-*`, `cpio`, `gzip` and a Debian kernel
@@ -9,15 +10,11 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
-
-/// Time limit for one boot, from starting qemu to its exit.
-pub const BOOT_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A missing tool or kernel: under CI (`CI=true`) the test fails naming
 /// it (`.ci/run` installs it); elsewhere it is skipped. Returns `None`.
@@ -166,6 +163,20 @@ fn linker(arch: Arch) -> &'static str {
     }
 }
 
+/// The cache `.ci/run setup` fills with kernels and busybox:
+/// `$LATSCOPE_CACHE`, else `latscope` under `$XDG_CACHE_HOME` or
+/// `~/.cache`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(c) = std::env::var_os("LATSCOPE_CACHE") {
+        return PathBuf::from(c);
+    }
+    match (std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME")) {
+        (Some(c), _) => PathBuf::from(c).join("latscope"),
+        (None, Some(h)) => PathBuf::from(h).join(".cache").join("latscope"),
+        (None, None) => target_dir().join(".cache").join("latscope"),
+    }
+}
+
 /// The Debian kernel image for `arch`.
 ///
 /// `LATSCOPE_KERNEL_AARCH64` / `LATSCOPE_KERNEL_ARMV7` name it; otherwise it
@@ -179,16 +190,7 @@ pub fn kernel(arch: Arch) -> Option<PathBuf> {
         assert!(p.is_file(), "{var}={} does not exist", p.display());
         return Some(p);
     }
-    let cache = match std::env::var_os("LATSCOPE_CACHE") {
-        Some(c) => PathBuf::from(c),
-        None => match std::env::var_os("XDG_CACHE_HOME") {
-            Some(c) => PathBuf::from(c).join("latscope"),
-            None => match std::env::var_os("HOME") {
-                Some(h) => PathBuf::from(h).join(".cache").join("latscope"),
-                None => target_dir().join(".cache").join("latscope"),
-            },
-        },
-    };
+    let cache = cache_dir();
     let mut images = Vec::new();
     if let Ok(dirs) = fs::read_dir(cache.join("kernels")) {
         for d in dirs.flatten() {
@@ -308,19 +310,29 @@ pub fn make_initramfs(init: &Path, dir: &Path) -> io::Result<PathBuf> {
         .args(["c", "5", "1"])
         .stderr(Stdio::null())
         .status();
-    let mut names = String::new();
-    for n in ["dev", "dev/console", "proc", "sys", "tmp", "init"] {
-        if root.join(n).symlink_metadata().is_ok() {
-            names.push_str(n);
-            names.push('\n');
+    pack_initramfs(&root, &dir.join("initramfs.cpio.gz"))?;
+    Ok(dir.join("initramfs.cpio.gz"))
+}
+
+/// Packs the tree at `root` into the gzip-compressed newc archive `out`,
+/// every file owned by root.
+pub fn pack_initramfs(root: &Path, out: &Path) -> io::Result<()> {
+    for tool in ["cpio", "gzip"] {
+        if which(tool).is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{tool} missing"),
+            ));
         }
     }
-    let cpio_path = dir.join("initramfs.cpio");
-    let mut cpio = Command::new("cpio")
-        .args(["--quiet", "-o", "-H", "newc", "--owner=0:0"])
-        .current_dir(&root)
+    let mut names = String::new();
+    list_tree(root, root, &mut names)?;
+    let mut cpio = Command::new("sh")
+        .arg("-c")
+        .arg("cpio --quiet -o -H newc --owner=0:0 | gzip -1")
+        .current_dir(root)
         .stdin(Stdio::piped())
-        .stdout(fs::File::create(&cpio_path)?)
+        .stdout(fs::File::create(out)?)
         .spawn()?;
     cpio.stdin
         .take()
@@ -328,234 +340,26 @@ pub fn make_initramfs(init: &Path, dir: &Path) -> io::Result<PathBuf> {
         .write_all(names.as_bytes())?;
     let st = cpio.wait()?;
     if !st.success() {
-        return Err(io::Error::other(format!("cpio failed: {st}")));
+        return Err(io::Error::other(format!("cpio | gzip failed: {st}")));
     }
-    let st = Command::new("gzip")
-        .args(["-1", "-f"])
-        .arg(&cpio_path)
-        .status()?;
-    if !st.success() {
-        return Err(io::Error::other(format!("gzip failed: {st}")));
-    }
-    Ok(dir.join("initramfs.cpio.gz"))
+    Ok(())
 }
 
-/// An emulated board: `qemu-system-* -M virt` with a Debian kernel.
-pub struct Board {
-    pub arch: Arch,
-    pub qemu: PathBuf,
-    pub kernel: PathBuf,
-    pub smp: u32,
-    pub mem_mib: u32,
-}
-
-/// What one boot produced.
-pub struct Boot {
-    /// Everything the guest wrote to its console (ttyAMA0), plus qemu's stderr.
-    pub console: String,
-    /// The bytes the guest wrote to its second serial port (ttyAMA1).
-    pub stream: Vec<u8>,
-    /// From starting qemu to the first stream byte.
-    pub first_byte: Option<Duration>,
-    /// From starting qemu to the end of the first complete frame
-    /// (non-zero bytes followed by a 0x00 delimiter).
-    pub first_frame: Option<Duration>,
-    /// From starting qemu to its exit.
-    pub total: Duration,
-    pub status: ExitStatus,
-}
-
-impl Board {
-    /// Finds qemu and the kernel for `arch` (`None`: skipped outside CI).
-    pub fn find(arch: Arch) -> Option<Board> {
-        let Some(qemu) = which(arch.qemu_system()) else {
-            return unavailable(&format!("{} is not installed", arch.qemu_system()));
-        };
-        let kernel = kernel(arch)?;
-        Some(Board {
-            arch,
-            qemu,
-            kernel,
-            smp: 2,
-            mem_mib: 256,
-        })
-    }
-
-    /// Boots with `init` as `/init`, passing `init_args` to it (they follow
-    /// `--` on the kernel command line). The second serial port is a TCP
-    /// connection to a listener on 127.0.0.1 that this function owns, so no
-    /// byte is lost before the reader is ready: qemu connects before the guest
-    /// starts. The guest must power off; qemu runs with `-no-reboot`.
-    pub fn boot(&self, init: &Path, init_args: &str, timeout: Duration) -> io::Result<Boot> {
-        for tool in ["cpio", "gzip"] {
-            if which(tool).is_none() {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    format!("{tool} missing"),
-                ));
-            }
-        }
-        let scratch = Scratch::new("board")?;
-        let initrd = make_initramfs(init, scratch.path())?;
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
-        let append = format!("console=ttyAMA0 panic=-1 quiet -- {init_args}");
-        let mut cmd = Command::new(&self.qemu);
-        cmd.args(["-M", "virt", "-cpu", self.arch.cpu()])
-            .args([
-                "-smp",
-                &self.smp.to_string(),
-                "-m",
-                &self.mem_mib.to_string(),
-            ])
-            .args([
-                "-nographic",
-                "-monitor",
-                "none",
-                "-nic",
-                "none",
-                "-no-reboot",
-            ])
-            .arg("-kernel")
-            .arg(&self.kernel)
-            .arg("-initrd")
-            .arg(&initrd)
-            .args(["-append", &append])
-            .args(["-serial", "stdio"])
-            .args([
-                "-chardev",
-                &format!("socket,id=uart1,host=127.0.0.1,port={port}"),
-                "-serial",
-                "chardev:uart1",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let start = Instant::now();
-        let deadline = start + timeout;
-        let mut guard = ChildGuard::new(cmd.spawn()?);
-        let out = drain(guard.child().stdout.take().expect("piped stdout"));
-        let err = drain(guard.child().stderr.take().expect("piped stderr"));
-
-        let result = read_stream(&listener, &mut guard, start, deadline);
-        let status = match &result {
-            Ok(_) => guard.wait_until(deadline),
-            Err(e) => Err(io::Error::new(e.kind(), e.to_string())),
-        };
-        let total = start.elapsed();
-        // On a timeout or error the guard kills qemu here, which ends the pipes.
-        let status_or_kill = match status {
-            Ok(s) => Ok(s),
-            Err(e) => {
-                drop(guard);
-                Err(e)
-            }
-        };
-        let console = format!(
-            "{}{}",
-            out.join().unwrap_or_default(),
-            err.join().unwrap_or_default()
-        );
-        let (stream, first_byte, first_frame) = match result {
-            Ok(r) => r,
-            Err(e) => {
-                return Err(io::Error::new(
-                    e.kind(),
-                    format!("{e}\n--- console ---\n{console}"),
-                ))
-            }
-        };
-        let status = status_or_kill
-            .map_err(|e| io::Error::new(e.kind(), format!("{e}\n--- console ---\n{console}")))?;
-        Ok(Boot {
-            console,
-            stream,
-            first_byte,
-            first_frame,
-            total,
-            status,
-        })
-    }
-}
-
-type StreamRead = (Vec<u8>, Option<Duration>, Option<Duration>);
-
-/// Accepts qemu's connection and reads the second serial port until qemu
-/// closes it (at exit).
-fn read_stream(
-    listener: &TcpListener,
-    guard: &mut ChildGuard,
-    start: Instant,
-    deadline: Instant,
-) -> io::Result<StreamRead> {
-    listener.set_nonblocking(true)?;
-    let mut sock: TcpStream = loop {
-        match listener.accept() {
-            Ok((s, _)) => break s,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                if let Some(st) = guard.child().try_wait()? {
-                    return Err(io::Error::other(format!(
-                        "qemu exited ({st}) before connecting its serial port"
-                    )));
-                }
-                if Instant::now() >= deadline {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "qemu never connected",
-                    ));
-                }
-                thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => return Err(e),
-        }
-    };
-    sock.set_nonblocking(false)?;
-    sock.set_read_timeout(Some(Duration::from_millis(100)))?;
-    let mut data = Vec::new();
-    let mut first_byte = None;
-    let mut first_frame = None;
-    let mut in_frame = false;
-    let mut buf = [0u8; 4096];
-    loop {
-        match sock.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => {
-                let now = start.elapsed();
-                first_byte.get_or_insert(now);
-                if first_frame.is_none() {
-                    for &b in &buf[..n] {
-                        if b != 0 {
-                            in_frame = true;
-                        } else if in_frame {
-                            first_frame = Some(now);
-                            break;
-                        }
-                    }
-                }
-                data.extend_from_slice(&buf[..n]);
-            }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-                ) =>
-            {
-                if Instant::now() >= deadline {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!(
-                            "board still running after the timeout; {} stream bytes",
-                            data.len()
-                        ),
-                    ));
-                }
-                // qemu closes the socket when it exits; a hung guest is
-                // caught by the deadline above.
-            }
-            Err(e) => return Err(e),
+/// Appends every path under `dir`, relative to `root`, one per line
+/// (directories before their contents).
+fn list_tree(root: &Path, dir: &Path, out: &mut String) -> io::Result<()> {
+    let mut entries: Vec<_> = fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let p = e.path();
+        let rel = p.strip_prefix(root).map_err(io::Error::other)?;
+        out.push_str(&rel.to_string_lossy());
+        out.push('\n');
+        if e.file_type()?.is_dir() {
+            list_tree(root, &p, out)?;
         }
     }
-    Ok((data, first_byte, first_frame))
+    Ok(())
 }
 
 /// Runs an ARM binary under qemu-user, with a time limit.

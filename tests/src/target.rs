@@ -87,19 +87,11 @@ pub fn serial() -> MutexGuard<'static, ()> {
 pub fn decode_all(bytes: &[u8]) -> Vec<Frame> {
     let mut d: Box<Decoder<MAX_FRAME>> = Box::new(Decoder::new());
     let mut frames = Vec::new();
-    let mut rest = bytes;
-    loop {
-        let (got, r) = d.feed(rest);
-        let none = got.is_none();
-        match got {
-            Some(Ok(f)) => frames.push(f),
-            Some(Err(e)) => panic!("decode error {e:?} after {} frames", frames.len()),
-            None => {}
+    for f in d.frames(bytes) {
+        match f {
+            Ok(f) => frames.push(f),
+            Err(e) => panic!("decode error {e:?} after {} frames", frames.len()),
         }
-        if r.is_empty() && none {
-            break;
-        }
-        rest = r;
     }
     assert!(d.stats().is_clean(), "link stats {:?}", d.stats());
     frames

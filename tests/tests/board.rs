@@ -1,10 +1,17 @@
 //! latscope on emulated ARM, end to end.
 //!
-//! - An emulated board: qemu-system boots a Debian kernel (PREEMPT_RT for
-//!   aarch64) with an initramfs whose `/init` is the static `latscope`
-//!   binary. It measures on the guest's CPUs and streams to the second UART
-//!   (`/dev/ttyAMA1`), which qemu connects to a TCP listener of this test;
-//!   the recorded stream is decoded and checked.
+//! - PID 1: qemu-system boots a Debian kernel (PREEMPT_RT for aarch64) with
+//!   an initramfs whose `/init` is the static `latscope` binary. It measures
+//!   on the guest's CPUs and streams to the second UART (`/dev/ttyAMA1`),
+//!   which qemu connects to a TCP listener of this test; the recorded
+//!   stream is decoded and checked.
+//! - The busybox image (`tests/image/init`): latscope started from an init
+//!   script as an ordinary process, on both boards. On the PREEMPT_RT board
+//!   the test floods the console UART's receive side and checks that the
+//!   explained spikes name that IRQ when latscope runs below the IRQ
+//!   threads, and never blame its thread when it runs above them. On armv7
+//!   the stream goes through a pty that `latscope-host record --serial`
+//!   reads.
 //! - A qemu-user smoke run of each ARM binary: a short measurement whose
 //!   output and stream file are checked.
 //!
@@ -14,13 +21,22 @@
 
 #[path = "../src/board.rs"]
 mod board;
+#[path = "../src/boot.rs"]
+mod boot;
+#[path = "../src/image.rs"]
+mod image;
 #[path = "../src/qemu.rs"]
 mod qemu;
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-use board::{check, decode, describe, Expect};
-use qemu::{latscope_binary, run_user, unavailable, Arch, Board, Scratch, BOOT_TIMEOUT};
+use board::{
+    check, decode, describe, Expect, Shares, Summary, EXPLAIN_SLACK_NS, RUN_TIME_SLACK_NS,
+};
+use boot::{Board, Boot, Console, Port, Spec, BOOT_TIMEOUT};
+use image::Report;
+use qemu::{latscope_binary, run_user, unavailable, Arch, Scratch};
 
 const INTERVAL_US: u64 = 1000;
 const BOARD_SECS: u64 = 5;
@@ -31,6 +47,55 @@ fn arch_prefix(arch: Arch) -> &'static str {
         Arch::Aarch64 => "aarch64",
         Arch::Armv7 => "arm",
     }
+}
+
+/// Boot time, first frame, frames, CRC errors and stream rates, one line.
+fn boot_line(arch: Arch, boot: &Boot, sum: &Summary) -> String {
+    let first = boot
+        .first_frame
+        .map_or("-".to_string(), |d| format!("{:.2} s", d.as_secs_f64()));
+    let rates = boot
+        .rates()
+        .map_or("read by the host".to_string(), |(avg, peak)| {
+            format!("{avg:.0} B/s average, {peak} B/s peak")
+        });
+    format!(
+        "board {arch:?}: qemu exit {} after {:.2} s; first frame at {first}; {} frames, \
+         {} CRC errors, {} stream bytes, {rates}",
+        boot.status,
+        boot.total.as_secs_f64(),
+        sum.link.frames,
+        sum.link.crc_errors,
+        boot.stream.len(),
+    )
+}
+
+/// What `--explain` on a board must show: latscope mounted tracefs itself
+/// (nothing on the board mounts it) and said so in the stream's log, and
+/// the explained spikes come from trace events, not `/proc` counts. The
+/// console has no empty degradation line.
+fn explain_problems(sum: &Summary, console: &str) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mounted = "tracefs was not mounted: mounted it at /sys/kernel/tracing";
+    if !sum.logs.iter().any(|l| l.contains(mounted)) {
+        bad.push(format!("no log line {mounted:?}: {:?}", sum.logs));
+    }
+    if !sum.hello.as_ref().is_some_and(|h| h.config.tracefs_mounted) {
+        bad.push("the hello does not say latscope mounted tracefs".to_string());
+    }
+    if sum.explained.is_empty() {
+        bad.push("no explained spike".to_string());
+    }
+    let coarse = sum.explained.iter().filter(|a| a.coarse).count();
+    if coarse > 0 {
+        bad.push(format!(
+            "{coarse} coarse attributions (not from trace events)"
+        ));
+    }
+    if console.lines().any(|l| l.trim_end() == "# degraded run:") {
+        bad.push("an empty '# degraded run:' line on the console".to_string());
+    }
+    bad
 }
 
 fn board_run(arch: Arch) {
@@ -44,8 +109,10 @@ fn board_run(arch: Arch) {
     let Some(bin) = latscope_binary(arch) else {
         return;
     };
-    let args =
-        format!("-t 2 -a 0,1 -i {INTERVAL_US} -D {BOARD_SECS}s -q --stream serial:/dev/ttyAMA1");
+    let args = format!(
+        "-t 2 -a 0,1 -i {INTERVAL_US} -D {BOARD_SECS}s -q --explain 500 \
+         --stream serial:/dev/ttyAMA1"
+    );
     eprintln!(
         "board {arch:?}: {} with {} ({} bytes), init args: {args}",
         board.kernel.display(),
@@ -57,14 +124,7 @@ fn board_run(arch: Arch) {
         .unwrap_or_else(|e| panic!("board {arch:?} did not complete: {e}"));
     let sum = decode(&boot.stream);
     let report = describe(&sum);
-    eprintln!(
-        "board {arch:?}: qemu exit {} after {:.2} s; first stream byte at {:?}, first frame at {:?}; {} stream bytes\n{report}",
-        boot.status,
-        boot.total.as_secs_f64(),
-        boot.first_byte.map(|d| format!("{:.2} s", d.as_secs_f64())),
-        boot.first_frame.map(|d| format!("{:.2} s", d.as_secs_f64())),
-        boot.stream.len()
-    );
+    eprintln!("{}\n{report}", boot_line(arch, &boot, &sum));
     let bad = check(
         &sum,
         &Expect {
@@ -72,8 +132,10 @@ fn board_run(arch: Arch) {
             threads: 2,
             interval_ns: INTERVAL_US * 1000,
             duration_ns: BOARD_SECS * 1_000_000_000,
+            slack_ns: EXPLAIN_SLACK_NS,
         },
     );
+    let bad = [bad, explain_problems(&sum, &boot.console)].concat();
     assert!(
         bad.is_empty() && boot.status.success(),
         "board {arch:?} run failed (qemu {}):\n  {}\n{report}--- console ---\n{}",
@@ -93,15 +155,248 @@ fn board_armv7_streams_over_serial() {
     board_run(Arch::Armv7);
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
+/// The run of the busybox image: `threads` (e.g. `-t 2 -a 0,1`) at 1 kHz
+/// and priority `prio`, spikes from 500 us explained.
+fn image_args(threads: &str, prio: u8, secs: u64) -> String {
+    format!(
+        "{threads} -i {INTERVAL_US} -D {secs}s -q -p {prio} --explain 500 \
+         --stream serial:/dev/ttyAMA1"
+    )
+}
+
+/// The number after `flag` in `args` (`-D 5s` gives 5).
+fn arg_num(args: &str, flag: &str) -> Option<u64> {
+    let mut words = args.split_whitespace();
+    words.find(|w| *w == flag)?;
+    let v = words.next()?;
+    v.trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .parse()
         .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
+}
+
+/// What a boot of the busybox image gave.
+struct ImageRun {
+    boot: Boot,
+    sum: Summary,
+    report: Report,
+}
+
+/// Boots the busybox image on `arch` with `args` for latscope and checks
+/// the init script's verdict and the stream (`None`: skipped).
+fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<ImageRun> {
+    if qemu::board_tests_disabled() {
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
+        return None;
+    }
+    let board = Board::find(arch)?;
+    let bin = latscope_binary(arch)?;
+    let busybox = image::busybox(arch)?;
+    let scratch = Scratch::new("image").expect("scratch dir");
+    let initrd = image::build(&busybox, &bin, scratch.path()).expect("build the busybox image");
+    eprintln!(
+        "image {arch:?}: {} with {console:?}, {port:?}; latscope {args}",
+        board.kernel.display()
+    );
+    let spec = Spec {
+        initrd: &initrd,
+        args,
+        console,
+        port,
+        timeout: BOOT_TIMEOUT,
+    };
+    let boot = board
+        .run(&spec)
+        .unwrap_or_else(|e| panic!("image {arch:?} did not complete: {e}"));
+    let sum = decode(&boot.stream);
+    let report = Report::parse(&boot.console);
+    eprintln!(
+        "{}\n{}{:?}",
+        boot_line(arch, &boot, &sum),
+        describe(&sum),
+        report
+    );
+    let secs = arg_num(args, "-D").expect("-D Ns in the arguments");
+    let threads = arg_num(args, "-t").expect("-t N in the arguments");
+    let bad = check(
+        &sum,
+        &Expect {
+            arch_prefix: arch_prefix(arch),
+            threads: usize::try_from(threads).expect("thread count"),
+            interval_ns: INTERVAL_US * 1000,
+            duration_ns: secs * 1_000_000_000,
+            slack_ns: EXPLAIN_SLACK_NS,
+        },
+    );
+    let mut bad = [bad, explain_problems(&sum, &boot.console)].concat();
+    let by_latscope = "tracefs mounted by latscope at /sys/kernel/tracing";
+    if !report
+        .verdict
+        .as_deref()
+        .is_some_and(|v| v.contains(by_latscope))
+    {
+        bad.push(format!("the image's verdict does not say {by_latscope:?}"));
+    }
+    assert!(
+        report.passed() && bad.is_empty() && boot.status.success(),
+        "image {arch:?}: verdict {:?}, qemu {}:\n  {}\n{}--- console ---\n{}\n--- host ---\n{}",
+        report.verdict,
+        boot.status,
+        bad.join("\n  "),
+        describe(&sum),
+        boot.console,
+        boot.host_log
+    );
+    Some(ImageRun { boot, sum, report })
+}
+
+/// Seconds of each attribution run.
+const FLOOD_SECS: u64 = 5;
+
+/// One measuring thread, on CPU 0, where the console IRQ is delivered:
+/// every spike the trace explains can show the flood, and the sender,
+/// which reads the trace, has CPU 1.
+const FLOOD_THREADS: &str = "-t 1 -a 0";
+
+/// The busybox image on the PREEMPT_RT board: a control run, a run below
+/// the IRQ threads (`-p 40`) while the test floods the console UART, and
+/// one above them (`-p 80`) under the same flood. The stream uses the
+/// other UART, so the flood's IRQ is not the stream's own.
+#[test]
+fn image_aarch64_rt_attributes_a_uart_flood() {
+    let run = |prio, flood| {
+        let args = image_args(FLOOD_THREADS, prio, FLOOD_SECS);
+        boot_image(
+            Arch::Aarch64,
+            &args,
+            Console::Socket { flood },
+            Port::Socket,
+        )
+    };
+    let Some(control) = run(40, false) else {
+        return;
+    };
+    let below = run(40, true).expect("a second boot");
+    let above = run(80, true).expect("a third boot");
+    let irq = below
+        .report
+        .console_irq
+        .expect("the image names the console's IRQ");
+    assert_eq!(
+        below.report.console_irq_cpus.as_deref(),
+        Some("0"),
+        "the console IRQ is not delivered to the measured CPU 0"
+    );
+    let [c, b, a] = [&control, &below, &above].map(|r| Shares::of(&r.sum.explained, irq));
+    for (name, run, s) in [
+        ("control -p 40", &control, &c),
+        ("flood -p 40", &below, &b),
+        ("flood -p 80", &above, &a),
+    ] {
+        eprintln!(
+            "{name}: {} bytes flooded, irq {irq} fired {:?} times; {}",
+            run.boot.flood_bytes,
+            run.report.irqs,
+            s.line(irq)
+        );
+    }
+    print_host_spike(&below.boot.stream, irq);
+    for (name, run, s) in [
+        ("control", &control, &c),
+        ("flood -p 40", &below, &b),
+        ("flood -p 80", &above, &a),
+    ] {
+        assert!(
+            s.spikes > 0,
+            "{name}: no explained spikes\n{}",
+            describe(&run.sum)
+        );
+        assert_eq!(
+            s.coarse, 0,
+            "{name}: coarse attributions, not trace events\n{}",
+            run.boot.console
+        );
+    }
+    assert!(
+        below.boot.flood_bytes > 0 && above.boot.flood_bytes > 0,
+        "nothing flooded"
+    );
+    assert!(
+        b.with_irq > 0 && b.irq_ns > 0,
+        "flood at -p 40: no spike names irq {irq}: {}",
+        b.line(irq)
+    );
+    assert!(
+        b.share(b.irq_ns) >= 3.0 * c.share(c.irq_ns),
+        "flood at -p 40: irq {irq}'s share is not 3x the control's: {} vs {}",
+        b.line(irq),
+        c.line(irq)
+    );
+    assert!(
+        a.irq_thread_ns == 0 && a.irq_as_task_ns == 0,
+        "flood at -p 80: irq {irq}'s thread delayed the measuring threads: {}",
+        a.line(irq)
+    );
+}
+
+/// Prints the host's report of the first explained spike that names `irq`.
+fn print_host_spike(stream: &[u8], irq: u32) {
+    let scratch = Scratch::new("spike").expect("scratch dir");
+    let rec = scratch.path().join("flood.lsr");
+    std::fs::write(&rec, stream).expect("write the recording");
+    let out = latscope_tests::host::host(&["report", rec.to_str().expect("utf-8 path")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let tag = format!("irq {irq} ");
+    let mut block: Vec<&str> = Vec::new();
+    for line in text
+        .lines()
+        .skip_while(|l| !l.starts_with("explained spikes"))
+    {
+        if line.trim_start().starts_with("spike ") {
+            if block.iter().any(|l| l.contains(&tag)) {
+                break;
+            }
+            block.clear();
+        }
+        block.push(line);
+    }
+    eprintln!("a flood spike as the host prints it:\n{}", block.join("\n"));
+}
+
+/// The busybox image on armv7 (no PREEMPT_RT, no `/dev/cpu_dma_latency`),
+/// its stream read through a pty by `latscope-host record --serial`, the
+/// serialport path a USB serial adapter takes.
+#[test]
+fn image_armv7_streams_through_a_pty() {
+    if qemu::board_tests_disabled() {
+        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
+        return;
+    }
+    let host: PathBuf = latscope_tests::host::bins().host;
+    let Some(run) = boot_image(
+        Arch::Armv7,
+        &image_args("-t 2 -a 0,1", 80, BOARD_SECS),
+        Console::Socket { flood: false },
+        Port::Pty { host },
+    ) else {
+        return;
+    };
+    // This kernel has no /dev/cpu_dma_latency: a missing device, on the
+    // board and in the host's report, not a --best-effort degradation.
+    let missing = "# missing device: /dev/cpu_dma_latency (not on this kernel)";
+    assert!(run.boot.console.contains(missing), "{}", run.boot.console);
+    let scratch = Scratch::new("pty").expect("scratch dir");
+    let rec = scratch.path().join("armv7.lsr");
+    std::fs::write(&rec, &run.boot.stream).expect("write the recording");
+    let out = latscope_tests::host::host(&["report", rec.to_str().expect("utf-8 path")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("missing:  /dev/cpu_dma_latency (not on the target's kernel)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("DEGRADED") && !text.contains("--best-effort"),
+        "{text}"
+    );
 }
 
 fn user_smoke(arch: Arch) {
@@ -124,7 +419,7 @@ fn user_smoke(arch: Arch) {
     let mut args = vec![
         "-i", &interval, "-D", &duration, "-q", "--stream", stream_arg,
     ];
-    if !is_root() {
+    if !latscope_tests::is_root() {
         // No RT priority or mlock without privileges.
         args.push("--best-effort");
     }
@@ -162,6 +457,7 @@ fn user_smoke(arch: Arch) {
             threads: 1,
             interval_ns: INTERVAL_US * 1000,
             duration_ns: USER_SECS * 1_000_000_000,
+            slack_ns: RUN_TIME_SLACK_NS,
         },
     );
     assert!(
@@ -218,6 +514,7 @@ const ONE_SECOND_AT_1KHZ: Expect<'static> = Expect {
     threads: 1,
     interval_ns: 1_000_000,
     duration_ns: 1_000_000_000,
+    slack_ns: RUN_TIME_SLACK_NS,
 };
 
 /// Missed periods count towards the run's periods; a shortfall is caught.
@@ -291,6 +588,7 @@ fn stream_check_rejects_an_empty_stream() {
             threads: 1,
             interval_ns: 1_000_000,
             duration_ns: 1_000_000_000,
+            slack_ns: RUN_TIME_SLACK_NS,
         },
     );
     assert!(bad.iter().any(|b| b.contains("no hello")), "{bad:?}");

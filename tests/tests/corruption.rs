@@ -81,17 +81,19 @@ fn garbage_and_newer_versions_get_one_clear_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("not a latscope stream"), "{err}");
     assert!(r.stdout.is_empty());
-    // A newer protocol version: re-encode a real stream's frames as v2.
+    // A newer protocol version: re-encode a real stream's frames as the
+    // next version.
+    let next = latscope_core::wire::PROTOCOL_VERSION + 1;
     let (clean, _) = recording(&dir);
-    let v2 = encode_frames(&decode_frames(&clean).0, 2, 0);
-    let p = dir.join("v2.lsr");
-    std::fs::write(&p, &v2).unwrap();
+    let newer = encode_frames(&decode_frames(&clean).0, next, 0);
+    let p = dir.join("next.lsr");
+    std::fs::write(&p, &newer).unwrap();
     let r = host(&["report", &p.display().to_string()]);
     assert_eq!(r.status.code(), Some(1));
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.contains("protocol version 2") && err.contains("newer"),
+        err.contains(&format!("protocol version {next}")) && err.contains("newer"),
         "{err}"
     );
     // Missing file, and bad usage.

@@ -1,25 +1,28 @@
 //! A stream from a newer protocol version, on every input path of the host.
 //! `corruption.rs` checks `report FILE`; this covers `report -` (stdin),
-//! `record` from stdin, `record --listen` over TCP, versions 2 and 255, and
-//! a stream that switches version after a valid v1 hello (a target upgraded
-//! behind a recorder). Each gets one clear line naming the version, exit
+//! `record` from stdin, `record --listen` over TCP, the next version and
+//! 255, and a stream that switches to the next version after a valid hello
+//! (a target upgraded behind a recorder). Each gets one clear line naming the version, exit
 //! status 1, and never a panic.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use latscope_core::wire::{Body, Frame};
+use latscope_core::wire::{Body, Frame, PROTOCOL_VERSION};
 use latscope_tests::host::{
     bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, recordings,
     stderr_lines, wait_for_line, Scratch,
 };
 
+/// The first protocol version this build does not know.
+const NEXT: u8 = PROTOCOL_VERSION + 1;
+
 /// A real short recording's frames.
 fn real_frames(dir: &Scratch) -> Vec<Frame> {
     let bytes = record_file(
         ["-t", "2", "-i", "1000", "-l", "300", "-q", "--best-effort"],
-        &dir.join("v1.lsr"),
+        &dir.join("now.lsr"),
     );
     let (out, _) = decode_frames(&bytes);
     assert!(out.len() > 5);
@@ -58,7 +61,7 @@ fn host_with_stdin(args: &[&str], input: &[u8]) -> std::process::Output {
 fn newer_versions_on_stdin_get_one_clear_line() {
     let dir = Scratch::new("newer-stdin");
     let frames = real_frames(&dir);
-    for v in [2u8, 255] {
+    for v in [NEXT, 255] {
         let s = encode_frames(&frames, v, 0);
         let o = host_with_stdin(&["report", "-"], &s);
         assert_clear(&format!("report - v{v}"), o.status.code(), &o.stderr, v);
@@ -74,9 +77,9 @@ fn version_switch_after_a_valid_hello_keeps_what_decoded() {
     let dir = Scratch::new("newer-switch");
     let frames = real_frames(&dir);
     assert!(matches!(frames[0].body, Body::Hello(_)));
-    // v1 up to the middle, then v2.
+    // This version up to the middle, then the next.
     let mid = frames.len() / 2;
-    let s = encode_frames(&frames, 2, mid);
+    let s = encode_frames(&frames, NEXT, mid);
     let p = dir.join("switch.lsr");
     std::fs::write(&p, &s).unwrap();
     let o = Command::new(bins().host)
@@ -86,11 +89,11 @@ fn version_switch_after_a_valid_hello_keeps_what_decoded() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(err.contains("version 2"), "{err}");
+    assert!(err.contains(&format!("version {NEXT}")), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     // What decoded before the switch is kept and reported.
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("no JSON report of the v1 part ({e}); stderr: {err}"));
+        .unwrap_or_else(|e| panic!("no JSON report of the first part ({e}); stderr: {err}"));
     assert_eq!(doc["link"]["frames"].as_u64(), Some(mid as u64));
     assert_eq!(
         doc["link"]["unknown_version"].as_u64(),
@@ -113,12 +116,12 @@ fn newer_version_over_tcp_gets_one_clear_line() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let mut c = conn.expect("connect to the host");
-    c.write_all(&encode_frames(&frames, 2, 0)).unwrap();
+    c.write_all(&encode_frames(&frames, NEXT, 0)).unwrap();
     drop(c);
     // No run started, so nothing ends for --exit-after: the recorder says
     // what it saw and goes on until it is stopped.
     let rx = stderr_lines(h.child());
-    let line = wait_for_line(&rx, "version 2", Duration::from_secs(20));
+    let line = wait_for_line(&rx, &format!("version {NEXT}"), Duration::from_secs(20));
     let pid = rustix::process::Pid::from_raw(h.child().id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let o = h.wait(Duration::from_secs(20));
@@ -135,7 +138,7 @@ fn newer_version_over_tcp_gets_one_clear_line() {
     assert!(
         !rest
             .iter()
-            .any(|l| l.contains("version 2") || l.contains("panicked")),
+            .any(|l| l.contains(&format!("version {NEXT}")) || l.contains("panicked")),
         "one line per connection: {rest:?}"
     );
     assert!(recordings(&dir.join("out")).is_empty(), "nothing recorded");

@@ -7,7 +7,8 @@
 //! - every frame that was not hit is recovered, equal, by the host;
 //! - each thread's figures that the host calls exact equal the target's
 //!   own statistics frame of that epoch, and that epoch is no older than
-//!   the latest snapshot epoch that arrived whole;
+//!   the latest epoch whose snapshot chunks covering the whole histogram
+//!   arrived intact;
 //! - when the final statistics and the bye arrived whole, the run is exact
 //!   at the end and equals the target's `--json`;
 //! - at 1e-3 per byte nothing panics.
@@ -116,17 +117,28 @@ fn frames_with_spans(clean: &[u8]) -> Vec<(Frame, usize, usize)> {
             let mut bytes = vec![0u8];
             bytes.extend_from_slice(&clean[a..i]);
             bytes.push(0);
-            let mut rest = &bytes[..];
-            while !rest.is_empty() {
-                let (ev, r) = d.feed(rest);
-                rest = r;
-                if let Some(Ok(f)) = ev {
-                    out.push((f, a - 1, i));
-                }
+            for f in d.frames(&bytes).filter_map(Result::ok) {
+                out.push((f, a - 1, i));
             }
         }
     }
     out
+}
+
+/// A chunk's range as sent, and whether it arrived intact.
+type Span = (u16, u16, bool);
+
+/// Whether chunks of one epoch, as sent, arrived intact and cover every
+/// bucket of the default layout from 0 on.
+fn whole(chunks: &[Span]) -> bool {
+    let mut at = 0usize;
+    for &(start, end, ok) in chunks {
+        if !ok || usize::from(start) != at {
+            return false;
+        }
+        at = usize::from(end);
+    }
+    at >= latscope_core::layout::DEFAULT_BUCKETS
 }
 
 fn decode(bytes: &[u8]) -> Vec<Frame> {
@@ -236,9 +248,11 @@ fn run_case(flip: f64, drop: f64, seed: u64) {
     }
     let run = first_run(&doc);
     // Stats per (thread, epoch) as sent, and the latest snapshot epoch per
-    // thread whose stats and chunks all arrived intact.
+    // thread whose stats and chunks, covering every bucket, all arrived
+    // intact (a full snapshot, or a rolling chunk that covered the whole
+    // histogram).
     let mut stats = BTreeMap::new();
-    let mut chunks: BTreeMap<(u16, u32), (u16, usize, bool)> = BTreeMap::new();
+    let mut chunks: BTreeMap<(u16, u32), Vec<Span>> = BTreeMap::new();
     let mut stats_ok = BTreeMap::new();
     let mut bye_ok = false;
     for (f, a, z) in &sent {
@@ -248,13 +262,10 @@ fn run_case(flip: f64, drop: f64, seed: u64) {
                 stats.insert((s.thread, s.epoch), *s);
                 stats_ok.insert((s.thread, s.epoch), ok);
             }
-            Body::Chunk(c) => {
-                let e = chunks
-                    .entry((c.thread, c.epoch))
-                    .or_insert((c.total, 0, true));
-                e.1 += 1;
-                e.2 &= ok;
-            }
+            Body::Chunk(c) => chunks
+                .entry((c.thread, c.epoch))
+                .or_default()
+                .push((c.start, c.end, ok)),
             Body::Bye(_) => bye_ok = ok,
             _ => {}
         }
@@ -267,9 +278,7 @@ fn run_case(flip: f64, drop: f64, seed: u64) {
     let floor_of = |th: u16| {
         chunks
             .iter()
-            .filter(|((ct, e), (total, n, ok))| {
-                *ct == th && *ok && *n == *total as usize && stats_ok.get(&(th, *e)) == Some(&true)
-            })
+            .filter(|((ct, e), v)| *ct == th && whole(v) && stats_ok.get(&(th, *e)) == Some(&true))
             .map(|((_, e), _)| *e)
             .max()
     };
@@ -325,7 +334,7 @@ fn run_case(flip: f64, drop: f64, seed: u64) {
         && chunks
             .iter()
             .filter(|((_, e), _)| *e == last_epoch)
-            .all(|(_, (total, n, ok))| *ok && *n == *total as usize);
+            .all(|(_, v)| whole(v));
     if final_ok {
         assert_eq!(
             run["exact_at_end"], true,

@@ -83,7 +83,15 @@ pub struct Classifier {
     /// The current task's run (or the current base stretch) was counted.
     base_counted: bool,
     last_ts: Option<u64>,
-    woken: bool,
+    /// The measuring thread is runnable: woken by its timer, running, or
+    /// preempted (it never slept because its deadline had already passed).
+    runnable: bool,
+    /// The measuring thread's kernel priority, once the trace shows it.
+    prio: i32,
+    /// Time given to the current IRQ thread while its priority was not
+    /// known (met by its events, not by a switch); settled when its
+    /// switch-out shows the priority.
+    unsure: Option<Unsure>,
     blind: heapless::Vec<(u64, u64), BLIND>,
 }
 
@@ -100,7 +108,9 @@ impl Classifier {
             cur: None,
             base_counted: false,
             last_ts: None,
-            woken: false,
+            runnable: false,
+            prio: PRIO_UNKNOWN,
+            unsure: None,
             blind: heapless::Vec::new(),
         }
     }
@@ -158,7 +168,7 @@ impl Classifier {
             }
         }
         self.last_ts = Some(ts);
-        self.follow_header(e);
+        self.follow_header(e, ts);
         self.apply(e, ts);
     }
 
@@ -179,7 +189,7 @@ impl Classifier {
             Some(last) => self.add_time(last, end, Owner::Current),
         }
         let mut work = self.work;
-        if !self.woken {
+        if !self.runnable {
             // Without our wake-up in the trace "timer delay" is a guess.
             if let Some(i) = work.iter().position(|c| c.kind == CauseKind::TimerDelay) {
                 let c = work.swap_remove(i);
@@ -226,7 +236,10 @@ impl Classifier {
 
     /// Updates the current task from the line's header (catches switches
     /// the trace missed and comm changes on exec).
-    fn follow_header(&mut self, e: &Event<'_>) {
+    fn follow_header(&mut self, e: &Event<'_>, ts: u64) {
+        if self.is_ours(e.task.pid) {
+            self.set_runnable(true, ts);
+        }
         match &mut self.cur {
             Some(c) if c.pid == e.task.pid => {
                 if !e.task.comm.is_empty() && e.task.comm != "<...>" {
@@ -279,6 +292,48 @@ impl Classifier {
         self.base_counted = false;
     }
 
+    /// True if `pid` is the measuring thread (when the window names it).
+    fn is_ours(&self, pid: u32) -> bool {
+        self.window.pid != 0 && pid == self.window.pid
+    }
+
+    /// Sets whether the measuring thread is runnable, as of `ts`. After
+    /// the wake-up the state no longer matters and stays as it was then.
+    fn set_runnable(&mut self, runnable: bool, ts: u64) {
+        if self.runnable != runnable && ts <= self.window.wake_ns {
+            self.runnable = runnable;
+            self.base_counted = false;
+        }
+    }
+
+    fn learn_prio(&mut self, prio: i32) {
+        if prio != PRIO_UNKNOWN {
+            self.prio = prio;
+        }
+    }
+
+    /// Follows the measuring thread through a switch: switched in, or
+    /// switched out preempted (`R`, `R+`), it is runnable; switched out
+    /// in any other state it blocked.
+    fn follow_switch(&mut self, sw: &Switch<'_>, ts: u64) {
+        if self.is_ours(sw.prev) {
+            self.learn_prio(sw.prev_prio);
+            if !sw.prev_state.is_empty() {
+                self.set_runnable(sw.prev_state.starts_with('R'), ts);
+            }
+        }
+        if self.is_ours(sw.next) {
+            self.learn_prio(sw.next_prio);
+            self.set_runnable(true, ts);
+        }
+    }
+
+    /// True if the task of kernel priority `prio` ranks below the
+    /// measuring thread, so it cannot have been chosen over it.
+    fn ranks_below_ours(&self, prio: i32) -> bool {
+        prio != PRIO_UNKNOWN && self.prio != PRIO_UNKNOWN && prio > self.prio
+    }
+
     fn apply(&mut self, e: &Event<'_>, ts: u64) {
         match e.kind {
             EventKind::IrqEntry { irq, name } => self.push(CauseKind::Irq, irq, name, ts),
@@ -294,9 +349,19 @@ impl Classifier {
             EventKind::Switch {
                 prev,
                 prev_prio,
+                prev_state,
                 next,
                 next_prio,
             } => {
+                let sw = Switch {
+                    prev: prev.pid,
+                    prev_prio,
+                    prev_state,
+                    next: next.pid,
+                    next_prio,
+                };
+                self.follow_switch(&sw, ts);
+                self.settle(prev.pid, prev_prio);
                 // The switch out tells the priority of a task we met by
                 // its header only.
                 for c in &mut self.work {
@@ -314,14 +379,12 @@ impl Classifier {
                 self.stack.clear();
                 self.overflow = 0;
             }
-            EventKind::Wakeup { task, .. } => {
-                if self.window.pid != 0
-                    && task.pid == self.window.pid
-                    && ts.saturating_add(TS_SLACK_NS) >= self.window.deadline_ns
-                    && !self.woken
-                {
-                    self.woken = true;
-                    self.base_counted = false;
+            EventKind::Wakeup { task, prio } => {
+                if self.is_ours(task.pid) {
+                    self.learn_prio(prio);
+                    if ts.saturating_add(TS_SLACK_NS) >= self.window.deadline_ns {
+                        self.set_runnable(true, ts);
+                    }
                 }
             }
             EventKind::HrtimerExpire { .. }
@@ -386,22 +449,81 @@ impl Classifier {
                     Some(c) if c.pid == 0 => {
                         self.add_base(CauseKind::IdleExit, 0, PRIO_UNKNOWN, "", ns);
                     }
-                    Some(_) if !self.woken => {
+                    Some(_) if !self.runnable => {
                         self.add_base(CauseKind::TimerDelay, 0, PRIO_UNKNOWN, "", ns);
                     }
-                    Some(c) if self.window.pid != 0 && c.pid == self.window.pid => {
+                    Some(c) if self.is_ours(c.pid) => {
                         self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns);
                     }
-                    Some(c) => {
-                        if let Some((irq, name)) = irq_thread(&c.comm) {
-                            self.add_base(CauseKind::Irq, irq, PRIO_UNKNOWN, name, ns);
-                        } else {
-                            self.add_base(CauseKind::Task, c.pid, c.prio, &c.comm, ns);
-                        }
-                    }
+                    Some(c) => self.add_task(&c, ns),
                 }
             }
         }
+    }
+
+    /// Time another task `c` was current while the measuring thread was
+    /// runnable. A `PREEMPT_RT` IRQ thread counts as its IRQ (named by the
+    /// thread's comm, `irq/13-uart-pl0`, with the thread's priority in
+    /// [`Cause::prio`] when known) if it ranked at or above the
+    /// measuring thread; one that ranked below was only on its way off the
+    /// CPU (the kernel's return and switch path, irqs or preemption off),
+    /// so the IRQ is not blamed for it.
+    fn add_task(&mut self, c: &Current, ns: u64) {
+        match irq_thread(&c.comm) {
+            Some(_) if self.ranks_below_ours(c.prio) => {
+                self.add_base(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", ns);
+            }
+            Some(irq) => {
+                let counted = u32::from(!self.base_counted);
+                self.add_base(CauseKind::Irq, irq, c.prio, &c.comm, ns);
+                if c.prio == PRIO_UNKNOWN {
+                    let u = self.unsure.get_or_insert(Unsure {
+                        pid: c.pid,
+                        irq,
+                        comm: c.comm.clone(),
+                        count: 0,
+                        ns: 0,
+                    });
+                    u.count += counted;
+                    u.ns += ns;
+                }
+            }
+            None => self.add_base(CauseKind::Task, c.pid, c.prio, &c.comm, ns),
+        }
+    }
+
+    /// Task `pid` left the CPU with kernel priority `prio`. If it is the
+    /// IRQ thread whose time was unsure and it ranked below the measuring
+    /// thread, that time moves from its IRQ to the untraced line (see
+    /// [`Classifier::add_task`]).
+    fn settle(&mut self, pid: u32, prio: i32) {
+        let Some(u) = self.unsure.take() else {
+            return;
+        };
+        if u.pid != pid || !self.ranks_below_ours(prio) {
+            return;
+        }
+        if let Some(i) = self
+            .work
+            .iter()
+            .position(|c| c.kind == CauseKind::Irq && c.id == u.irq && c.name == u.comm)
+        {
+            let line = &mut self.work[i];
+            line.ns = line.ns.saturating_sub(u.ns);
+            line.count = line.count.saturating_sub(u.count);
+            if line.ns == 0 && line.count == 0 {
+                self.work.swap_remove(i);
+            }
+        }
+        add_to(
+            &mut self.work,
+            CauseKind::Untraced,
+            0,
+            PRIO_UNKNOWN,
+            "",
+            u.count,
+            u.ns,
+        );
     }
 
     fn add_base(&mut self, kind: CauseKind, id: u32, prio: i32, name: &str, ns: u64) {
@@ -409,6 +531,27 @@ impl Classifier {
         self.base_counted = true;
         add_to(&mut self.work, kind, id, prio, name, count, ns);
     }
+}
+
+/// The pids, priorities and leaving state of a `sched_switch`.
+struct Switch<'a> {
+    prev: u32,
+    prev_prio: i32,
+    prev_state: &'a str,
+    next: u32,
+    next_prio: i32,
+}
+
+/// Time an IRQ thread of unknown priority was given (see
+/// [`Classifier::settle`]).
+#[derive(Debug, Clone)]
+struct Unsure {
+    pid: u32,
+    irq: u32,
+    comm: Name,
+    /// Episodes and time added to its IRQ's line.
+    count: u32,
+    ns: u64,
 }
 
 /// Who owns a stretch of time.
@@ -427,12 +570,11 @@ fn softirq_label(vec: u32) -> &'static str {
     softirq_name(vec).unwrap_or("softirq")
 }
 
-/// `irq/36-virtio1-r` → `(36, "virtio1-r")`: a `PREEMPT_RT` IRQ thread.
-fn irq_thread(comm: &str) -> Option<(u32, &str)> {
+/// `irq/36-virtio1-r` → `36`: the IRQ of a `PREEMPT_RT` IRQ thread.
+fn irq_thread(comm: &str) -> Option<u32> {
     let rest = comm.strip_prefix("irq/")?;
-    let (n, name) = rest.split_once('-').unwrap_or((rest, ""));
-    let n = n.parse().ok()?;
-    Some((n, name))
+    let n = rest.split_once('-').map_or(rest, |(n, _)| n);
+    n.parse().ok()
 }
 
 /// Classifies a sequence of events for `window`; see [`Classifier`].
@@ -455,7 +597,7 @@ pub fn classify_text(window: &Window, text: &str) -> Attribution {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{CauseKind, UNTRACED_LABEL};
+    use super::super::{CauseKind, PRIO_UNKNOWN, UNTRACED_LABEL};
     use super::*;
     use proptest::prelude::*;
     use std::println;
@@ -674,9 +816,9 @@ mod tests {
         let w = window(10 * MS, 10 * MS + 50 * US, 7);
         let lines = [
             " t-9 [000] d.h1. 0.010005: irq_handler_exit: irq=19 ret=handled",
-            " t-9 [000] d.h1. 0.010006: sched_wakeup: comm=me pid=7 prio=19 target_cpu=000",
+            " t-9 [000] d.h1. 0.010006: sched_wakeup: comm=me pid=7 prio=59 target_cpu=000",
             " t-9 [000] d..2. 0.010010: sched_switch: prev_comm=t prev_pid=9 prev_prio=120 prev_state=R ==> next_comm=irq/19-eth0 next_pid=99 next_prio=49",
-            " irq/19-eth0-99 [000] d..2. 0.010030: sched_switch: prev_comm=irq/19-eth0 prev_pid=99 prev_prio=49 prev_state=S ==> next_comm=me next_pid=7 next_prio=19",
+            " irq/19-eth0-99 [000] d..2. 0.010030: sched_switch: prev_comm=irq/19-eth0 prev_pid=99 prev_prio=49 prev_state=S ==> next_comm=me next_pid=7 next_prio=59",
         ];
         let a = classify_lines(&w, &lines);
         assert_eq!(a.total_ns(), 50 * US);
@@ -689,6 +831,125 @@ mod tests {
             .map(|c| c.ns)
             .sum();
         assert_eq!(irqs, 20 * US);
+        // The thread's line is named after it and carries its priority.
+        let thread = a.find(CauseKind::Irq, "irq/19-eth0").unwrap();
+        assert_eq!((thread.prio, thread.ns), (49, 20 * US));
+    }
+
+    #[test]
+    fn an_irq_thread_met_by_its_events_is_settled_by_its_switch_out() {
+        // The trace resumes while irq/13-uart-pl0 runs (no switch-in: its
+        // priority is unknown). The measuring thread (prio 19) is woken and
+        // preempts it at once: the thread's 30 us after the wake-up are not
+        // the IRQ's; with the thread at 49 ranking below 19 they are the
+        // switch path.
+        let w = window(10 * MS, 10 * MS + 60 * US, 7);
+        let below = [
+            " irq/13-uart-pl0-95 [000] d..h1.. 0.009990: irq_handler_entry: irq=11 name=arch_timer",
+            " irq/13-uart-pl0-95 [000] dn.h4.. 0.010010: sched_wakeup: comm=me pid=7 prio=19 target_cpu=000",
+            " irq/13-uart-pl0-95 [000] dn.h1.. 0.010020: irq_handler_exit: irq=11 ret=handled",
+            " irq/13-uart-pl0-95 [000] d...2.. 0.010050: sched_switch: prev_comm=irq/13-uart-pl0 prev_pid=95 prev_prio=49 prev_state=R+ ==> next_comm=me next_pid=7 next_prio=19",
+        ];
+        let a = classify_lines(&w, &below);
+        assert_eq!(a.total_ns(), 60 * US);
+        assert!(a.causes.iter().all(|c| c.id != 13), "{:?}", a.causes);
+        let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
+        assert_eq!(rest.ns, 30 * US + 10 * US);
+        // The same thread above the measuring thread (prio 59): its time
+        // stays the IRQ's.
+        let above = below.map(|l| {
+            l.replace("prio=19", "prio=59")
+                .replace("next_prio=19", "next_prio=59")
+        });
+        let lines: std::vec::Vec<&str> = above.iter().map(|l| l.as_str()).collect();
+        let a = classify_lines(&w, &lines);
+        assert_eq!(a.total_ns(), 60 * US);
+        let irq = a.find(CauseKind::Irq, "irq/13-uart-pl0").unwrap();
+        assert_eq!(irq.ns, 30 * US);
+    }
+
+    /// The window of `cycle` in a board fixture whose measuring thread is
+    /// pid 108 on CPU 0.
+    fn board_window(cycle: u64, deadline_ns: u64, wake_ns: u64) -> Window {
+        Window {
+            cpu: 0,
+            cycle,
+            deadline_ns,
+            wake_ns,
+            pid: 108,
+        }
+    }
+
+    #[test]
+    fn real_rt_board_irq_thread_above_the_measuring_thread() {
+        // PREEMPT_RT board, console UART flooded, latscope at FIFO 40
+        // (kernel priority 59) below the IRQ thread (49).
+        let text = include_str!("fixtures/rt_uart_flood_p40_cpu0.txt");
+        // Cycle 9: the timer fired 520 us late, then the IRQ thread took
+        // the CPU from the woken thread twice.
+        let a = classify_text(&board_window(9, 2_979_975_248, 2_984_649_040), text);
+        print(&a);
+        assert!(!a.partial);
+        assert_eq!(a.total_ns(), a.latency_ns);
+        let top = a.top().unwrap();
+        assert_eq!(
+            (top.kind, top.id, top.name.as_str()),
+            (CauseKind::Irq, 13, "irq/13-uart-pl0")
+        );
+        assert_eq!((top.prio, top.ns), (49, 3_507 * US));
+        // Its hard handler (waking the thread) is a line of its own.
+        let hard = a.find(CauseKind::Irq, "uart-pl011").unwrap();
+        assert_eq!(
+            (hard.id, hard.count, hard.ns, hard.prio),
+            (13, 4, 23 * US, PRIO_UNKNOWN)
+        );
+        let td = a.causes.iter().find(|c| c.kind == CauseKind::TimerDelay);
+        assert_eq!(td.unwrap().ns, 519_752);
+        // The sender (SCHED_OTHER) was current between the wake-up and the
+        // switch: the return path of the timer interrupt.
+        let send = a.causes.iter().find(|c| c.kind == CauseKind::Task).unwrap();
+        assert_eq!(
+            (send.id, send.name.as_str(), send.ns),
+            (109, "latscope-send", 106 * US)
+        );
+
+        // Cycle 10 never slept: its deadline passed while the IRQ thread
+        // kept preempting it (switched out `R`), so there is no wake-up in
+        // the trace and the thread's time is still the IRQ's.
+        let a = classify_text(&board_window(10, 2_985_975_248, 3_018_502_608), text);
+        print(&a);
+        assert!(!a.partial);
+        assert_eq!(a.total_ns(), a.latency_ns);
+        let top = a.top().unwrap();
+        assert_eq!((top.kind, top.id, top.prio), (CauseKind::Irq, 13, 49));
+        assert_eq!((top.count, top.ns), (32, 25_312 * US));
+        assert!(a.causes.iter().all(|c| c.kind != CauseKind::TimerDelay));
+    }
+
+    #[test]
+    fn real_rt_board_irq_thread_below_the_measuring_thread() {
+        // Same board and flood, latscope at FIFO 80 (kernel priority 19),
+        // above the IRQ thread: the timer interrupt woke it while the IRQ
+        // thread ran, and the thread stayed current 31 us more, on its way
+        // off the CPU. That is not the IRQ delaying the measuring thread.
+        let text = include_str!("fixtures/rt_uart_flood_p80_cpu0.txt");
+        let a = classify_text(&board_window(4, 2_232_394_720, 2_233_624_944), text);
+        print(&a);
+        assert!(!a.partial);
+        assert_eq!(a.total_ns(), a.latency_ns);
+        assert!(
+            a.causes
+                .iter()
+                .all(|c| c.id != 13 && c.kind != CauseKind::Task),
+            "{:?}",
+            a.causes
+        );
+        // Sleeping while the IRQ thread ran: the timer fired 1060 us late.
+        let td = a.causes.iter().find(|c| c.kind == CauseKind::TimerDelay);
+        assert_eq!(td.unwrap().ns, 1_060_280);
+        assert_eq!(a.find(CauseKind::Irq, "arch_timer").unwrap().ns, 103 * US);
+        let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
+        assert_eq!(rest.ns, 31 * US + 35_944);
     }
 
     #[test]
@@ -779,6 +1040,7 @@ mod tests {
                     7 => EventKind::Switch {
                         prev: super::super::TaskRef { comm: "a", pid: id },
                         prev_prio: 120,
+                        prev_state: if id % 2 == 0 { "R" } else { "S" },
                         next: super::super::TaskRef { comm: "b", pid: id + 1 },
                         next_prio: 120,
                     },

@@ -23,12 +23,17 @@
 //!    `call_function`, ...). An IRQ nested in a softirq counts once, for the
 //!    IRQ;
 //! 2. otherwise, if the idle task was current: [`CauseKind::IdleExit`];
-//! 3. otherwise, before the measuring thread was woken (the
-//!    `hrtimer_expire_entry` + `sched_wakeup` of its timer):
+//! 3. otherwise, before the measuring thread was runnable (woken by its
+//!    timer's `sched_wakeup`, or, if its deadline had passed before it
+//!    could sleep, switched out preempted, `prev_state=R`):
 //!    [`CauseKind::TimerDelay`], the timer's own IRQ delay;
-//! 4. otherwise, after the wake-up, another task that was current:
-//!    [`CauseKind::Task`] (comm, pid, kernel priority); on `PREEMPT_RT` the
-//!    threads `irq/N-name` count as [`CauseKind::Irq`] N;
+//! 4. otherwise, while it was runnable, another task that was current:
+//!    [`CauseKind::Task`] (comm, pid, kernel priority). On `PREEMPT_RT` the
+//!    threads `irq/N-name` count as [`CauseKind::Irq`] N, on a line named
+//!    after the thread (apart from the hard handler's) with its kernel
+//!    priority in [`Cause::prio`], if they ranked at or above the measuring
+//!    thread; an IRQ thread that ranked below it did not delay it but was
+//!    on its way off the CPU, and that time goes to rule 5;
 //! 5. whatever is left (the measuring thread itself on its way back to user
 //!    space, or a stretch the trace does not cover) is
 //!    [`CauseKind::Untraced`], "irqs or preemption off (untraced)".
@@ -109,8 +114,9 @@ pub struct Cause {
     pub kind: CauseKind,
     /// IRQ number, softirq vector, x86 vector or pid, depending on `kind`.
     pub id: u32,
-    /// Kernel priority for [`CauseKind::Task`] (as `sched_switch` prints
-    /// it), otherwise [`PRIO_UNKNOWN`].
+    /// Kernel priority (as `sched_switch` prints it) for
+    /// [`CauseKind::Task`], and for [`CauseKind::Irq`] time of a
+    /// `PREEMPT_RT` IRQ thread; otherwise [`PRIO_UNKNOWN`].
     pub prio: i32,
     /// IRQ action, softirq vector, x86 vector or task name; empty for the
     /// kinds with a fixed label (see [`Cause::label`]).

@@ -92,6 +92,10 @@ pub enum EventKind<'a> {
         prev: TaskRef<'a>,
         /// Its kernel priority.
         prev_prio: i32,
+        /// Its state as the kernel prints it: `R` or `R+` if it was
+        /// preempted (still runnable), `S`, `D`, `I`, ... if it blocked;
+        /// empty if the line lacks the field.
+        prev_state: &'a str,
         /// Task entering the CPU.
         next: TaskRef<'a>,
         /// Its kernel priority.
@@ -358,6 +362,7 @@ fn parse_kind<'a>(name: &'a str, f: &'a str) -> Option<EventKind<'a>> {
                 prev_prio: field(f, "prev_prio", None)
                     .and_then(parse_i32)
                     .unwrap_or(crate::explain::PRIO_UNKNOWN),
+                prev_state: field(f, "prev_state", None).unwrap_or(""),
                 next,
                 next_prio: field(right, "next_prio", None)
                     .and_then(parse_i32)
@@ -501,6 +506,7 @@ mod tests {
                     pid: 77
                 },
                 prev_prio: 120,
+                prev_state: "R+",
                 next: TaskRef {
                     comm: "irq/36-virtio1",
                     pid: 90
@@ -579,6 +585,9 @@ mod tests {
             include_str!("fixtures/preempt_off_cpu0.txt"),
             include_str!("fixtures/block_irq_cpu1.txt"),
             include_str!("fixtures/idle_wake_cpu1.txt"),
+            // PREEMPT_RT: seven flag columns (`d..h1..`, `Dn.h313`).
+            include_str!("fixtures/rt_uart_flood_p40_cpu0.txt"),
+            include_str!("fixtures/rt_uart_flood_p80_cpu0.txt"),
         ] {
             for line in text.lines() {
                 if line.starts_with('#') {

@@ -1,7 +1,7 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::{Body, Frame, PROTOCOL_VERSION};
+use super::{v1, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
 
 /// CRC-32 (ISO-HDLC) with a 16-way table: the same checksum as the
 /// encoder's, computed faster for the host.
@@ -18,7 +18,8 @@ pub enum DecodeError {
     Cobs,
     /// More bytes than any frame can have arrived without a delimiter.
     Oversize,
-    /// The frame is from another protocol version (the byte it carried).
+    /// The frame is from a protocol version this build does not decode
+    /// (the byte it carried).
     UnknownVersion(u8),
     /// The checksum matched but the payload did not decode (schema mismatch).
     Malformed,
@@ -32,7 +33,8 @@ impl core::fmt::Display for DecodeError {
             DecodeError::Oversize => f.write_str("frame longer than the protocol allows"),
             DecodeError::UnknownVersion(v) => write!(
                 f,
-                "frame of protocol version {v}; this build understands version {PROTOCOL_VERSION}"
+                "frame of protocol version {v}; this build understands versions \
+                 {OLDEST_VERSION} to {PROTOCOL_VERSION}"
             ),
             DecodeError::Malformed => {
                 f.write_str("frame passed its CRC but does not decode (schema mismatch?)")
@@ -53,8 +55,10 @@ pub struct LinkStats {
     pub crc_errors: u64,
     /// Oversize frames.
     pub oversize: u64,
-    /// Frames of another protocol version.
+    /// Frames of a protocol version this build does not decode.
     pub unknown_version: u64,
+    /// Good frames of an older protocol version, upgraded to this one.
+    pub upgraded: u64,
     /// Frames that passed the CRC but did not decode.
     pub malformed: u64,
     /// Jumps forward in the sequence numbers.
@@ -106,6 +110,7 @@ impl<const N: usize> Decoder<N> {
                 crc_errors: 0,
                 oversize: 0,
                 unknown_version: 0,
+                upgraded: 0,
                 malformed: 0,
                 seq_gaps: 0,
                 frames_lost: 0,
@@ -170,6 +175,25 @@ impl<const N: usize> Decoder<N> {
     pub fn feed<'a>(&mut self, data: &'a [u8]) -> (Option<Result<Frame, DecodeError>>, &'a [u8]) {
         let (ev, rest) = self.feed_ref(data);
         (ev.map(|r| r.cloned()), rest)
+    }
+
+    /// Every frame (or rejection) that `data` completes, in order, as an
+    /// iterator; a frame left incomplete at the end of `data` stays
+    /// buffered for the next call, as with [`Self::feed`].
+    ///
+    /// ```
+    /// use latscope_core::wire::{Body, Decoder, Encoder, LogLine, Level, bounded, MAX_FRAME};
+    /// let mut enc = Encoder::new();
+    /// let bytes = enc.frame(Body::Log(LogLine { level: Level::Info, text: bounded("hi") })).unwrap().to_vec();
+    /// let mut dec = Decoder::<MAX_FRAME>::new();
+    /// let frames: Vec<_> = dec.frames(&bytes).collect::<Result<_, _>>().unwrap();
+    /// assert_eq!(frames.len(), 1);
+    /// ```
+    pub fn frames<'d, 'a>(&'d mut self, data: &'a [u8]) -> Frames<'d, 'a, N> {
+        Frames {
+            dec: self,
+            rest: data,
+        }
     }
 
     fn absorb(&mut self, chunk: &[u8]) {
@@ -241,13 +265,16 @@ impl<const N: usize> Decoder<N> {
         if CRC_FAST.checksum(body) != want {
             return Err(DecodeError::Crc);
         }
-        match body.first() {
-            Some(&PROTOCOL_VERSION) => {}
+        let version = match body.first() {
+            Some(&v) if (OLDEST_VERSION..=PROTOCOL_VERSION).contains(&v) => v,
             Some(&v) => return Err(DecodeError::UnknownVersion(v)),
             None => return Err(DecodeError::Malformed),
-        }
+        };
         if !super::fast::decode_into(body, &mut self.slot) {
-            self.slot = Some(postcard::from_bytes(body).map_err(|_| DecodeError::Malformed)?);
+            self.slot = Some(slow_decode(version, body).ok_or(DecodeError::Malformed)?);
+        }
+        if version != PROTOCOL_VERSION {
+            self.stats.upgraded += 1;
         }
         if let Some(frame) = self.slot.as_ref() {
             let (seq, hello) = (frame.seq, matches!(frame.body, Body::Hello(_)));
@@ -269,6 +296,38 @@ impl<const N: usize> Decoder<N> {
             }
         }
         self.last_seq = Some(seq);
+    }
+}
+
+/// Decode a payload of protocol `version` through serde (every body; the
+/// version-1 types upgraded to the current ones).
+fn slow_decode(version: u8, payload: &[u8]) -> Option<Frame> {
+    if version == PROTOCOL_VERSION {
+        postcard::from_bytes(payload).ok()
+    } else {
+        v1::upgrade(postcard::from_bytes::<v1::Frame>(payload).ok()?)
+    }
+}
+
+/// The iterator of [`Decoder::frames`]: owned frames, or why one was
+/// rejected.
+pub struct Frames<'d, 'a, const N: usize> {
+    dec: &'d mut Decoder<N>,
+    rest: &'a [u8],
+}
+
+impl<const N: usize> Iterator for Frames<'_, '_, N> {
+    type Item = Result<Frame, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.rest.is_empty() {
+            let (ev, rest) = self.dec.feed_ref(self.rest);
+            self.rest = rest;
+            if let Some(ev) = ev {
+                return Some(ev.cloned());
+            }
+        }
+        None
     }
 }
 

@@ -4,10 +4,11 @@
 //! Through serde every nested `Result<T>` of a 2.4 KiB [`Frame`] is moved
 //! several times per frame; these bodies are small, so decoding them by hand
 //! saves most of the decoder's time. It accepts only what postcard accepts
-//! and yields exactly postcard's value; on anything else it returns `None`
-//! and the caller falls back to postcard, which then gives the verdict.
+//! and yields exactly postcard's value (for version 1, postcard's value
+//! upgraded); on anything else it returns `None` and the caller falls back
+//! to postcard, which then gives the verdict.
 
-use super::{Body, DeltaEntry, Frame, HistDelta, SnapshotChunk, SnapshotEntry, ThreadStats};
+use super::{v1, Body, Frame, HistDelta, RunWriter, Runs, SnapshotChunk, ThreadStats, RUN_BYTES};
 
 /// Postcard's variant indices of the fast bodies (declaration order).
 const STATS: u32 = 1;
@@ -105,24 +106,44 @@ macro_rules! store {
     };
 }
 
-/// Decode `payload` (a whole postcard [`Frame`], trailing bytes ignored as
-/// `postcard::from_bytes` does) into `slot` if it is one of the fast bodies
-/// and valid. Returns `false`, leaving `slot` untouched, otherwise.
+/// Decode `payload` (a whole postcard [`Frame`] of this version or of
+/// version 1, trailing bytes ignored as `postcard::from_bytes` does) into
+/// `slot` if it is one of the fast bodies and valid. Returns `false`,
+/// leaving `slot` untouched, otherwise.
 pub(super) fn decode_into(payload: &[u8], slot: &mut Option<Frame>) -> bool {
     let mut r = Reader(payload);
     let (Some(version), Some(seq)) = (r.byte(), r.u32()) else {
         return false;
     };
-    match r.u32() {
-        Some(STATS) => match stats(&mut r) {
+    let v1 = match version {
+        super::PROTOCOL_VERSION => false,
+        1 => true,
+        _ => return false,
+    };
+    // an upgraded frame is a current one
+    let version = super::PROTOCOL_VERSION;
+    match (r.u32(), v1) {
+        (Some(STATS), false) => match stats(&mut r) {
             Some(s) => store!(slot, version, seq, Stats, s),
             None => return false,
         },
-        Some(DELTA) => match delta(&mut r) {
+        (Some(STATS), true) => match stats_v1(&mut r) {
+            Some(s) => store!(slot, version, seq, Stats, s),
+            None => return false,
+        },
+        (Some(DELTA), false) => match delta(&mut r) {
             Some(d) => store!(slot, version, seq, Delta, d),
             None => return false,
         },
-        Some(CHUNK) => match chunk(&mut r) {
+        (Some(DELTA), true) => match delta_v1(&mut r) {
+            Some(d) => store!(slot, version, seq, Delta, d),
+            None => return false,
+        },
+        (Some(CHUNK), false) => match chunk(&mut r) {
+            Some(c) => store!(slot, version, seq, Chunk, c),
+            None => return false,
+        },
+        (Some(CHUNK), true) => match chunk_v1(&mut r) {
             Some(c) => store!(slot, version, seq, Chunk, c),
             None => return false,
         },
@@ -131,61 +152,37 @@ pub(super) fn decode_into(payload: &[u8], slot: &mut Option<Frame>) -> bool {
     true
 }
 
-/// The `thread, epoch, u16, u16` head shared by deltas and chunks.
+/// Packed runs: a postcard byte sequence of at most [`RUN_BYTES`].
 #[inline(always)]
-fn head(r: &mut Reader<'_>) -> Option<(u16, u32, u16, u16)> {
-    Some((r.u16()?, r.u32()?, r.u16()?, r.u16()?))
-}
-
-/// A postcard sequence of at most `C` items, each read by `item`.
-#[inline(always)]
-fn list<'a, T, const C: usize>(
-    r: &mut Reader<'a>,
-    item: impl Fn(&mut Reader<'a>) -> Option<T>,
-) -> Option<heapless::Vec<T, C>> {
+fn runs(r: &mut Reader<'_>) -> Option<Runs> {
     let len = r.usize()?;
-    if len > C {
+    if len > RUN_BYTES || len > r.0.len() {
         return None;
     }
-    let mut v = heapless::Vec::new();
-    for _ in 0..len {
-        // cannot fail: len <= C
-        let _ = v.push(item(r)?);
-    }
-    Some(v)
+    let (bytes, rest) = r.0.split_at(len);
+    r.0 = rest;
+    Runs::from_bytes(bytes)
 }
 
 #[inline(always)]
 fn delta(r: &mut Reader<'_>) -> Option<HistDelta> {
-    let (thread, epoch, part, parts) = head(r)?;
     Some(HistDelta {
-        thread,
-        epoch,
-        part,
-        parts,
-        entries: list(r, |r| {
-            Some(DeltaEntry {
-                bucket: r.u16()?,
-                count: r.u32()?,
-            })
-        })?,
+        thread: r.u16()?,
+        epoch: r.u32()?,
+        part: r.u16()?,
+        start: r.u16()?,
+        runs: runs(r)?,
     })
 }
 
 #[inline(always)]
 fn chunk(r: &mut Reader<'_>) -> Option<SnapshotChunk> {
-    let (thread, epoch, index, total) = head(r)?;
     Some(SnapshotChunk {
-        thread,
-        epoch,
-        index,
-        total,
-        entries: list(r, |r| {
-            Some(SnapshotEntry {
-                bucket: r.u16()?,
-                count: r.u64()?,
-            })
-        })?,
+        thread: r.u16()?,
+        epoch: r.u32()?,
+        start: r.u16()?,
+        end: r.u16()?,
+        runs: runs(r)?,
     })
 }
 
@@ -211,6 +208,125 @@ fn stats(r: &mut Reader<'_>) -> Option<ThreadStats> {
     })
 }
 
+/// Version 1's statistics, upgraded.
+#[inline(always)]
+fn stats_v1(r: &mut Reader<'_>) -> Option<ThreadStats> {
+    let s = v1::ThreadStats {
+        thread: r.u16()?,
+        epoch: r.u32()?,
+        elapsed_ns: r.u64()?,
+        cycles: r.u64()?,
+        count: r.u64()?,
+        sum: r.u64()?,
+        min: r.u64()?,
+        max: r.u64()?,
+        interval_max: r.u64()?,
+        last: r.i64()?,
+        missed: r.u64()?,
+        early: r.u64()?,
+        minflt: r.u64()?,
+        majflt: r.u64()?,
+        dropped: r.u64()?,
+        last_report: r.bool()?,
+    };
+    Some(v1::stats(s))
+}
+
+/// The `thread, epoch, u16, u16` head of version 1's deltas and chunks.
+#[inline(always)]
+fn head_v1(r: &mut Reader<'_>) -> Option<(u16, u32, u16, u16)> {
+    Some((r.u16()?, r.u32()?, r.u16()?, r.u16()?))
+}
+
+/// Version 1's pairs, packed: their first and last bucket, the runs' base
+/// and the runs.
+struct PairsV1 {
+    span: Option<(u16, u16)>,
+    start: u16,
+    runs: Runs,
+}
+
+/// Version 1's `{bucket, count}` list (at most `cap` entries, counts read
+/// by `count`), packed as runs from `base` (or from its first bucket) as
+/// the upgrade packs it; `None` where postcard or the upgrade would fail
+/// (entries out of order).
+#[inline(always)]
+fn pairs_v1(
+    r: &mut Reader<'_>,
+    cap: usize,
+    base: Option<u16>,
+    count: impl Fn(&mut Reader<'_>) -> Option<u64>,
+) -> Option<PairsV1> {
+    let len = r.usize()?;
+    if len > cap {
+        return None;
+    }
+    if len == 0 {
+        return Some(PairsV1 {
+            span: None,
+            start: base.unwrap_or(0),
+            runs: Runs::new(),
+        });
+    }
+    let (first, c) = (r.u16()?, count(r)?);
+    let start = base.unwrap_or(first);
+    let mut w = RunWriter::new(start, RUN_BYTES);
+    let mut last = first;
+    if !w.push(first, c) {
+        return None;
+    }
+    for _ in 1..len {
+        let (b, c) = (r.u16()?, count(r)?);
+        if !w.push(b, c) {
+            return None;
+        }
+        last = b;
+    }
+    Some(PairsV1 {
+        span: Some((first, last)),
+        start,
+        runs: w.finish(),
+    })
+}
+
+/// Version 1's delta, upgraded (as `v1::delta`).
+#[inline(always)]
+fn delta_v1(r: &mut Reader<'_>) -> Option<HistDelta> {
+    let (thread, epoch, part, _parts) = head_v1(r)?;
+    let PairsV1 { start, runs, .. } =
+        pairs_v1(r, v1::DELTA_ENTRIES, None, |r| r.u32().map(u64::from))?;
+    Some(HistDelta {
+        thread,
+        epoch,
+        part,
+        start,
+        runs,
+    })
+}
+
+/// Version 1's snapshot chunk, upgraded (as `v1::chunk`).
+#[inline(always)]
+fn chunk_v1(r: &mut Reader<'_>) -> Option<SnapshotChunk> {
+    let (thread, epoch, index, total) = head_v1(r)?;
+    let base = (index == 0).then_some(0);
+    let PairsV1 { span, start, runs } = pairs_v1(r, v1::CHUNK_ENTRIES, base, |r| r.u64())?;
+    if index != 0 {
+        span?;
+    }
+    let end = if index.saturating_add(1) >= total {
+        u16::MAX
+    } else {
+        span?.1.checked_add(1)?
+    };
+    Some(SnapshotChunk {
+        thread,
+        epoch,
+        start,
+        end,
+        runs,
+    })
+}
+
 /// Postcard's answer, for the tests: the fast path must agree with it.
 #[cfg(test)]
 pub(super) fn decode_fast(payload: &[u8]) -> Option<Frame> {
@@ -224,42 +340,69 @@ mod tests {
 
     use proptest::prelude::*;
 
+    use super::super::{RunWriter, MAX_PAYLOAD, PROTOCOL_VERSION};
     use super::*;
 
-    /// Postcard's result, restricted to the bodies the fast path handles.
+    /// Postcard's result (upgraded, for version 1), restricted to the
+    /// bodies the fast path handles; other versions are not decoded.
     fn reference(payload: &[u8]) -> Option<Frame> {
-        postcard::from_bytes::<Frame>(payload)
-            .ok()
-            .filter(|f| matches!(f.body, Body::Stats(_) | Body::Delta(_) | Body::Chunk(_)))
+        let f = match payload.first() {
+            Some(&PROTOCOL_VERSION) => postcard::from_bytes::<Frame>(payload).ok()?,
+            Some(1) => v1::upgrade(postcard::from_bytes::<v1::Frame>(payload).ok()?)?,
+            _ => return None,
+        };
+        matches!(f.body, Body::Stats(_) | Body::Delta(_) | Body::Chunk(_)).then_some(f)
     }
 
-    fn payload(frame: &Frame) -> Vec<u8> {
-        let mut buf = [0u8; super::super::MAX_PAYLOAD];
+    fn payload<T: serde::Serialize>(frame: &T) -> Vec<u8> {
+        let mut buf = [0u8; MAX_PAYLOAD];
         postcard::to_slice(frame, &mut buf).unwrap().to_vec()
     }
 
     fn frame(seq: u32, body: Body) -> Frame {
         Frame {
-            version: super::super::PROTOCOL_VERSION,
+            version: PROTOCOL_VERSION,
             seq,
             body,
+        }
+    }
+
+    /// Every prefix, the payload with trailing bytes, and single-byte
+    /// edits: the fast path agrees with postcard on all of them.
+    fn agrees_everywhere(p: &[u8]) {
+        assert_eq!(decode_fast(p), reference(p), "{p:02x?}");
+        let mut longer = p.to_vec();
+        longer.extend_from_slice(&[0xFF, 0, 7]);
+        assert_eq!(decode_fast(&longer), reference(&longer));
+        for n in 0..p.len() {
+            assert_eq!(decode_fast(&p[..n]), reference(&p[..n]), "cut at {n}");
         }
     }
 
     #[test]
     fn every_body_agrees_with_postcard() {
         for (i, body) in crate::wire::tests::every_body().into_iter().enumerate() {
-            let f = frame(i as u32 * 1000, body);
+            agrees_everywhere(&payload(&frame(i as u32 * 1000, body)));
+        }
+    }
+
+    #[test]
+    fn every_version_1_body_agrees_with_postcard_upgraded() {
+        for (i, body) in crate::wire::tests::every_v1_body().into_iter().enumerate() {
+            let f = v1::Frame {
+                version: 1,
+                seq: i as u32 * 1000,
+                body,
+            };
             let p = payload(&f);
-            assert_eq!(decode_fast(&p), reference(&p), "{f:?}");
-            // postcard ignores trailing bytes; so must the fast path
-            let mut longer = p.clone();
-            longer.extend_from_slice(&[0xFF, 0, 7]);
-            assert_eq!(decode_fast(&longer), reference(&longer));
-            // every truncation is rejected by both
-            for n in 0..p.len() {
-                assert_eq!(decode_fast(&p[..n]), reference(&p[..n]), "{f:?} cut at {n}");
-            }
+            assert!(
+                decode_fast(&p).is_some()
+                    == matches!(
+                        f.body,
+                        v1::Body::Stats(_) | v1::Body::Delta(_) | v1::Body::Chunk(_)
+                    )
+            );
+            agrees_everywhere(&p);
         }
     }
 
@@ -273,19 +416,21 @@ mod tests {
             &[0x80, 0x80, 0x00],       // non-canonical, three bytes
             &[0x80, 0x80, 0x80, 0x00], // four bytes: too long for u16
         ];
-        for thread in cases {
-            for seq in [
-                &[0x00][..],
-                &[0xFF, 0xFF, 0xFF, 0xFF, 0x0F],
-                &[0xFF, 0xFF, 0xFF, 0xFF, 0x10],
-                &[0x80, 0x80, 0x80, 0x80, 0x80, 0x00],
-            ] {
-                let mut p = std::vec![1u8];
-                p.extend_from_slice(seq);
-                p.push(2);
-                p.extend_from_slice(thread);
-                p.extend_from_slice(&[5, 0, 1, 1, 3, 9]);
-                assert_eq!(decode_fast(&p), reference(&p), "{p:02x?}");
+        for version in [1, PROTOCOL_VERSION] {
+            for thread in cases {
+                for seq in [
+                    &[0x00][..],
+                    &[0xFF, 0xFF, 0xFF, 0xFF, 0x0F],
+                    &[0xFF, 0xFF, 0xFF, 0xFF, 0x10],
+                    &[0x80, 0x80, 0x80, 0x80, 0x80, 0x00],
+                ] {
+                    let mut p = std::vec![version];
+                    p.extend_from_slice(seq);
+                    p.push(2);
+                    p.extend_from_slice(thread);
+                    p.extend_from_slice(&[5, 0, 1, 1, 3, 9]);
+                    assert_eq!(decode_fast(&p), reference(&p), "{p:02x?}");
+                }
             }
         }
     }
@@ -332,45 +477,50 @@ mod tests {
             })
     }
 
+    /// Runs of increasing buckets with any counts, from `start`.
+    fn any_runs() -> impl Strategy<Value = (u16, Runs)> {
+        (
+            any::<u16>(),
+            proptest::collection::vec((0u16..500, any::<u64>()), 0..40),
+        )
+            .prop_map(|(start, steps)| {
+                let mut w = RunWriter::new(start, RUN_BYTES);
+                let mut b = u32::from(start);
+                for (step, count) in steps {
+                    b += u32::from(step);
+                    if b >= u32::from(u16::MAX) || !w.push(b as u16, count) {
+                        break;
+                    }
+                    b += 1;
+                }
+                (start, w.finish())
+            })
+    }
+
     fn any_body() -> impl Strategy<Value = Body> {
-        let head = (any::<u16>(), any::<u32>(), any::<u16>(), any::<u16>());
+        let head = (any::<u16>(), any::<u32>(), any::<u16>());
         prop_oneof![
             any_stats().prop_map(Body::Stats),
-            (
-                head,
-                proptest::collection::vec((any::<u16>(), any::<u32>()), 0..=DELTA_ENTRIES_MAX)
-            )
-                .prop_map(|((thread, epoch, part, parts), e)| Body::Delta(HistDelta {
+            (head, any_runs()).prop_map(|((thread, epoch, part), (start, runs))| {
+                Body::Delta(HistDelta {
                     thread,
                     epoch,
                     part,
-                    parts,
-                    entries: e
-                        .into_iter()
-                        .map(|(bucket, count)| DeltaEntry { bucket, count })
-                        .collect(),
-                })),
-            (
-                head,
-                proptest::collection::vec((any::<u16>(), any::<u64>()), 0..=CHUNK_ENTRIES_MAX)
-            )
-                .prop_map(|((thread, epoch, index, total), e)| Body::Chunk(
-                    SnapshotChunk {
-                        thread,
-                        epoch,
-                        index,
-                        total,
-                        entries: e
-                            .into_iter()
-                            .map(|(bucket, count)| SnapshotEntry { bucket, count })
-                            .collect(),
-                    }
-                )),
+                    start,
+                    runs,
+                })
+            }),
+            (head, any_runs()).prop_map(|((thread, epoch, end), (start, runs))| {
+                Body::Chunk(SnapshotChunk {
+                    thread,
+                    epoch,
+                    start,
+                    end,
+                    runs,
+                })
+            }),
         ]
     }
-
-    const DELTA_ENTRIES_MAX: usize = super::super::DELTA_ENTRIES;
-    const CHUNK_ENTRIES_MAX: usize = super::super::CHUNK_ENTRIES;
 
     /// Bytes that hit the varint and bool edges often.
     fn edgy_byte() -> impl Strategy<Value = u8> {
@@ -410,13 +560,15 @@ mod tests {
             prop_assert_eq!(decode_fast(&p[..n]), reference(&p[..n]));
         }
 
-        /// Random payloads after a plausible head agree with postcard.
+        /// Random payloads after a plausible head agree with postcard, in
+        /// both versions.
         #[test]
         fn random_payloads_agree_with_postcard(
+            version in 1u8..=2,
             variant in 0u8..9,
             rest in proptest::collection::vec(edgy_byte(), 0..200),
         ) {
-            let mut p = std::vec![1u8, 5, variant];
+            let mut p = std::vec![version, 5, variant];
             p.extend_from_slice(&rest);
             prop_assert_eq!(decode_fast(&p), reference(&p));
         }

@@ -10,24 +10,47 @@
 //!
 //! A run streams: a [`Hello`] (resent periodically and on every new
 //! connection), then per report interval and thread a [`HistDelta`] (one or
-//! more parts) and a [`ThreadStats`]; every few reports a full cumulative
-//! snapshot in [`SnapshotChunk`]s of at most [`MAX_SMALL_FRAME`] bytes; any
-//! [`SpikeRecord`]s and [`LogLine`]s; and at the end a [`Bye`].
+//! more parts) and a [`ThreadStats`], and snapshot chunks of the cumulative
+//! histogram ([`SnapshotChunk`]); any [`SpikeRecord`]s, explained spikes
+//! ([`Body::Explain`]) and [`LogLine`]s; and at the end a [`Bye`]. Which
+//! frames go when, and how a receiver turns them back into exact
+//! histograms, is [`crate::protocol`]'s.
+//!
+//! # Versions
+//!
+//! * **1**: deltas and chunks as lists of `{bucket, count}` structs, a full
+//!   snapshot every 5th report. Still decoded: [`Decoder`] upgrades every
+//!   version-1 frame to the current types (deltas and chunks get packed
+//!   runs, chunks the bucket range they cover; a version-1 hello's schema
+//!   key reads as [`SCHEMA_KEY`]; fields added since get documented
+//!   defaults).
+//! * **2** (this build): deltas and chunks carry packed [`Runs`]; a chunk
+//!   names the bucket range it covers, so a snapshot can roll through the
+//!   histogram a chunk per report; delta parts fill a small frame.
 
 mod ack;
 mod cobs_fast;
 mod decode;
 mod encode;
 mod fast;
+mod runs;
 mod types;
+mod v1;
 
 pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
-pub use decode::{DecodeError, Decoder, LinkStats};
+pub use decode::{DecodeError, Decoder, Frames, LinkStats};
 pub use encode::{encode, Encoder, MAX_FRAME, MAX_PAYLOAD};
+pub use runs::{varint_len, RunIter, RunWriter, Runs, MAX_PAIR_BYTES, RUN_BYTES};
 pub use types::*;
 
 /// The protocol version this build speaks (the first payload byte).
-pub const PROTOCOL_VERSION: u8 = 1;
+pub const PROTOCOL_VERSION: u8 = 2;
+
+/// The oldest protocol version this build still decodes.
+pub const OLDEST_VERSION: u8 = 1;
+
+/// The schema key of version-1 hellos (decoded as [`SCHEMA_KEY`]).
+pub const SCHEMA_KEY_V1: [u8; 8] = v1::SCHEMA_KEY;
 
 /// The largest encoded size (delimiters included) of the frames that must
 /// get through a noisy line often: snapshot chunks, deltas and stats.
@@ -35,8 +58,13 @@ pub const MAX_SMALL_FRAME: usize = 256;
 
 /// An 8-byte hash of the frame schema (names and types of every field).
 /// The hello carries it; a host refuses a stream whose schema differs.
+///
+/// It changes whenever any type inside [`Frame`] changes: a field added,
+/// removed, renamed or retyped, a variant added, a type renamed. A test
+/// pins its value; update the pin in the same change, and keep the
+/// version-1 upgrade filling the new field.
 pub const SCHEMA_KEY: [u8; 8] =
     postcard_schema::key::Key::for_path::<Frame>("latscope/frame").to_bytes();
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -6,15 +6,12 @@ use postcard::experimental::max_size::MaxSize;
 use postcard_schema::Schema;
 use serde::{Deserialize, Serialize};
 
+use super::runs::Runs;
 use crate::explain::Attribution;
 use crate::layout::Layout;
 
 /// Most measuring threads one run can describe.
 pub const MAX_THREADS: usize = 64;
-/// Bucket entries in one [`HistDelta`] part.
-pub const DELTA_ENTRIES: usize = 24;
-/// Bucket entries in one [`SnapshotChunk`].
-pub const CHUNK_ENTRIES: usize = 16;
 
 /// One frame: protocol version, sequence number, body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
@@ -84,6 +81,45 @@ impl Policy {
             Policy::Idle => "idle",
             Policy::Deadline => "deadline",
         }
+    }
+
+    /// The kernel's name of the policy, as `chrt` and the scheduler's
+    /// headers spell it: `SCHED_FIFO`, ...
+    pub const fn kernel_name(self) -> &'static str {
+        match self {
+            Policy::Other => "SCHED_OTHER",
+            Policy::Fifo => "SCHED_FIFO",
+            Policy::Rr => "SCHED_RR",
+            Policy::Batch => "SCHED_BATCH",
+            Policy::Idle => "SCHED_IDLE",
+            Policy::Deadline => "SCHED_DEADLINE",
+        }
+    }
+
+    /// The kernel's number of the policy (`sched_setattr`'s
+    /// `sched_policy`, Linux's `SCHED_*` constants).
+    pub const fn number(self) -> u32 {
+        match self {
+            Policy::Other => 0,
+            Policy::Fifo => 1,
+            Policy::Rr => 2,
+            Policy::Batch => 3,
+            Policy::Idle => 5,
+            Policy::Deadline => 6,
+        }
+    }
+
+    /// The policy with the kernel's number `n`, if latscope knows it.
+    pub const fn from_number(n: u32) -> Option<Policy> {
+        Some(match n {
+            0 => Policy::Other,
+            1 => Policy::Fifo,
+            2 => Policy::Rr,
+            3 => Policy::Batch,
+            5 => Policy::Idle,
+            6 => Policy::Deadline,
+            _ => return None,
+        })
     }
 
     /// Whether this is a real-time policy.
@@ -234,12 +270,19 @@ pub struct Degraded {
     pub no_dma_latency: bool,
     /// Could not pin threads to their CPUs.
     pub no_affinity: bool,
+    /// The kernel has no /dev/cpu_dma_latency (`no_dma_latency` is set
+    /// too): a missing device, not something given up. Recordings of
+    /// version 1 lack it (false).
+    pub no_dma_latency_device: bool,
 }
 
 impl Degraded {
-    /// Whether anything was degraded.
+    /// Whether anything was given up (a missing device is not).
     pub const fn any(&self) -> bool {
-        self.no_rt_policy || self.no_mlock || self.no_dma_latency || self.no_affinity
+        self.no_rt_policy
+            || self.no_mlock
+            || (self.no_dma_latency && !self.no_dma_latency_device)
+            || self.no_affinity
     }
 }
 
@@ -292,6 +335,10 @@ pub struct RunConfig {
     /// `--smi`: SMIs are counted, one MSR read (a second system call) per
     /// cycle.
     pub smi: bool,
+    /// latscope mounted tracefs at `/sys/kernel/tracing` for `--explain`
+    /// or `--tracemark` (none was mounted; the mount stays). Recordings of
+    /// version 1 lack it (false).
+    pub tracefs_mounted: bool,
 }
 
 /// The first frame of a run and of every connection.
@@ -348,17 +395,10 @@ pub struct ThreadStats {
     pub last_report: bool,
 }
 
-/// One bucket and its count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct DeltaEntry {
-    /// Bucket index.
-    pub bucket: u16,
-    /// Samples added in the interval.
-    pub count: u32,
-}
-
-/// The histogram change of one thread in report `epoch`, part `part` of `parts`.
+/// The histogram change of one thread in report `epoch`: part `part` of
+/// the buckets whose count changed since the report before, with how much
+/// (the raw 32-bit counter difference). A report has at least one part,
+/// and its parts cover increasing, disjoint bucket ranges.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HistDelta {
@@ -368,25 +408,16 @@ pub struct HistDelta {
     pub epoch: u32,
     /// This part (0-based).
     pub part: u16,
-    /// Number of parts of this report's delta.
-    pub parts: u16,
-    /// Changed buckets.
-    pub entries: Vec<DeltaEntry, DELTA_ENTRIES>,
+    /// Base bucket of `runs`.
+    pub start: u16,
+    /// Changed buckets and their increments.
+    pub runs: Runs,
 }
 
-/// One bucket and its cumulative count.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct SnapshotEntry {
-    /// Bucket index.
-    pub bucket: u16,
-    /// Cumulative count.
-    pub count: u64,
-}
-
-/// Part `index` of `total` of the cumulative histogram of one thread as of
-/// report `epoch`. The epoch is complete when all parts and the
-/// [`ThreadStats`] of that epoch have arrived.
+/// The cumulative histogram of one thread as of report `epoch`, for the
+/// buckets `start..end`: every bucket of that range that `runs` does not
+/// name is empty. An `end` at or past the layout's length covers the rest
+/// of it. A full snapshot is a sequence of chunks from bucket 0 to the end.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct SnapshotChunk {
@@ -394,12 +425,12 @@ pub struct SnapshotChunk {
     pub thread: u16,
     /// Report number of the snapshot.
     pub epoch: u32,
-    /// This chunk (0-based).
-    pub index: u16,
-    /// Number of chunks in the snapshot.
-    pub total: u16,
-    /// Non-empty buckets.
-    pub entries: Vec<SnapshotEntry, CHUNK_ENTRIES>,
+    /// First bucket covered (and the base bucket of `runs`).
+    pub start: u16,
+    /// End of the buckets covered (exclusive).
+    pub end: u16,
+    /// Non-empty buckets of the range and their cumulative counts.
+    pub runs: Runs,
 }
 
 /// Why a sample was reported individually (bit set).

@@ -1,7 +1,7 @@
 //! Explained spikes: the attributions a run sent, the largest kept, and
 //! per-cause totals over all of them, in bounded memory.
 
-use latscope_core::explain::{Attribution, Cause, CauseKind, Policy};
+use latscope_core::explain::{Attribution, Cause, CauseKind, Policy, PRIO_UNKNOWN};
 
 /// Explained spikes kept per run (the largest).
 const KEPT: usize = 32;
@@ -43,10 +43,15 @@ fn policy(c: &Cause) -> String {
     }
 }
 
-/// What a cause line is called in reports (`irq 19 eth0`, `softirq NET_RX`,
-/// `task kworker/0:1 (pid 33, SCHED_OTHER)`, ...).
+/// What a cause line is called in reports (`irq 19 eth0`, `irq 13
+/// irq/13-uart-pl0 (SCHED_FIFO/RR 50)` for a `PREEMPT_RT` IRQ thread,
+/// `softirq NET_RX`, `task kworker/0:1 (pid 33, SCHED_OTHER)`, ...).
 pub fn cause_label(c: &Cause) -> String {
     match c.kind {
+        // A PREEMPT_RT IRQ thread's line: its name and priority.
+        CauseKind::Irq if c.prio != PRIO_UNKNOWN => {
+            format!("irq {} {} ({})", c.id, c.name, policy(c))
+        }
         CauseKind::Irq => format!("irq {} {}", c.id, c.name),
         CauseKind::Softirq => format!("softirq {}", c.name),
         CauseKind::Vector => format!("irq {}", c.name),

@@ -5,6 +5,7 @@
 mod explain;
 mod series;
 mod spikes;
+mod store;
 mod thread;
 
 pub use explain::{cause_label, Explained};
@@ -28,6 +29,9 @@ pub struct Run {
     pub hello: Hello,
     /// Its histogram layout.
     pub layout: Layout,
+    /// The layout the hello declared, if no latscope target can produce
+    /// it (the run then uses the default layout).
+    pub illegal_layout: Option<Layout>,
     /// Threads by index.
     pub threads: Vec<ThreadAgg>,
     /// Log lines, the first [`LOGS_KEPT`].
@@ -46,8 +50,9 @@ pub struct Run {
 
 impl Run {
     fn new(hello: Hello) -> Self {
-        let layout = if hello.config.layout.is_valid() {
-            hello.config.layout
+        let declared = hello.config.layout;
+        let layout = if declared.is_legal() {
+            declared
         } else {
             Layout::DEFAULT
         };
@@ -59,25 +64,28 @@ impl Run {
             .max()
             .unwrap_or(0)
             .min(MAX_THREADS);
-        let mut threads: Vec<ThreadAgg> = (0..n)
-            .map(|_| ThreadAgg::new(&layout, None, OVERFLOW_CYCLES_KEPT))
-            .collect();
-        for t in &hello.config.threads {
-            if let Some(agg) = threads.get_mut(usize::from(t.index)) {
-                agg.info = Some(*t);
-            }
-        }
-        Run {
+        let mut run = Run {
             hello,
             layout,
-            threads,
+            // an invalid layout was always replaced silently
+            illegal_layout: (declared.is_valid() && !declared.is_legal()).then_some(declared),
+            threads: Vec::new(),
             logs: Vec::new(),
             logs_total: 0,
             bye: None,
             frames: 1,
             unknown_thread: 0,
             explained: Explained::default(),
+        };
+        if n > 0 {
+            let _ = run.thread(n as u16 - 1);
         }
+        for t in run.hello.config.threads.clone() {
+            if let Some(agg) = run.threads.get_mut(usize::from(t.index)) {
+                agg.info = Some(t);
+            }
+        }
+        run
     }
 
     /// The run's host name.
@@ -92,8 +100,11 @@ impl Run {
             return None;
         }
         while self.threads.len() <= i {
-            self.threads
-                .push(ThreadAgg::new(&self.layout, None, OVERFLOW_CYCLES_KEPT));
+            match ThreadAgg::new(&self.layout, None, OVERFLOW_CYCLES_KEPT) {
+                Ok(t) => self.threads.push(t),
+                // cannot happen: the run's layout is legal
+                Err(_) => return None,
+            }
         }
         self.threads.get_mut(i)
     }
@@ -128,20 +139,8 @@ impl Run {
                     self.logs.push(l.clone());
                 }
             }
-            Body::Bye(b) => {
-                for t in &mut self.threads {
-                    t.finish();
-                }
-                self.bye = Some(*b);
-            }
+            Body::Bye(b) => self.bye = Some(*b),
             Body::Explain(a) => self.explained.push(a),
-        }
-    }
-
-    /// End of input: apply pending parts.
-    pub fn finish(&mut self) {
-        for t in &mut self.threads {
-            t.finish();
         }
     }
 
@@ -152,14 +151,14 @@ impl Run {
             && self
                 .threads
                 .iter()
-                .all(|t| t.exact_now() && t.stats.is_some_and(|s| s.last_report))
+                .all(|t| t.exact_now() && t.stats().is_some_and(|s| s.last_report))
     }
 
     /// The earliest epoch as of which every thread's histogram is exact.
     pub fn exact_epoch(&self) -> Option<u32> {
         self.threads
             .iter()
-            .map(|t| t.exact_epoch)
+            .map(|t| t.exact_epoch())
             .try_fold(u32::MAX, |acc, e| e.map(|e| acc.min(e)))
             .filter(|&e| e != u32::MAX)
     }
@@ -216,9 +215,6 @@ impl Aggregator {
             self.ignoring = false;
             let same = self.runs.last().is_some_and(|r| r.hello.run_id == h.run_id);
             if !same {
-                if let Some(r) = self.runs.last_mut() {
-                    r.finish();
-                }
                 self.runs.push(Run::new(h.clone()));
                 self.replay();
                 return;
@@ -259,9 +255,6 @@ impl Aggregator {
     /// an unknown target with the default bucket layout.
     pub fn finish(&mut self) {
         self.adopt_unknown();
-        if let Some(r) = self.runs.last_mut() {
-            r.finish();
-        }
     }
 
     /// Frames held for a hello that never came become a run of an unknown
@@ -319,6 +312,7 @@ fn unknown_hello() -> Hello {
             wake: WakeMode::Absolute,
             align: StartAlign::Own,
             smi: false,
+            tracefs_mounted: false,
         },
     }
 }

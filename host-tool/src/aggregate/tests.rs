@@ -1,6 +1,6 @@
 //! The aggregator's epoch logic, on synthetic streams.
 
-use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
+use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME, PROTOCOL_VERSION};
 
 use crate::session::Session;
 use crate::synth::{Synth, SynthConfig};
@@ -36,8 +36,8 @@ fn assert_exact(s: &Session, synth: &Synth) {
     assert!(run.exact_at_end(), "not exact at end");
     for (i, t) in synth.threads.iter().enumerate() {
         let a = &run.threads[i];
-        assert_eq!(a.hist, t.hist, "thread {i} histogram");
-        let st = a.stats.expect("stats");
+        assert_eq!(a.hist(), t.hist, "thread {i} histogram");
+        let st = a.stats().expect("stats");
         assert_eq!(st.cycles, t.stats.cycles);
         assert_eq!(st.min, t.stats.min);
         assert_eq!(st.max, t.stats.max);
@@ -61,7 +61,7 @@ fn clean_stream_is_exact_in_any_chunking() {
 }
 
 #[test]
-fn lost_delta_is_healed_by_the_next_snapshot() {
+fn lost_delta_is_healed_by_the_snapshots() {
     let (bytes, synth) = Synth::bytes(SynthConfig::default());
     let fr = frames(&bytes);
     // Drop the first delta part of report 3 of thread 0.
@@ -72,21 +72,25 @@ fn lost_delta_is_healed_by_the_next_snapshot() {
         .clone();
     let mut cut = bytes[..victim.start + 1].to_vec();
     cut.extend_from_slice(&bytes[victim.end - 1..]);
-    // Stop after the stats of epoch 4: inexact there.
-    let stats4 = fr
+    // Stop after the stats of epoch 3: inexact there, exact as of 2.
+    let stats3 = fr
         .iter()
-        .find(|(f, _)| matches!(&f.body, Body::Stats(s) if s.epoch == 4 && s.thread == 0))
+        .find(|(f, _)| matches!(&f.body, Body::Stats(s) if s.epoch == 3 && s.thread == 0))
         .unwrap()
         .1
         .clone();
-    let removed = victim.len() - 1;
-    let s = decode(&cut[..stats4.end - removed]);
+    // the victim's body and one of its delimiters are gone
+    let removed = victim.len() - 2;
+    let s = decode(&cut[..stats3.end - removed]);
     let run = s.agg.current().unwrap();
     let t0 = &run.threads[0];
-    assert_eq!(t0.hist_epoch, Some(4));
+    // the histogram is still at epoch 2 (its delta of 3 was lost), the
+    // statistics at 3
+    assert_eq!(t0.hist_epoch(), Some(2));
+    assert_eq!(t0.stats().map(|s| s.epoch), Some(3));
     assert!(!t0.exact_now());
-    assert_eq!(t0.exact_epoch, Some(2));
-    // The whole stream: the snapshot of epoch 5 heals it, the end is exact.
+    assert_eq!(t0.exact_epoch(), Some(2));
+    // The whole stream: the rolling snapshot heals it before the end.
     let s = decode(&cut);
     assert_exact(&s, &synth);
     assert_eq!(s.link().seq_gaps, 1);
@@ -106,7 +110,7 @@ fn deltas_at_or_before_the_applied_epoch_are_ignored() {
     let s = decode(&doubled);
     assert_exact(&s, &synth);
     let run = s.agg.current().unwrap();
-    assert!(run.threads.iter().all(|t| t.stale_parts > 0));
+    assert!(run.threads.iter().all(|t| t.stale_parts() > 0));
 }
 
 #[test]
@@ -161,17 +165,18 @@ fn garbage_is_not_a_stream() {
 #[test]
 fn newer_protocol_version_is_named() {
     let (bytes, _) = Synth::bytes(SynthConfig::default());
-    // Re-encode every frame with version 2.
-    let mut v2 = Vec::new();
+    // Re-encode every frame with the next version.
+    let next = PROTOCOL_VERSION + 1;
+    let mut newer = Vec::new();
     let mut buf = vec![0u8; MAX_FRAME];
     for (mut f, _) in frames(&bytes) {
-        f.version = 2;
+        f.version = next;
         let n = latscope_core::wire::encode(&f, &mut buf).unwrap();
-        v2.extend_from_slice(&buf[..n]);
+        newer.extend_from_slice(&buf[..n]);
     }
-    let s = decode(&v2);
+    let s = decode(&newer);
     let e = s.fatal().expect("fatal").to_string();
-    assert!(e.contains("protocol version 2"), "{e}");
+    assert!(e.contains(&format!("protocol version {next}")), "{e}");
     assert!(e.contains("newer"), "{e}");
 }
 
@@ -263,13 +268,13 @@ fn corruption_recovers_every_unhit_frame_and_stays_exact_as_of_complete_epochs()
         // when the bye and the final snapshot arrived intact.
         if run.exact_at_end() {
             for (i, t) in synth.threads.iter().enumerate() {
-                assert_eq!(run.threads[i].hist, t.hist, "rate {rate} thread {i}");
+                assert_eq!(run.threads[i].hist(), t.hist, "rate {rate} thread {i}");
             }
         }
         for t in &run.threads {
-            assert!(t.exact_epoch.is_some(), "rate {rate}: never exact");
+            assert!(t.exact_epoch().is_some(), "rate {rate}: never exact");
             if t.exact_now() {
-                assert_eq!(t.hist_total(), t.stats.unwrap().count);
+                assert_eq!(t.hist_total(), t.stats().unwrap().count);
             }
         }
     }
@@ -288,7 +293,7 @@ fn exact_epochs_match_the_truth() {
     let s = decode(&bad);
     let run = s.agg.current().unwrap();
     for (i, t) in run.threads.iter().enumerate() {
-        let Some(e) = t.exact_epoch else { continue };
+        let Some(e) = t.exact_epoch() else { continue };
         if !t.exact_now() {
             continue;
         }
@@ -297,7 +302,7 @@ fn exact_epochs_match_the_truth() {
         for _ in 0..e {
             truth.report(&mut |_| {});
         }
-        assert_eq!(t.hist, truth.threads[i].hist, "thread {i} at epoch {e}");
+        assert_eq!(t.hist(), truth.threads[i].hist, "thread {i} at epoch {e}");
     }
 }
 
@@ -406,6 +411,80 @@ fn a_lost_first_hello_still_gives_a_run() {
     let run = s.agg.current().unwrap();
     assert!(run.exact_at_end());
     for (i, t) in synth.threads.iter().enumerate() {
-        assert_eq!(run.threads[i].hist, t.hist);
+        assert_eq!(run.threads[i].hist(), t.hist);
     }
+}
+
+#[test]
+fn an_irq_threads_time_is_labelled_as_the_irq_with_the_threads_policy() {
+    use crate::aggregate::explain::cause_label;
+    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    let mut a = Attribution::new(0, 1, 0, 30);
+    a.add(CauseKind::Irq, 13, 49, "irq/13-uart-pl0", 2, 20);
+    a.add(CauseKind::Irq, 13, PRIO_UNKNOWN, "uart-pl011", 3, 10);
+    let labels: Vec<String> = a.causes.iter().map(cause_label).collect();
+    assert_eq!(
+        labels,
+        [
+            "irq 13 irq/13-uart-pl0 (SCHED_FIFO/RR 50)",
+            "irq 13 uart-pl011"
+        ]
+    );
+}
+
+/// The text report of a synthetic run whose hello `edit` changed.
+fn report_with(edit: impl FnOnce(&mut latscope_core::wire::Hello)) -> String {
+    let mut synth = Synth::new(SynthConfig::default());
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    synth.start(&mut |b| frames.push(b.to_vec()));
+    let mut h = synth.hello();
+    edit(&mut h);
+    // The hello is the first frame (sequence 0), as a new encoder numbers it.
+    let mut enc = latscope_core::wire::Encoder::new();
+    frames[0] = enc.frame(Body::Hello(h)).unwrap().to_vec();
+    let mut bytes = frames.concat();
+    synth.end(&mut |b| bytes.extend_from_slice(b));
+    let s = decode(&bytes);
+    let mut out = String::new();
+    crate::report::text::render(&mut out, "t", s.agg.current().unwrap(), &s.link());
+    out
+}
+
+/// A report of a run not holding /dev/cpu_dma_latency (`device`: because
+/// the kernel has none) and started with `argv`.
+fn dma_report(device: bool, argv: &str) -> String {
+    report_with(|h| {
+        h.config.degraded.no_dma_latency = true;
+        h.config.degraded.no_dma_latency_device = device;
+        h.target.argv = latscope_core::wire::bounded(argv);
+    })
+}
+
+#[test]
+fn a_missing_dma_latency_device_is_not_called_best_effort() {
+    let missing = "missing:  /dev/cpu_dma_latency (not on the target's kernel)";
+    for out in [
+        dma_report(true, "latscope -t 2 --best-effort"),
+        // version 1 had no device flag: without --best-effort a device
+        // not held can only have been missing
+        dma_report(false, "latscope -t 2 -D 5s --stream serial:/dev/ttyAMA1"),
+    ] {
+        assert!(!out.contains("DEGRADED"), "{out}");
+        assert!(out.contains(missing), "{out}");
+    }
+    // With --best-effort a device that was there but refused is a
+    // degradation.
+    let out = dma_report(false, "latscope --best-effort -t 2");
+    assert!(
+        out.contains("DEGRADED: cpu_dma_latency not held (--best-effort)"),
+        "{out}"
+    );
+    assert!(!out.contains("missing:"), "{out}");
+}
+
+#[test]
+fn a_tracefs_mount_by_latscope_is_reported() {
+    let line = "tracefs:  mounted by latscope at /sys/kernel/tracing";
+    assert!(report_with(|h| h.config.tracefs_mounted = true).contains(line));
+    assert!(!report_with(|_| {}).contains("tracefs:"));
 }

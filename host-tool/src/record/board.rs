@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use latscope_core::stats::{quantile, Ppm};
 use latscope_core::wire::LinkStats;
 
-use crate::report::text::{degraded, ending};
+use crate::report::text::{degraded, ending, missing_devices};
 use crate::session::Session;
 
 /// One thread as the live view and the metrics show it.
@@ -85,8 +85,10 @@ pub struct TargetView {
     pub elapsed_ns: u64,
     /// Planned duration (ns, 0 = none).
     pub duration_ns: u64,
-    /// Degradations.
+    /// Degradations (`--best-effort`).
     pub degraded: Vec<&'static str>,
+    /// Devices the target's kernel lacks.
+    pub missing: Vec<&'static str>,
     /// Warnings.
     pub warnings: Vec<String>,
 }
@@ -113,12 +115,14 @@ impl TargetView {
         v.id.run = format!("{:016x}", run.hello.run_id);
         v.duration_ns = run.hello.config.duration_ns;
         v.degraded = degraded(run);
+        v.missing = missing_devices(run);
         if run.bye.is_some() {
             v.ended = Some(ending(run));
         }
         let c = &run.hello.config;
         for (i, t) in run.threads.iter().enumerate() {
-            let Some(st) = t.stats else { continue };
+            let Some(st) = t.stats() else { continue };
+            let hist = t.hist();
             v.elapsed_ns = v.elapsed_ns.max(st.elapsed_ns);
             let info = t.info;
             let prio = info.map(|i| i.priority).unwrap_or(c.priority);
@@ -135,8 +139,8 @@ impl TargetView {
                 sum_ns: st.sum,
                 min_ns: (st.count > 0).then_some(st.min),
                 avg_ns: (st.count > 0).then(|| st.sum as f64 / st.count as f64),
-                p99_ns: quantile(&run.layout, &t.hist, Ppm::P99, st.max),
-                p999_ns: quantile(&run.layout, &t.hist, Ppm::P999, st.max),
+                p99_ns: quantile(&run.layout, &hist, Ppm::P99, st.max),
+                p999_ns: quantile(&run.layout, &hist, Ppm::P999, st.max),
                 max_ns: st.max,
                 missed: st.missed,
                 minflt: st.minflt,

@@ -57,7 +57,14 @@ pub fn table(views: &[TargetView]) -> String {
             state
         );
         if !v.degraded.is_empty() {
-            let _ = writeln!(out, "  DEGRADED: {}", v.degraded.join(", "));
+            let _ = writeln!(out, "  DEGRADED: {} (--best-effort)", v.degraded.join(", "));
+        }
+        if !v.missing.is_empty() {
+            let _ = writeln!(
+                out,
+                "  missing: {} (not on the target's kernel)",
+                v.missing.join(", ")
+            );
         }
         let _ = writeln!(
             out,

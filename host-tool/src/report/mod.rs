@@ -3,6 +3,9 @@
 pub mod cyclictest;
 pub mod text;
 
+#[cfg(test)]
+mod golden;
+
 use std::fmt::Write;
 use std::time::SystemTime;
 
@@ -135,7 +138,7 @@ fn csv_run(out: &mut String, name: &str, run: &Run) {
             .and_then(|x| x.cpu)
             .map(|c| c.to_string())
             .unwrap_or_default();
-        for (b, &c) in t.hist.iter().enumerate() {
+        for (b, c) in t.hist().into_iter().enumerate() {
             if c == 0 {
                 continue;
             }
@@ -216,7 +219,7 @@ fn json_run(run: &Run) -> Value {
             })
         })
         .collect();
-    json!({
+    let mut v = json!({
         "run_id": format!("{:016x}", h.run_id),
         "tool_version": h.tool_version.as_str(),
         "target": {
@@ -259,5 +262,15 @@ fn json_run(run: &Run) -> Value {
             })).collect::<Vec<_>>(),
         },
         "logs": run.logs.iter().map(|l| json!({"level": format!("{:?}", l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
-    })
+    });
+    // Only when there is something to say, so that reports of runs
+    // without either read as they always did.
+    let missing = text::missing_devices(run);
+    if !missing.is_empty() {
+        v["config"]["missing_devices"] = json!(missing);
+    }
+    if c.tracefs_mounted {
+        v["config"]["tracefs_mounted"] = json!(true);
+    }
+    v
 }

@@ -37,7 +37,32 @@ pub fn ending(run: &Run) -> String {
     }
 }
 
-/// The run's degradations, in words (empty if none).
+/// True if the target's kernel has no `/dev/cpu_dma_latency`, as the
+/// hello says. A version-1 hello only says the device was not held; without
+/// `--best-effort` on the command line a device that is there but refused
+/// stops the run instead, so then it was missing.
+fn dma_latency_device_missing(run: &Run) -> bool {
+    let d = run.hello.config.degraded;
+    let best_effort = run
+        .hello
+        .target
+        .argv
+        .split_whitespace()
+        .any(|a| a == "--best-effort");
+    d.no_dma_latency_device || (d.no_dma_latency && !best_effort)
+}
+
+/// The devices the target's kernel lacks (not degradations: nothing was
+/// given up, there was nothing to hold).
+pub fn missing_devices(run: &Run) -> Vec<&'static str> {
+    let mut v = Vec::new();
+    if dma_latency_device_missing(run) {
+        v.push("/dev/cpu_dma_latency");
+    }
+    v
+}
+
+/// The run's degradations under `--best-effort`, in words (empty if none).
 pub fn degraded(run: &Run) -> Vec<&'static str> {
     let d = run.hello.config.degraded;
     let mut v = Vec::new();
@@ -47,7 +72,7 @@ pub fn degraded(run: &Run) -> Vec<&'static str> {
     if d.no_mlock {
         v.push("memory not locked");
     }
-    if d.no_dma_latency {
+    if d.no_dma_latency && !dma_latency_device_missing(run) {
         v.push("cpu_dma_latency not held");
     }
     if d.no_affinity {
@@ -166,6 +191,15 @@ pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
             out,
             "DEGRADED: {} (--best-effort); figures do not show the system's real-time behaviour",
             d.join(", ")
+        );
+    }
+    for dev in missing_devices(run) {
+        let _ = writeln!(out, "missing:  {dev} (not on the target's kernel)");
+    }
+    if run.hello.config.tracefs_mounted {
+        let _ = writeln!(
+            out,
+            "tracefs:  mounted by latscope at /sys/kernel/tracing (none was mounted; left in place)"
         );
     }
     let _ = writeln!(out, "end:      {}", ending(run));

@@ -117,14 +117,17 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
             }
         );
     }
-    if s.deg.flags.any() {
-        let degraded: Vec<&str> = s
-            .deg
-            .warnings
-            .iter()
-            .filter_map(|w| w.strip_prefix("degraded: "))
-            .collect();
+    let degraded: Vec<&str> = s
+        .deg
+        .warnings
+        .iter()
+        .filter_map(|w| w.strip_prefix("degraded: "))
+        .collect();
+    if !degraded.is_empty() {
         eprintln!("# degraded run: {}", degraded.join("; "));
+    }
+    for dev in &s.deg.missing_devices {
+        eprintln!("# missing device: {dev} (not on this kernel)");
     }
     let dropped = ended.outcome.frames_dropped;
     if dropped > 0 {

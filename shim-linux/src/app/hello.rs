@@ -51,6 +51,7 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
             wake: cfg.wake,
             align: cfg.align,
             smi: cfg.smi,
+            tracefs_mounted: s.tracefs_mounted,
         },
     }
 }

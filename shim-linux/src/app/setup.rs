@@ -17,7 +17,7 @@ use crate::linux::exit::Held;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::status_files::Snapshot;
 use crate::linux::sys::{self, sig, sigbit};
-use crate::linux::tracefs::{Marker, Tracemark, Tracer};
+use crate::linux::tracefs::{Marker, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT_POINT};
 use crate::linux::{self, hold_dma_latency};
 use crate::output::Console;
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
@@ -41,6 +41,9 @@ pub struct Degradations {
     pub flags: Degraded,
     /// One line each, for stderr and the stream.
     pub warnings: Vec<String>,
+    /// Devices this kernel does not have (not a degradation: nothing was
+    /// given up, there is nothing to hold).
+    pub missing_devices: Vec<&'static str>,
 }
 
 /// Everything a run holds before its threads start.
@@ -55,6 +58,8 @@ pub struct Setup {
     pub deg: Degradations,
     /// The value held in `/dev/cpu_dma_latency`, if held.
     pub dma_latency: Option<i32>,
+    /// latscope mounted tracefs for `--explain` or `--tracemark`.
+    pub tracefs_mounted: bool,
     /// `--tracemark`.
     pub tracemark: Option<Tracemark>,
     /// `--explain` without tracefs: the CPUs to explain coarsely.
@@ -117,12 +122,10 @@ impl Setup {
         let dma_latency = dma_latency(cfg, held, &mut deg)?;
         let snapshot = startup::snapshot();
         let fifo = startup::fifo(cfg);
-        let tracemark = cfg.tracemark.then(Tracemark::open).flatten();
-        if cfg.tracemark && tracemark.is_none() {
-            deg.warnings
-                .push("--tracemark: tracefs not found; no trace marker written".into());
-        }
-        let (tracer, markers) = open_explain(cfg, &plans, &mut deg);
+        let tracefs = find_or_mount_tracefs(cfg, &mut deg);
+        let tracemark = open_tracemark(cfg, tracefs.as_ref(), &mut deg);
+        let (tracer, markers) = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);
+        let tracefs_mounted = tracefs.is_some_and(|t| t.is_ok_and(|t| t.mounted));
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
         let n = plans.len();
         let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
@@ -144,6 +147,7 @@ impl Setup {
             mainaffinity,
             deg,
             dma_latency,
+            tracefs_mounted,
             tracemark,
             coarse_cpus,
             shared: (0..n).map(|_| Shared::new()).collect(),
@@ -183,6 +187,9 @@ fn lock_memory(cfg: &Config, held: &mut Held, deg: &mut Degradations) -> Result<
     Ok(())
 }
 
+/// The PM QoS device of the CPUs' idle-state latency.
+const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
+
 /// The `/dev/cpu_dma_latency` request, unless `--default-system`.
 fn dma_latency(
     cfg: &Config,
@@ -206,8 +213,11 @@ fn dma_latency(
         }
         Err(Errno::NOENT) => {
             deg.flags.no_dma_latency = true;
-            deg.warnings
-                .push("no /dev/cpu_dma_latency on this kernel: CPU idle states unchanged".into());
+            deg.flags.no_dma_latency_device = true;
+            deg.missing_devices.push(DMA_LATENCY);
+            deg.warnings.push(format!(
+                "no {DMA_LATENCY} on this kernel: CPU idle states unchanged"
+            ));
         }
         Err(e) if cfg.best_effort => {
             deg.flags.no_dma_latency = true;
@@ -225,12 +235,53 @@ fn dma_latency(
     Ok(None)
 }
 
+/// tracefs, if `--explain` or `--tracemark` needs it (`None` if neither
+/// does): the mounted one, or one mounted now, which the log says.
+fn find_or_mount_tracefs(
+    cfg: &Config,
+    deg: &mut Degradations,
+) -> Option<Result<Tracefs, NoTracefs>> {
+    if cfg.explain_us == 0 && !cfg.tracemark {
+        return None;
+    }
+    let t = Tracefs::find_or_mount();
+    if let Ok(Tracefs { mounted: true, .. }) = t {
+        deg.warnings.push(format!(
+            "tracefs was not mounted: mounted it at {MOUNT_POINT} (it stays mounted)"
+        ));
+    }
+    Some(t)
+}
+
+/// `--tracemark`: the top-level marker and switch of tracefs.
+fn open_tracemark(
+    cfg: &Config,
+    tracefs: Option<&Result<Tracefs, NoTracefs>>,
+    deg: &mut Degradations,
+) -> Option<Tracemark> {
+    if !cfg.tracemark {
+        return None;
+    }
+    let why = match tracefs {
+        Some(Ok(t)) => match Tracemark::open(&t.root) {
+            Some(m) => return Some(m),
+            None => format!("cannot open trace_marker in {}", t.root.display()),
+        },
+        Some(Err(e)) => e.to_string(),
+        None => "tracefs was not looked for".to_string(),
+    };
+    deg.warnings
+        .push(format!("--tracemark: {why}; no trace marker written"));
+    None
+}
+
 /// `--explain`: the trace instance and one marker per thread. It traces
 /// the pinned threads' CPUs, and every CPU the process may run on if a
 /// thread is unpinned (its spikes are explained on the CPU it woke on).
 fn open_explain(
     cfg: &Config,
     plans: &[ThreadPlan],
+    tracefs: Option<&Result<Tracefs, NoTracefs>>,
     deg: &mut Degradations,
 ) -> (Option<Tracer>, Vec<Option<Marker>>) {
     let none = || (0..plans.len()).map(|_| None).collect();
@@ -243,14 +294,19 @@ fn open_explain(
     }
     cpus.sort_unstable();
     cpus.dedup();
-    match Tracer::open(&cpus, cfg.explain_us * 1000) {
+    let opened = match tracefs {
+        Some(Ok(t)) => Tracer::open(&t.root, &cpus, cfg.explain_us * 1000),
+        Some(Err(e)) => Err(Error::Unavailable(e.to_string())),
+        None => Err(Error::Internal("--explain without a tracefs lookup")),
+    };
+    match opened {
         Ok(t) => {
             let markers = plans.iter().map(|_| t.marker()).collect();
             (Some(t), markers)
         }
         Err(e) => {
             deg.warnings.push(format!(
-                "--explain: no trace instance ({e}); coarse attribution from /proc/interrupts and /proc/softirqs per report interval"
+                "--explain: no trace instance: {e}; coarse attribution from /proc/interrupts and /proc/softirqs per report interval"
             ));
             (None, none())
         }

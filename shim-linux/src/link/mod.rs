@@ -5,26 +5,33 @@
 //! Only the sender thread writes here, so a slow or broken link can delay
 //! reports but never a measuring thread. Frames that cannot be delivered
 //! are counted in [`Sink::frames_dropped`].
+//!
+//! A serial line is paced ([`Pacer`]): no second carries more than half of
+//! what the line can, so the one large burst of a run, its final report
+//! with every thread's full histogram, is spread over the next seconds
+//! rather than filling the line.
 
 mod resend;
 mod serial;
 mod tcp;
 
+use latscope_core::protocol::Pacer;
 use latscope_core::wire::Hello;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 
 use crate::config::Dest;
 use crate::error::Error;
-use crate::linux::write_all;
+use crate::linux::clock::monotonic_ns;
+use crate::linux::{sleep_ns, write_all};
 use tcp::Tcp;
 
 enum Link {
-    /// Blocking writes to an fd (file, serial).
+    /// Blocking writes to an fd (file; serial, paced).
     Fd {
         fd: OwnedFd,
         broken: bool,
-        serial: bool,
+        pacer: Option<Pacer>,
     },
     /// Standard output, borrowed.
     Stdout { broken: bool },
@@ -54,13 +61,13 @@ impl Sink {
                 Link::Fd {
                     fd,
                     broken: false,
-                    serial: false,
+                    pacer: None,
                 }
             }
             Dest::Serial { path, baud } => Link::Fd {
                 fd: serial::open(path, *baud)?,
                 broken: false,
-                serial: true,
+                pacer: Some(Pacer::half_of_baud(*baud)),
             },
             Dest::Tcp(addr) => Link::Tcp(Box::new(Tcp::new(*addr))),
         };
@@ -107,7 +114,10 @@ impl Sink {
                 *broken = *broken || write_all(rustix::stdio::stdout(), frame).is_err();
                 !*broken
             }
-            Link::Fd { fd, broken, .. } => {
+            Link::Fd { fd, broken, pacer } => {
+                if let Some(p) = pacer {
+                    pace(p, frame.len());
+                }
                 *broken = *broken || write_all(fd.as_fd(), frame).is_err();
                 !*broken
             }
@@ -129,11 +139,22 @@ impl Sink {
                 self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), true)
             }
             Link::Fd {
-                fd, serial: true, ..
+                fd, pacer: Some(_), ..
             } => {
                 let _ = rustix::termios::tcdrain(fd.as_fd());
             }
             _ => {}
         }
     }
+}
+
+/// Wait until `len` bytes may leave within the line's budget, and count
+/// them.
+fn pace(p: &mut Pacer, len: usize) {
+    let now = monotonic_ns();
+    let at = p.ready_at(now, len);
+    if at > now {
+        sleep_ns(at - now);
+    }
+    p.sent(at.max(now), len);
 }

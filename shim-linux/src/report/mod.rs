@@ -22,7 +22,7 @@ mod view;
 use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
-use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeRecord, ThreadStats};
+use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeRecord};
 
 use crate::config::ThreadPlan;
 use crate::link::Sink;
@@ -221,7 +221,7 @@ impl Sender<'_> {
                 self.redraw();
             }
             self.live.flush();
-            let wake = (now + TICK_NS).min(self.publish.next_report());
+            let wake = (now + TICK_NS).min(self.publish.next_due());
             let wait = wake
                 .saturating_sub(monotonic_ns())
                 .clamp(1_000_000, TICK_NS);
@@ -262,17 +262,15 @@ impl Sender<'_> {
     /// A new connection: every thread's latest statistics and histogram.
     fn restart_stream(&mut self) {
         for v in &self.views {
-            self.publish.restart(v.last_stats, &v.hist);
+            self.publish.restart(&v.log);
         }
     }
 
     fn report_if_due(&mut self, now: i64) {
-        let Some(full) = self.publish.report_due(now) else {
+        if !self.publish.report_due(now) {
             return;
-        };
-        let dropped_before = self.publish.frames_dropped();
-        self.report(now, false, full);
-        self.publish.report_done(now, dropped_before);
+        }
+        self.report();
         if !self.opts.console.tty && self.live_view() && self.show_now() {
             self.live
                 .plain_lines(&self.views, &self.plans, self.shared, self.opts.nsecs);
@@ -283,9 +281,9 @@ impl Sender<'_> {
     fn finish(mut self) -> Outcome {
         self.drain();
         self.attrib.close();
-        self.publish.last_report();
         let now = monotonic_ns();
-        self.report(now, true, true);
+        self.publish.last_report(now);
+        self.report();
         let reason = self.reason();
         let bye = Bye {
             reason,
@@ -377,43 +375,19 @@ impl Sender<'_> {
     }
 
     /// One report: the coarse attributions, then per thread its delta,
-    /// statistics and (with `full`) histogram.
-    fn report(&mut self, now: i64, last: bool, full: bool) {
+    /// statistics and snapshot chunk(s), as the publisher's schedule says.
+    fn report(&mut self) {
         let publish = &mut self.publish;
         self.attrib
             .coarse(&self.plans, |a| publish.send(Body::Explain(a)));
-        let elapsed = now.saturating_sub(self.start_ns).max(0) as u64;
-        let epoch = self.publish.epoch();
-        for (t, v) in self.views.iter_mut().enumerate() {
-            let shared = &self.shared[t];
+        for (v, shared) in self.views.iter_mut().zip(self.shared) {
             if !v.snapshot(shared) {
                 continue;
             }
             v.update_losses(shared);
-            let interval_max = v.interval_max();
-            v.absorb();
-            let c = v.counters;
-            let stats = ThreadStats {
-                thread: t as u16,
-                epoch,
-                elapsed_ns: elapsed,
-                cycles: c.cycles,
-                count: c.totals.count,
-                sum: c.totals.sum,
-                min: c.totals.min,
-                max: c.totals.max,
-                interval_max,
-                last: c.last,
-                missed: c.missed,
-                early: c.early,
-                minflt: v.faults.minflt,
-                majflt: v.faults.majflt,
-                dropped: v.dropped,
-                last_report: last,
-            };
-            self.publish.thread(&v.prev, &v.cur, &v.hist, stats, full);
-            v.last_stats = stats;
-            v.advance();
+            let extra = v.extra();
+            self.publish.thread(&mut v.log, &v.cur, extra);
+            v.counters = *v.log.counters();
         }
     }
 }

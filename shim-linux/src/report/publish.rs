@@ -1,46 +1,49 @@
-//! Publishing: a thread's record as frames, on the protocol's schedule.
+//! Publishing: the run's frame stream, through core's
+//! [`Reporter`](latscope_core::protocol::Reporter), which owns the
+//! protocol's schedule (documented in `latscope_core::protocol`): per report
+//! and thread the delta, the statistics and a rolling snapshot chunk; full
+//! snapshots at a new connection, after lost frames and at the end; a hello
+//! at the start and every 10 s; the bye. A TCP connection that resumes the
+//! run starts with a hello that takes no sequence number (the host learns
+//! the run from it, then gets again every frame it had not acknowledged).
 //!
-//! Per report interval k = 1, 2, ... and per thread: the raw bucket delta
-//! `S_k - S_(k-1)` in [`HistDelta`] parts, then [`ThreadStats`] of the same
-//! snapshot, then (every 5th report, after frames were lost, at the start
-//! of a connection and at the end) the full cumulative histogram in
-//! [`SnapshotChunk`]s. A hello starts the run and repeats every 10 s; a
-//! TCP connection that resumes the run starts with a hello that takes no
-//! sequence number (the host learns the run from it, then gets again every
-//! frame it had not acknowledged); a [`Bye`] ends the run.
-//!
-//! [`Publisher`] is the only code of the target that builds these frames:
-//! the sender hands it snapshots and statistics, never frames.
+//! [`Publisher`] adds what only the target knows: the link, the hello and
+//! the warnings of the start, and when frames were lost.
 
-use latscope_core::hist::Histogram;
+use latscope_core::protocol::{Extra, FrameSink, Reporter, ThreadLog};
 use latscope_core::record::Snapshot;
-use latscope_core::wire::{
-    bounded, Body, Bye, DeltaEntry, Encoder, Hello, HistDelta, Level, LogLine, SnapshotChunk,
-    SnapshotEntry, ThreadStats, CHUNK_ENTRIES, DELTA_ENTRIES,
-};
+use latscope_core::wire::{bounded, Body, Bye, Hello, Level, LogLine};
+use latscope_core::Error as CoreError;
 
 use crate::link::Sink;
 use crate::rt::N;
 
-/// Hello repeat period.
-const HELLO_NS: i64 = 10_000_000_000;
-/// Full snapshot every this many reports.
-const SNAPSHOT_EVERY: u32 = 5;
-
-/// The frame stream of a run and its schedule.
+/// The frame stream of a run.
 pub struct Publisher {
-    enc: Encoder,
+    rep: Reporter,
     sink: Option<Sink>,
     hello: Hello,
     /// Warnings sent after each connection's hello.
     warnings: Vec<String>,
-    /// The current report number.
-    epoch: u32,
-    report_ns: i64,
-    next_report: i64,
-    next_hello: i64,
-    /// Frames were lost in the last report: send the full histogram next.
-    resync: bool,
+    /// Frames not delivered as of the last report.
+    dropped_at_report: u64,
+}
+
+/// The link as the reporter's sink (nothing is sent without a stream).
+struct Out<'a>(&'a mut Option<Sink>);
+
+impl FrameSink for Out<'_> {
+    fn frame(&mut self, seq: u32, bytes: &[u8]) {
+        if let Some(s) = self.0.as_mut() {
+            s.send(bytes, seq);
+        }
+    }
+
+    fn failed(&mut self, _error: CoreError) {
+        if let Some(s) = self.0.as_mut() {
+            s.frames_dropped += 1;
+        }
+    }
 }
 
 impl Publisher {
@@ -54,34 +57,22 @@ impl Publisher {
         report_ns: i64,
     ) -> Publisher {
         Publisher {
-            enc: Encoder::new(),
+            rep: Reporter::new(start_ns, report_ns.max(1) as u64),
             sink,
             hello,
             warnings,
-            epoch: 0,
-            report_ns,
-            next_report: start_ns.saturating_add(report_ns),
-            next_hello: start_ns.saturating_add(HELLO_NS),
-            resync: false,
+            dropped_at_report: 0,
         }
     }
 
-    /// Encode `body` as the next frame and send it (nothing without a
-    /// stream; a frame that cannot be encoded counts as dropped).
+    /// Encode `body` as the next frame and send it.
     pub fn send(&mut self, body: Body) {
-        let Some(sink) = self.sink.as_mut() else {
-            return;
-        };
-        let seq = self.enc.next_seq();
-        match self.enc.frame(body) {
-            Ok(bytes) => sink.send(bytes, seq),
-            Err(_) => sink.frames_dropped += 1,
-        }
+        self.rep.send(body, &mut Out(&mut self.sink));
     }
 
     /// The current report number.
     pub fn epoch(&self) -> u32 {
-        self.epoch
+        self.rep.epoch()
     }
 
     /// Frames not delivered so far.
@@ -103,13 +94,13 @@ impl Publisher {
         }
         let new = sink.service(now, first);
         if first {
-            self.next_hello = now.saturating_add(HELLO_NS);
-            self.send(Body::Hello(self.hello.clone()));
-            for w in self.warnings.clone() {
-                self.send(Body::Log(LogLine {
+            self.rep.hello(now, &self.hello, &mut Out(&mut self.sink));
+            for w in &self.warnings {
+                let line = LogLine {
                     level: Level::Warn,
-                    text: bounded(&w),
-                }));
+                    text: bounded(w),
+                };
+                self.rep.send(Body::Log(line), &mut Out(&mut self.sink));
             }
         }
         first || new
@@ -117,128 +108,51 @@ impl Publisher {
 
     /// A thread's latest statistics and cumulative histogram, for a new
     /// connection.
-    pub fn restart(&mut self, stats: ThreadStats, hist: &Histogram<N>) {
-        self.send(Body::Stats(ThreadStats {
-            epoch: self.epoch,
-            ..stats
-        }));
-        self.chunks(stats.thread, hist);
+    pub fn restart(&mut self, log: &ThreadLog<N>) {
+        self.rep.resend(log, &mut Out(&mut self.sink));
     }
 
     /// Repeat the hello if it is due.
     pub fn hello_if_due(&mut self, now: i64) {
-        if now >= self.next_hello {
-            self.send(Body::Hello(self.hello.clone()));
-            self.next_hello = now.saturating_add(HELLO_NS);
+        if self.rep.hello_due(now) {
+            self.rep.hello(now, &self.hello, &mut Out(&mut self.sink));
         }
     }
 
-    /// When the next report is due.
-    pub fn next_report(&self) -> i64 {
-        self.next_report
+    /// When the next report or hello is due.
+    pub fn next_due(&self) -> i64 {
+        self.rep.next_due()
     }
 
-    /// If a report is due at `now`: start it (the epoch advances) and
-    /// return whether it carries the full histograms.
-    pub fn report_due(&mut self, now: i64) -> Option<bool> {
-        if now < self.next_report {
-            return None;
+    /// If a report is due at `now`, start it (with full snapshots if frames
+    /// were lost since the last one) and return `true`.
+    pub fn report_due(&mut self, now: i64) -> bool {
+        if !self.rep.report_due(now) {
+            return false;
         }
-        self.epoch += 1;
-        Some(self.epoch.is_multiple_of(SNAPSHOT_EVERY) || self.resync)
+        self.note_losses();
+        self.rep.begin_report(now);
+        true
     }
 
-    /// The report that `report_due` started is sent; `dropped_before` is
-    /// [`Publisher::frames_dropped`] before it.
-    pub fn report_done(&mut self, now: i64, dropped_before: u64) {
-        self.resync = self.frames_dropped() != dropped_before;
-        self.next_report = self.next_report.saturating_add(self.report_ns);
-        if self.next_report <= now {
-            self.next_report = now.saturating_add(self.report_ns);
-        }
+    /// Start the final report (full snapshots, `last_report`).
+    pub fn last_report(&mut self, now: i64) {
+        self.note_losses();
+        self.rep.begin_final(now);
     }
 
-    /// Start the last report (always with the full histograms).
-    pub fn last_report(&mut self) {
-        self.epoch += 1;
-    }
-
-    /// One thread's part of a report: the delta from `prev` to `cur`, its
-    /// statistics, and with `full` its cumulative histogram `hist`.
-    pub fn thread(
-        &mut self,
-        prev: &Snapshot<N>,
-        cur: &Snapshot<N>,
-        hist: &Histogram<N>,
-        stats: ThreadStats,
-        full: bool,
-    ) {
-        self.delta(stats.thread, prev, cur);
-        self.send(Body::Stats(stats));
-        if full {
-            self.chunks(stats.thread, hist);
+    fn note_losses(&mut self) {
+        let dropped = self.frames_dropped();
+        if dropped != self.dropped_at_report {
+            self.rep.lost();
+            self.dropped_at_report = dropped;
         }
     }
 
-    /// The buckets that changed, in parts sent as they fill (no allocation).
-    fn delta(&mut self, thread: u16, prev: &Snapshot<N>, cur: &Snapshot<N>) {
-        let changes = cur
-            .buckets
-            .iter()
-            .zip(prev.buckets.iter())
-            .map(|(c, p)| c.wrapping_sub(*p))
-            .enumerate()
-            .filter(|&(_, d)| d != 0);
-        let parts = changes.clone().count().div_ceil(DELTA_ENTRIES).max(1);
-        let mut delta = HistDelta {
-            thread,
-            epoch: self.epoch,
-            part: 0,
-            parts: parts as u16,
-            entries: heapless::Vec::new(),
-        };
-        for (i, count) in changes {
-            if delta.entries.is_full() {
-                self.send(Body::Delta(delta.clone()));
-                delta.entries.clear();
-                delta.part += 1;
-            }
-            let _ = delta.entries.push(DeltaEntry {
-                bucket: i as u16,
-                count,
-            });
-        }
-        self.send(Body::Delta(delta));
-    }
-
-    /// The cumulative histogram in chunks.
-    fn chunks(&mut self, thread: u16, hist: &Histogram<N>) {
-        let entries = hist
-            .counts()
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|&(_, c)| c > 0);
-        let total = entries.clone().count().div_ceil(CHUNK_ENTRIES).max(1) as u16;
-        let mut chunk = SnapshotChunk {
-            thread,
-            epoch: self.epoch,
-            index: 0,
-            total,
-            entries: heapless::Vec::new(),
-        };
-        for (i, count) in entries {
-            if chunk.entries.is_full() {
-                self.send(Body::Chunk(chunk.clone()));
-                chunk.entries.clear();
-                chunk.index += 1;
-            }
-            let _ = chunk.entries.push(SnapshotEntry {
-                bucket: i as u16,
-                count,
-            });
-        }
-        self.send(Body::Chunk(chunk));
+    /// One thread's part of the current report: `cur` is a fresh snapshot
+    /// of its record, `extra` its faults and dropped spike records.
+    pub fn thread(&mut self, log: &mut ThreadLog<N>, cur: &Snapshot<N>, extra: Extra) {
+        self.rep.report(log, cur, extra, &mut Out(&mut self.sink));
     }
 
     /// The end of the stream: up to 1 s for the host to acknowledge what

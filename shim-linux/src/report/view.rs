@@ -2,10 +2,10 @@
 
 use std::sync::atomic::Ordering;
 
-use latscope_core::hist::Histogram;
 use latscope_core::layout::DEFAULT_LINEAR_US;
+use latscope_core::protocol::{Extra, ThreadLog};
 use latscope_core::record::{Counters, Snapshot};
-use latscope_core::wire::{SpikeRecord, ThreadStats};
+use latscope_core::wire::SpikeRecord;
 
 use crate::config::ThreadPlan;
 use crate::linux::procfs::{self, Faults};
@@ -17,13 +17,13 @@ const TRIES: u32 = 100_000;
 
 /// What the sender keeps about one measuring thread.
 pub struct View {
-    /// The snapshot of the last report.
-    pub prev: Box<Snapshot<N>>,
     /// The snapshot being taken.
     pub cur: Box<Snapshot<N>>,
-    /// Cumulative histogram (u64), as of the last report.
-    pub hist: Box<Histogram<N>>,
-    /// Statistics as of the last report.
+    /// What the stream's reports keep: the counters of the last report,
+    /// the cumulative histogram (u64) and statistics as of then.
+    pub log: Box<ThreadLog<N>>,
+    /// The latest statistics (of the last report, or fresher for the live
+    /// view).
     pub counters: Counters,
     /// Faults since measuring started.
     pub faults: Faults,
@@ -37,8 +37,6 @@ pub struct View {
     pub spikes_total: u64,
     /// `/proc/self/task/TID/stat` of the thread.
     pub stat_path: String,
-    /// The statistics last published.
-    pub last_stats: ThreadStats,
 }
 
 impl View {
@@ -47,9 +45,8 @@ impl View {
     /// grows later.
     pub fn new(index: usize, tid: i32, hist_us: u32, spikes: usize) -> View {
         View {
-            prev: Box::new(Snapshot::new()),
             cur: Box::new(Snapshot::new()),
-            hist: Box::new(Histogram::new(DEFAULT_LINEAR_US)),
+            log: Box::new(ThreadLog::new(index as u16, DEFAULT_LINEAR_US)),
             counters: Counters::ZERO,
             faults: Faults::default(),
             dropped: 0,
@@ -57,11 +54,6 @@ impl View {
             spikes: Vec::with_capacity(spikes),
             spikes_total: 0,
             stat_path: format!("/proc/self/task/{tid}/stat"),
-            last_stats: ThreadStats {
-                thread: index as u16,
-                min: u64::MAX,
-                ..ThreadStats::default()
-            },
         }
     }
 
@@ -73,7 +65,7 @@ impl View {
             priority: plan.priority,
             interval_us: plan.interval_us,
             counters: &self.counters,
-            hist: &self.hist,
+            hist: self.log.hist(),
             overflow_cycles: &self.overflow_cycles,
             faults: self.faults,
             dropped: self.dropped,
@@ -106,31 +98,12 @@ impl View {
         self.dropped = shared.dropped.load(Ordering::Relaxed);
     }
 
-    /// The largest latency of the interval from `prev` to `cur`: the upper
-    /// edge of the highest bucket that grew, capped at the exact maximum.
-    pub fn interval_max(&self) -> u64 {
-        let max = self.cur.counters.totals.max;
-        let top = self
-            .cur
-            .buckets
-            .iter()
-            .zip(self.prev.buckets.iter())
-            .rposition(|(c, p)| c.wrapping_sub(*p) != 0);
-        top.map(|i| self.hist.layout().upper_ns(i).unwrap_or(max).min(max))
-            .unwrap_or(0)
-    }
-
-    /// Add the interval from `prev` to `cur` to the cumulative histogram
-    /// and the statistics.
-    pub fn absorb(&mut self) {
-        let c = self.cur.counters;
-        self.hist.absorb_raw(&self.prev.buckets, &self.cur.buckets);
-        self.hist.set_totals(c.totals);
-        self.counters = c;
-    }
-
-    /// The interval is published: `cur` becomes `prev`.
-    pub fn advance(&mut self) {
-        std::mem::swap(&mut self.prev, &mut self.cur);
+    /// The figures a report needs beside the record.
+    pub fn extra(&self) -> Extra {
+        Extra {
+            minflt: self.faults.minflt,
+            majflt: self.faults.majflt,
+            dropped: self.dropped,
+        }
     }
 }

@@ -17,11 +17,13 @@
 //! * [`Tracemark`] is `--tracemark`: the top-level marker and switch, which
 //!   a `-b` break writes once, as cyclictest does.
 //!
-//! tracefs is located in one way, [`find_tracefs`]. Nothing here forks,
-//! execs or needs `unsafe`.
+//! tracefs is located in one way, [`find_tracefs`]; when a run needs it
+//! and none is mounted, [`Tracefs::find_or_mount`] mounts it at
+//! `/sys/kernel/tracing`. Nothing here forks, execs or needs `unsafe`.
 
 mod marker;
 mod marks;
+mod mount;
 #[cfg(test)]
 mod tests;
 mod tracer;
@@ -36,6 +38,7 @@ use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 
 pub use marker::Marker;
+pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
 pub use tracer::Tracer;
 
 /// Per-CPU buffer of the instance for each measured CPU, in KiB. At a
@@ -156,10 +159,9 @@ pub struct Tracemark {
 }
 
 impl Tracemark {
-    /// `open(trace_marker)` and `open(tracing_on)` at the top of tracefs;
-    /// `None` if tracefs is not mounted or either cannot be opened.
-    pub fn open() -> Option<Tracemark> {
-        let root = find_tracefs()?;
+    /// `open(trace_marker)` and `open(tracing_on)` at the top of the
+    /// tracefs at `root`; `None` if either cannot be opened.
+    pub fn open(root: &Path) -> Option<Tracemark> {
         let open = |name: &str| {
             rustix::fs::open(
                 root.join(name),

@@ -126,6 +126,14 @@ fn live_instance_flood_and_cleanup() {
         explained.push(tracer.explain(cpu, due, wake, cycle));
     }
     check_explained(&explained);
+    // A spike wholly inside a stretch without recording (the freeze for
+    // the last one) is one untraced line, partial.
+    let (from, to) = tracer.last_blind().expect("a stretch without recording");
+    let blind = tracer.explain(cpu, from, to, u64::MAX);
+    assert!(blind.partial, "{blind:?}");
+    assert_eq!(blind.causes.len(), 1, "{blind:?}");
+    assert_eq!(blind.causes[0].kind, CauseKind::Untraced);
+    assert_eq!(blind.total_ns(), to - from);
     // The trace is readable and the flood raised NET_RX on the CPU
     // (the /proc fallback sees it too, as a coarse attribution).
     let text = tracer.read_trace(cpu).unwrap();

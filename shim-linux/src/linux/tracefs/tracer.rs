@@ -9,7 +9,7 @@ use std::sync::Arc;
 use latscope_core::explain::{parse_line, Attribution, Classifier, Window};
 
 use super::marks::{find_mark, mono_ns, switched_in, Marks, Spike};
-use super::{cpumask, find_tracefs, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
+use super::{cpumask, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
 use crate::error::Error;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -76,19 +76,19 @@ impl Tracer {
     /// latscope processes. `threshold_ns` is the `--explain` threshold:
     /// [`Tracer::explain`] returns an empty attribution below it.
     ///
+    /// `root` is the tracefs to use (see [`super::Tracefs`]).
+    ///
     /// # Errors
     ///
-    /// `NotFound` if no tracefs is mounted, `InvalidInput` for an empty CPU
-    /// list, `Unsupported` if none of [`EVENTS`] could be enabled, or the
-    /// error of creating the instance (e.g. `PermissionDenied` without
-    /// root). On error nothing is left behind.
-    pub fn open(cpus: &[usize], threshold_ns: u64) -> Result<Tracer, Error> {
-        let root =
-            find_tracefs().ok_or_else(|| Error::Unavailable("tracefs is not mounted".into()))?;
-        Self::open_at(&root, cpus, threshold_ns).map_err(|e| Error::Unavailable(e.to_string()))
+    /// `InvalidInput` for an empty CPU list, `Unsupported` if none of
+    /// [`EVENTS`] could be enabled, or the error of creating the instance
+    /// (e.g. `PermissionDenied` without root), as [`Error::Unavailable`].
+    /// On error nothing is left behind.
+    pub fn open(root: &Path, cpus: &[usize], threshold_ns: u64) -> Result<Tracer, Error> {
+        Self::open_at(root, cpus, threshold_ns).map_err(|e| Error::Unavailable(e.to_string()))
     }
 
-    /// [`Tracer::open`] with an explicit tracefs root.
+    /// [`Tracer::open`] with the error of the step that failed.
     ///
     /// # Errors
     ///
@@ -180,6 +180,12 @@ impl Tracer {
         self.mono
     }
 
+    /// The latest stretch without recording.
+    #[cfg(test)]
+    pub(super) fn last_blind(&self) -> Option<(u64, u64)> {
+        self.blind.back().copied()
+    }
+
     /// True if a marker write stops the instance's recording (the
     /// `traceoff` trigger), keeping the spike's window until
     /// [`Tracer::explain`] has read it and turned recording back on. While
@@ -241,6 +247,9 @@ impl Tracer {
         if latency < self.threshold_ns {
             return Attribution::new(cpu32, cycle, deadline_ns, latency);
         }
+        if let Some(a) = self.wholly_blind(cpu32, cycle, deadline_ns, wake_ns) {
+            return a;
+        }
         let marks_before = self.marks.load(Ordering::Acquire);
         let read_start = mono_ns();
         let text = self.read_trace(cpu).unwrap_or_default();
@@ -273,6 +282,9 @@ impl Tracer {
         if latency < self.threshold_ns {
             return Attribution::new(u32::MAX, cycle, deadline_ns, latency);
         }
+        if let Some(a) = self.wholly_blind(u32::MAX, cycle, deadline_ns, wake_ns) {
+            return a;
+        }
         let marks_before = self.marks.load(Ordering::Acquire);
         let read_start = mono_ns();
         let mut texts: Vec<(u32, String)> = Vec::with_capacity(self.cpus.len());
@@ -303,6 +315,38 @@ impl Tracer {
             cycle,
         };
         self.attribute(&spike, &text, marks, marks_before, read_start)
+    }
+
+    /// The attribution of a spike whose whole window fell in a stretch
+    /// without recording (frozen for an earlier spike, or paused while one
+    /// was read): one untraced line, `partial`, without reading the trace,
+    /// which cannot hold it. Recording is left as it is: if it is still
+    /// frozen, the next spike read turns it back on. `None` if any of the
+    /// window may be in the trace.
+    fn wholly_blind(
+        &self,
+        cpu: u32,
+        cycle: u64,
+        deadline_ns: u64,
+        wake_ns: u64,
+    ) -> Option<Attribution> {
+        if !self.mono {
+            return None;
+        }
+        let &(from, to) = self
+            .blind
+            .iter()
+            .find(|&&(f, t)| f <= deadline_ns && t >= wake_ns)?;
+        let window = Window {
+            cpu,
+            cycle,
+            deadline_ns,
+            wake_ns,
+            pid: 0,
+        };
+        let mut c = Classifier::new(window);
+        c.set_blind(from, to);
+        Some(c.finish())
     }
 
     /// Classifies one CPU's trace `text` for `spike`, whose marker search

@@ -1,0 +1,81 @@
+//! The protocol as state machines on top of [`crate::wire`]: the
+//! [`Reporter`] that turns measuring threads' records into frames on a
+//! schedule, and the [`Assembler`] that turns frames back into exact
+//! histograms. Both sides of latscope use them: the target's sender thread
+//! and the host, and a bare-metal user gets the same protocol by calling
+//! them (see `examples/bare_metal.rs`).
+//!
+//! # The schedule
+//!
+//! A [`Reporter`] numbers its reports (epochs) from 1; epoch 0 is the state
+//! before the first report. It sends:
+//!
+//! * **at the start of every connection** (and of a run): a [`Hello`], then
+//!   whatever warnings the caller has, then per thread the latest
+//!   [`ThreadStats`] and a full snapshot of the same epoch
+//!   ([`Reporter::resend`]);
+//! * **a hello every 10 s** ([`HELLO_EVERY_NS`]), so a receiver that joins
+//!   a serial line mid-run learns what it is reading;
+//! * **every report interval**, per thread, in this order: the histogram
+//!   delta since the last report ([`HistDelta`] parts of at most
+//!   [`MAX_SMALL_FRAME`] bytes; at least one part, empty if nothing
+//!   changed), the cumulative [`ThreadStats`], and one chunk of the
+//!   **rolling snapshot**: the cumulative counts of the next buckets after
+//!   the previous chunk's range, in at most [`ROLL_BYTES`] bytes of runs,
+//!   wrapping to bucket 0 after the last. So the whole histogram is sent
+//!   again every few reports, at a cost that does not grow with its size;
+//! * **after frames were lost** (the link told the caller, who calls
+//!   [`Reporter::lost`]): the next report carries a full snapshot of every
+//!   thread instead of the rolling chunk;
+//! * **at the end**: a final report ([`Reporter::begin_final`]) whose
+//!   statistics are marked `last_report` and which carries a full snapshot
+//!   of every thread, then a [`Bye`].
+//!
+//! Every frame is at most [`MAX_SMALL_FRAME`] bytes except the hello, log
+//! lines and explained spikes.
+//!
+//! # The link budget
+//!
+//! On a serial line the stream must leave room: 4 threads at 1 kHz
+//! average under 10 % of a 115200-baud line, and no second may carry more
+//! than half of it, the last one included. The rolling snapshot keeps the
+//! average flat however long the run and however wide its histograms; a
+//! [`Pacer`] on the line spreads the one large burst, the final report's
+//! full snapshots, over the following seconds. `bench/link-budget`
+//! measures both on a pseudo-terminal.
+//!
+//! # Exactness
+//!
+//! An [`Assembler`] keeps one thread's histogram as a **lower bound** of
+//! the target's at its epoch: it only ever adds true increments (each delta
+//! part once per epoch) or replaces a bucket range with the target's
+//! cumulative counts of its current epoch (snapshot chunks). So it is exact
+//! exactly when its total equals the `count` of that epoch's statistics;
+//! that check, not the absence of errors, decides exactness. Frames lost on
+//! the line make it fall short until snapshot chunks have covered the
+//! buckets they touched: within one rotation of the rolling snapshot, at a
+//! resync, and at the end. Duplicated frames change nothing (a delta part
+//! is applied once; a chunk replaces), and frames of an older epoch than
+//! the histogram's are ignored, so reordering can delay exactness but never
+//! make a wrong histogram look exact.
+//!
+//! [`Hello`]: crate::wire::Hello
+//! [`ThreadStats`]: crate::wire::ThreadStats
+//! [`HistDelta`]: crate::wire::HistDelta
+//! [`Bye`]: crate::wire::Bye
+//! [`MAX_SMALL_FRAME`]: crate::wire::MAX_SMALL_FRAME
+
+mod assembler;
+mod pacer;
+mod reporter;
+mod sink;
+mod store;
+
+pub use assembler::Assembler;
+pub use pacer::Pacer;
+pub use reporter::{Extra, Reporter, ThreadLog, HELLO_EVERY_NS, ROLL_BYTES};
+pub use sink::{FrameSink, SliceSink};
+pub use store::{ArrayStore, BucketStore};
+
+#[cfg(test)]
+mod tests;

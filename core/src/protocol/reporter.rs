@@ -1,0 +1,387 @@
+//! The sending side: measuring threads' records in, frames out, on the
+//! schedule documented in [`super`].
+
+use crate::hist::Histogram;
+use crate::record::{Counters, Snapshot};
+use crate::wire::{
+    Body, Encoder, Hello, HistDelta, RunWriter, SnapshotChunk, ThreadStats, RUN_BYTES,
+};
+
+use super::FrameSink;
+
+/// A hello is resent this often (ns).
+pub const HELLO_EVERY_NS: u64 = 10_000_000_000;
+
+/// Bytes of runs in a thread's rolling snapshot chunk per report. At the
+/// default 1 s report this is what keeps a receiver's histograms
+/// recoverable after a loss; see the link budget in the README.
+pub const ROLL_BYTES: usize = 48;
+
+/// A thread's figures that its record does not hold: the target measures
+/// them elsewhere (0 where they do not exist, as on bare metal).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Extra {
+    /// Minor page faults since measuring started.
+    pub minflt: u64,
+    /// Major page faults since measuring started.
+    pub majflt: u64,
+    /// Spike records the measuring thread could not queue.
+    pub dropped: u64,
+}
+
+/// What a [`Reporter`] keeps about one measuring thread: the raw counters
+/// of the last report (deltas are taken against them), the cumulative
+/// histogram and statistics as of that report (for snapshots, and for the
+/// caller's own output), and where the rolling snapshot is.
+///
+/// `N` buckets, as the thread's [`crate::record::ThreadRecord`]:
+/// about 12 B per bucket. Const-constructible.
+#[derive(Debug, Clone)]
+pub struct ThreadLog<const N: usize> {
+    prev: [u32; N],
+    hist: Histogram<N>,
+    counters: Counters,
+    stats: ThreadStats,
+    cursor: u16,
+}
+
+impl<const N: usize> ThreadLog<N> {
+    /// The log of thread `index` before its first report, for a record of
+    /// `linear_us` linear buckets.
+    pub const fn new(index: u16, linear_us: u32) -> Self {
+        ThreadLog {
+            prev: [0; N],
+            hist: Histogram::new(linear_us),
+            counters: Counters::ZERO,
+            stats: ThreadStats {
+                thread: index,
+                epoch: 0,
+                elapsed_ns: 0,
+                cycles: 0,
+                count: 0,
+                sum: 0,
+                min: u64::MAX,
+                max: 0,
+                interval_max: 0,
+                last: 0,
+                missed: 0,
+                early: 0,
+                minflt: 0,
+                majflt: 0,
+                dropped: 0,
+                last_report: false,
+            },
+            cursor: 0,
+        }
+    }
+
+    /// The thread's index.
+    pub const fn index(&self) -> u16 {
+        self.stats.thread
+    }
+
+    /// The cumulative histogram as of the last report.
+    pub const fn hist(&self) -> &Histogram<N> {
+        &self.hist
+    }
+
+    /// The record's counters as of the last report.
+    pub const fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The statistics sent at the last report.
+    pub const fn stats(&self) -> &ThreadStats {
+        &self.stats
+    }
+}
+
+/// The protocol's sending state machine: sequence numbers, report epochs,
+/// when hellos and reports are due, and which snapshot each report
+/// carries. It never allocates; its frames go to a [`FrameSink`] as they
+/// are made. Const-constructible.
+///
+/// A caller's loop, once per tick (see `examples/bare_metal.rs`):
+///
+/// 1. on a new connection: [`Reporter::hello`], any warnings through
+///    [`Reporter::send`], then [`Reporter::resend`] for every thread;
+/// 2. [`Reporter::hello_due`] → [`Reporter::hello`];
+/// 3. [`Reporter::report_due`] → [`Reporter::begin_report`], then per
+///    thread a fresh [`Snapshot`] of its record into [`Reporter::report`];
+/// 4. spikes, explanations and log lines through [`Reporter::send`];
+/// 5. frames the link could not deliver → [`Reporter::lost`];
+/// 6. at the end: [`Reporter::begin_final`], [`Reporter::report`] for
+///    every thread, then a [`crate::wire::Bye`] through [`Reporter::send`].
+pub struct Reporter {
+    enc: Encoder,
+    start_ns: i64,
+    report_ns: i64,
+    next_report: i64,
+    next_hello: i64,
+    epoch: u32,
+    elapsed_ns: u64,
+    full: bool,
+    last: bool,
+    resync: bool,
+}
+
+impl Reporter {
+    /// A reporter for a run that started measuring at `start_ns` and
+    /// reports every `report_ns` (at least 1 ns).
+    pub const fn new(start_ns: i64, report_ns: u64) -> Reporter {
+        let report_ns = if report_ns == 0 || report_ns > i64::MAX as u64 {
+            1
+        } else {
+            report_ns as i64
+        };
+        Reporter {
+            enc: Encoder::new(),
+            start_ns,
+            report_ns,
+            next_report: start_ns.saturating_add(report_ns),
+            next_hello: start_ns.saturating_add(HELLO_EVERY_NS as i64),
+            epoch: 0,
+            elapsed_ns: 0,
+            full: false,
+            last: false,
+            resync: false,
+        }
+    }
+
+    /// The current report number (0 before the first report).
+    pub const fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The sequence number of the next frame.
+    pub const fn next_seq(&self) -> u32 {
+        self.enc.next_seq()
+    }
+
+    /// When the next hello or report is due (ns, the caller's clock).
+    pub const fn next_due(&self) -> i64 {
+        if self.next_report < self.next_hello {
+            self.next_report
+        } else {
+            self.next_hello
+        }
+    }
+
+    /// Whether a hello is due at `now`.
+    pub const fn hello_due(&self, now: i64) -> bool {
+        now >= self.next_hello
+    }
+
+    /// Whether a report is due at `now`.
+    pub const fn report_due(&self, now: i64) -> bool {
+        now >= self.next_report
+    }
+
+    /// Encode `body` as the next frame into `out`.
+    pub fn send<S: FrameSink + ?Sized>(&mut self, body: Body, out: &mut S) {
+        let seq = self.enc.next_seq();
+        match self.enc.frame(body) {
+            Ok(bytes) => out.frame(seq, bytes),
+            Err(e) => out.failed(e),
+        }
+    }
+
+    /// Send `hello`; the next one is due [`HELLO_EVERY_NS`] after `now`.
+    pub fn hello<S: FrameSink + ?Sized>(&mut self, now: i64, hello: &Hello, out: &mut S) {
+        self.send(Body::Hello(hello.clone()), out);
+        self.next_hello = now.saturating_add(HELLO_EVERY_NS as i64);
+    }
+
+    /// Frames were not delivered: the next report carries full snapshots.
+    pub fn lost(&mut self) {
+        self.resync = true;
+    }
+
+    /// Start report `epoch + 1` at `now` (its figures' `elapsed_ns` is
+    /// measured from the start); returns its number. The next one is due a
+    /// report interval later, or an interval after `now` if the caller
+    /// fell that far behind.
+    pub fn begin_report(&mut self, now: i64) -> u32 {
+        self.begin(now, self.resync, false);
+        self.next_report = self.next_report.saturating_add(self.report_ns);
+        if self.next_report <= now {
+            self.next_report = now.saturating_add(self.report_ns);
+        }
+        self.epoch
+    }
+
+    /// Start the final report: statistics marked `last_report` and a full
+    /// snapshot of every thread. Returns its number (the bye's epoch).
+    pub fn begin_final(&mut self, now: i64) -> u32 {
+        self.begin(now, true, true);
+        self.epoch
+    }
+
+    fn begin(&mut self, now: i64, full: bool, last: bool) {
+        self.epoch = self.epoch.wrapping_add(1);
+        self.elapsed_ns = now.saturating_sub(self.start_ns).max(0) as u64;
+        self.full = full;
+        self.last = last;
+        self.resync = false;
+    }
+
+    /// Report one thread in the current report: `cur` is a fresh snapshot
+    /// of its record, `extra` the figures the record does not hold. Sends
+    /// its delta parts, its statistics and its snapshot chunk(s), and
+    /// moves `log` to this report.
+    pub fn report<const N: usize, S: FrameSink + ?Sized>(
+        &mut self,
+        log: &mut ThreadLog<N>,
+        cur: &Snapshot<N>,
+        extra: Extra,
+        out: &mut S,
+    ) {
+        let top = self.send_delta(log, &cur.buckets, out);
+        let c = cur.counters;
+        log.hist.absorb_raw(&log.prev, &cur.buckets);
+        log.hist.set_totals(c.totals);
+        log.prev = cur.buckets;
+        log.counters = c;
+        let layout = *log.hist.layout();
+        let max = c.totals.max;
+        log.stats = ThreadStats {
+            thread: log.stats.thread,
+            epoch: self.epoch,
+            elapsed_ns: self.elapsed_ns,
+            cycles: c.cycles,
+            count: c.totals.count,
+            sum: c.totals.sum,
+            min: c.totals.min,
+            max,
+            interval_max: top.map_or(0, |i| layout.upper_ns(i).unwrap_or(max).min(max)),
+            last: c.last,
+            missed: c.missed,
+            early: c.early,
+            minflt: extra.minflt,
+            majflt: extra.majflt,
+            dropped: extra.dropped,
+            last_report: self.last,
+        };
+        self.send(Body::Stats(log.stats), out);
+        if self.full {
+            self.full_snapshot(log, out);
+        } else {
+            let end = self.chunk(log, log.cursor, ROLL_BYTES, out);
+            log.cursor = if end >= N { 0 } else { end as u16 };
+        }
+    }
+
+    /// For a new connection: the thread's latest statistics and a full
+    /// snapshot, both as of the current report.
+    pub fn resend<const N: usize, S: FrameSink + ?Sized>(
+        &mut self,
+        log: &ThreadLog<N>,
+        out: &mut S,
+    ) {
+        let stats = ThreadStats {
+            epoch: self.epoch,
+            ..log.stats
+        };
+        self.send(Body::Stats(stats), out);
+        self.full_snapshot(log, out);
+    }
+
+    /// Send the changed buckets of `cur` against `log.prev` in as many
+    /// parts as needed (at least one); returns the highest changed bucket.
+    fn send_delta<const N: usize, S: FrameSink + ?Sized>(
+        &mut self,
+        log: &ThreadLog<N>,
+        cur: &[u32; N],
+        out: &mut S,
+    ) -> Option<usize> {
+        let thread = log.stats.thread;
+        let mut part = 0u16;
+        let mut w = RunWriter::new(0, RUN_BYTES);
+        let mut top = None;
+        for (i, (c, p)) in cur.iter().zip(log.prev.iter()).enumerate() {
+            let d = u64::from(c.wrapping_sub(*p));
+            if d == 0 {
+                continue;
+            }
+            let b = i as u16;
+            if top.is_none() {
+                w = RunWriter::new(b, RUN_BYTES);
+            }
+            top = Some(i);
+            if !w.push(b, d) {
+                let full = core::mem::replace(&mut w, RunWriter::new(b, RUN_BYTES));
+                self.send_part(thread, part, full, out);
+                part = part.wrapping_add(1);
+                // cannot fail: one pair always fits an empty writer
+                let _ = w.push(b, d);
+            }
+        }
+        self.send_part(thread, part, w, out);
+        top
+    }
+
+    fn send_part<S: FrameSink + ?Sized>(
+        &mut self,
+        thread: u16,
+        part: u16,
+        w: RunWriter,
+        out: &mut S,
+    ) {
+        let start = w.start();
+        let d = HistDelta {
+            thread,
+            epoch: self.epoch,
+            part,
+            start,
+            runs: w.finish(),
+        };
+        self.send(Body::Delta(d), out);
+    }
+
+    /// Chunks of `log`'s histogram from bucket 0 to the end.
+    fn full_snapshot<const N: usize, S: FrameSink + ?Sized>(
+        &mut self,
+        log: &ThreadLog<N>,
+        out: &mut S,
+    ) {
+        let mut from = 0;
+        loop {
+            let end = self.chunk(log, from, RUN_BYTES, out);
+            if end >= N {
+                break;
+            }
+            from = end as u16;
+        }
+    }
+
+    /// One snapshot chunk of `log`'s histogram from bucket `from`, with at
+    /// most `budget` bytes of runs; returns the end of the range it covers
+    /// (past `from`: one pair always fits).
+    fn chunk<const N: usize, S: FrameSink + ?Sized>(
+        &mut self,
+        log: &ThreadLog<N>,
+        from: u16,
+        budget: usize,
+        out: &mut S,
+    ) -> usize {
+        let mut w = RunWriter::new(from, budget);
+        let mut end = N;
+        let counts = log.hist.counts().iter().enumerate();
+        for (i, &c) in counts.skip(usize::from(from)) {
+            if c != 0 && !w.push(i as u16, c) {
+                end = i;
+                break;
+            }
+        }
+        let c = SnapshotChunk {
+            thread: log.stats.thread,
+            epoch: self.epoch,
+            start: from,
+            end: end.min(usize::from(u16::MAX)) as u16,
+            runs: w.finish(),
+        };
+        self.send(Body::Chunk(c), out);
+        end
+    }
+}
