@@ -1,5 +1,6 @@
 //! System-call discipline, observed with strace: one clock_nanosleep per
-//! cycle and nothing else, thread clones only, and the exit order.
+//! cycle and nothing else (each other wake-up mode: its own wait once per
+//! cycle), thread clones only, and the exit order.
 //!
 //! These need strace (and root for the RT policy; without root they run
 //! with --best-effort). Under CI=true a missing strace fails the test.
@@ -95,28 +96,35 @@ fn one_clock_nanosleep_per_cycle_and_nothing_else() {
     check_per_cycle(&[], &per_cycle(20_000, &[]), "clock_nanosleep", 0.01);
 }
 
+/// Each wake-up mode and start alignment, its wait, and how often any
+/// other call may come per cycle.
+const MODES: [(&[&str], &str, f64); 6] = [
+    (&["-r"], "clock_nanosleep", 0.01),
+    // nanosleep(), or on architectures without it clock_nanosleep
+    (&["-s"], "nanosleep", 0.01),
+    // a late -x cycle asks the timer for its overruns: allow a few
+    (&["-x"], "rt_sigtimedwait", 0.05),
+    (&["-x", "-r"], "rt_sigtimedwait", 0.05),
+    // aligned starts change the first deadline only
+    (&["-A", "50"], "clock_nanosleep", 0.01),
+    (&["--secaligned", "250"], "clock_nanosleep", 0.01),
+];
+
 #[test]
 fn each_mode_makes_its_own_wait_once_per_cycle() {
     require!(have("strace"), "strace is not installed");
     let _g = serial();
-    check_per_cycle(
-        &["-r"],
-        &per_cycle(10_000, &["-r"]),
-        "clock_nanosleep",
-        0.01,
-    );
-    // nanosleep(), or on architectures without it clock_nanosleep
-    let s = per_cycle(10_000, &["-s"]);
-    let nanosleep = if s.contains_key("nanosleep") {
-        "nanosleep"
-    } else {
-        "clock_nanosleep"
-    };
-    check_per_cycle(&["-s"], &s, nanosleep, 0.01);
-    // a late -x cycle asks the timer for its overruns: allow a few
-    let x = per_cycle(10_000, &["-x"]);
-    check_per_cycle(&["-x"], &x, "rt_sigtimedwait", 0.05);
-    println!("per cycle: -x {x:?}");
+    for (mode, wait, rest) in MODES {
+        let per = per_cycle(10_000, mode);
+        let wait = if per.contains_key(wait) {
+            wait
+        } else {
+            "clock_nanosleep"
+        };
+        check_per_cycle(mode, &per, wait, rest);
+        let others: Vec<_> = per.iter().filter(|(_, p)| p.abs() >= 0.0005).collect();
+        println!("{mode:?}: per cycle {others:?}");
+    }
 }
 
 #[test]
