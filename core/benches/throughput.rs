@@ -92,7 +92,7 @@ fn sample_stream(frames: usize) -> Vec<u8> {
     let mut logs: Vec<Box<ThreadLog<DEFAULT_BUCKETS>>> = (0..T)
         .map(|t| Box::new(ThreadLog::new(t as u16, DEFAULT_LINEAR_US)))
         .collect();
-    let mut snap = Box::new(Snapshot::new());
+    let mut snap = Box::new(Snapshot::<DEFAULT_BUCKETS>::new());
     let mut rep = Reporter::new(0, 1_000_000_000);
     let mut out = Vec::new();
     let mut n = 0usize;

@@ -79,6 +79,7 @@ fn hello() -> Hello {
         tid: 0,
         priority: 0,
         interval_ns: INTERVAL_NS,
+        node: -1,
     });
     Hello {
         schema: SCHEMA_KEY,
@@ -106,6 +107,9 @@ fn hello() -> Hello {
             spike_ns: 0,
             break_ns: 0,
             hist_us: 0,
+            hist_all: false,
+            nsecs: false,
+            started: None,
             layout: Layout::new(LINEAR_US, N),
             degraded: Degraded::default(),
             self_check: false,
@@ -207,6 +211,7 @@ fn main() {
         max_ns: log.stats().max,
         frames_dropped: 0,
         defects: 0,
+        ended: None,
     };
     reporter.send(Body::Bye(bye), &mut line);
     let paced_until = line.now;

@@ -21,6 +21,10 @@ pub enum Error {
     Sleep(i32),
     /// A configuration value is out of range (named).
     BadConfig(&'static str),
+    /// Time zone data or a `TZ` rule that cannot be read (why).
+    BadTimeZone(&'static str),
+    /// Bucket memory handed in does not match the layout.
+    BucketMemory,
     /// A histogram layout no latscope target can produce.
     IllegalLayout,
     /// The bucket runs of a delta or snapshot frame do not decode.
@@ -37,6 +41,10 @@ impl fmt::Display for Error {
             Error::Encode => f.write_str("frame could not be serialised"),
             Error::Sleep(e) => write!(f, "clock_nanosleep failed (errno {e})"),
             Error::BadConfig(what) => write!(f, "invalid configuration: {what}"),
+            Error::BadTimeZone(why) => write!(f, "time zone: {why}"),
+            Error::BucketMemory => {
+                f.write_str("bucket memory does not match the layout (length or not zeroed)")
+            }
             Error::IllegalLayout => {
                 f.write_str("histogram layout larger than any latscope target produces")
             }

@@ -70,26 +70,47 @@ impl Default for Totals {
     }
 }
 
-/// A histogram of `N` buckets with 64-bit counters.
+/// A histogram with 64-bit counters in storage `B`: an array sized at
+/// compile time ([`Histogram`]) or memory the caller hands in (a boxed
+/// slice sized by a run-time layout).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Histogram<const N: usize> {
+pub struct HistogramIn<B> {
     layout: Layout,
-    counts: [u64; N],
+    counts: B,
     totals: Totals,
 }
 
-impl<const N: usize> Histogram<N> {
+/// A histogram of `N` buckets, sized at compile time.
+pub type Histogram<const N: usize> = HistogramIn<[u64; N]>;
+
+impl<const N: usize> HistogramIn<[u64; N]> {
     /// An empty histogram with `N` buckets: `linear_us` linear ones, the
     /// rest log-linear (see [`crate::layout`]).
     pub const fn new(linear_us: u32) -> Self {
         const {
             assert!(N >= 2 && N <= crate::layout::MAX_BUCKETS);
         }
-        Histogram {
+        HistogramIn {
             layout: Layout::new(linear_us, N),
             counts: [0; N],
             totals: Totals::EMPTY,
         }
+    }
+}
+
+impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
+    /// An empty histogram of `layout` in the caller's `counts` (zeroed
+    /// here); fails unless it has exactly one counter per bucket.
+    pub fn with_counts(layout: Layout, mut counts: B) -> Result<Self, Error> {
+        if counts.as_ref().len() != layout.len() || !layout.is_valid() {
+            return Err(Error::BucketMemory);
+        }
+        counts.as_mut().fill(0);
+        Ok(HistogramIn {
+            layout,
+            counts,
+            totals: Totals::EMPTY,
+        })
     }
 
     /// The bucket layout.
@@ -99,7 +120,7 @@ impl<const N: usize> Histogram<N> {
 
     /// Bucket counts.
     pub fn counts(&self) -> &[u64] {
-        &self.counts
+        self.counts.as_ref()
     }
 
     /// Exact totals.
@@ -110,7 +131,7 @@ impl<const N: usize> Histogram<N> {
     /// Record one latency.
     pub fn record(&mut self, ns: u64) {
         let i = self.layout.bucket_of(ns);
-        if let Some(c) = self.counts.get_mut(i) {
+        if let Some(c) = self.counts.as_mut().get_mut(i) {
             *c = c.saturating_add(1);
         }
         self.totals.add(ns);
@@ -118,7 +139,11 @@ impl<const N: usize> Histogram<N> {
 
     /// Add `n` to bucket `i` (decoding a delta); fails on a bad index.
     pub fn add_bucket(&mut self, i: usize, n: u64) -> Result<(), Error> {
-        let c = self.counts.get_mut(i).ok_or(Error::BucketOutOfRange)?;
+        let c = self
+            .counts
+            .as_mut()
+            .get_mut(i)
+            .ok_or(Error::BucketOutOfRange)?;
         *c = c.saturating_add(n);
         Ok(())
     }
@@ -129,11 +154,12 @@ impl<const N: usize> Histogram<N> {
     }
 
     /// Add another histogram of the same layout into this one.
-    pub fn merge(&mut self, other: &Histogram<N>) -> Result<(), Error> {
+    pub fn merge<C: AsRef<[u64]>>(&mut self, other: &HistogramIn<C>) -> Result<(), Error> {
         if other.layout != self.layout {
             return Err(Error::LayoutMismatch);
         }
-        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+        let theirs = other.counts.as_ref();
+        for (a, b) in self.counts.as_mut().iter_mut().zip(theirs) {
             *a = a.saturating_add(*b);
         }
         self.totals.merge(&other.totals);
@@ -145,14 +171,14 @@ impl<const N: usize> Histogram<N> {
     /// target's u32 counters into u64 as long as no bucket gains 2^32
     /// samples between two snapshots.
     pub fn absorb_raw(&mut self, prev: &[u32], cur: &[u32]) {
-        for ((c, p), n) in self.counts.iter_mut().zip(prev).zip(cur) {
+        for ((c, p), n) in self.counts.as_mut().iter_mut().zip(prev).zip(cur) {
             *c = c.saturating_add(n.wrapping_sub(*p) as u64);
         }
     }
 
     /// Nearest-rank quantile in ns (bucket upper edge, capped at the max).
     pub fn quantile(&self, q: Ppm) -> Option<u64> {
-        stats::quantile(&self.layout, &self.counts, q, self.totals.max)
+        stats::quantile(&self.layout, self.counts(), q, self.totals.max)
     }
 
     /// Variance, mean absolute deviation and mode.
@@ -160,7 +186,7 @@ impl<const N: usize> Histogram<N> {
         let mean = self.totals.mean().unwrap_or(0.0);
         stats::spread(
             &self.layout,
-            &self.counts,
+            self.counts(),
             mean,
             self.totals.min,
             self.totals.max,
@@ -169,7 +195,7 @@ impl<const N: usize> Histogram<N> {
 
     /// Number of samples at or above `us` µs (cyclictest's "overflows" for `-h us`).
     pub fn count_at_or_above_us(&self, us: u64) -> u64 {
-        self.counts
+        self.counts()
             .iter()
             .enumerate()
             .filter(|(i, _)| self.layout.lower_us(*i) >= us)
@@ -229,6 +255,24 @@ mod tests {
         h.absorb_raw(&[u32::MAX - 1, 0, 5, 7], &[3, 0, 5, 8]);
         assert_eq!(h.counts(), &[5, 0, 0, 1]);
         assert_eq!(h.add_bucket(4, 1), Err(Error::BucketOutOfRange));
+    }
+
+    #[test]
+    fn caller_memory_of_a_run_time_layout() {
+        use crate::layout::{buckets_for, MIN_TOP_US};
+        let layout = Layout::new(3500, buckets_for(3500, MIN_TOP_US));
+        let mut h = HistogramIn::with_counts(layout, vec![7u64; layout.len()]).unwrap();
+        assert!(h.counts().iter().all(|&c| c == 0), "zeroed");
+        h.record(3_499_999);
+        h.record(3_500_000);
+        assert_eq!(h.counts()[3499], 1);
+        assert_eq!(h.count_at_or_above_us(3500), 1);
+        let mut fixed = H::new(1000);
+        assert_eq!(fixed.merge(&h), Err(Error::LayoutMismatch));
+        assert_eq!(
+            HistogramIn::with_counts(layout, vec![0u64; 10]).err(),
+            Some(Error::BucketMemory)
+        );
     }
 
     #[test]

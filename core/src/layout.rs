@@ -115,6 +115,19 @@ impl Layout {
         }
     }
 
+    /// The layout a run uses for a `-h`/`-H` range of `hist_us` µs: the
+    /// default up to [`DEFAULT_LINEAR_US`], else `hist_us` 1 µs buckets and
+    /// the log part to past 60 s. `None` above [`MAX_LINEAR_US`].
+    pub const fn for_hist_us(hist_us: u32) -> Option<Layout> {
+        if hist_us > MAX_LINEAR_US {
+            None
+        } else if hist_us <= DEFAULT_LINEAR_US {
+            Some(Layout::DEFAULT)
+        } else {
+            Some(Layout::new(hist_us, buckets_for(hist_us, MIN_TOP_US)))
+        }
+    }
+
     /// Whether this layout is self-consistent (as a decoded hello must be).
     pub const fn is_valid(&self) -> bool {
         self.linear_us > 0 && (self.buckets as u32) > self.linear_us
@@ -266,6 +279,24 @@ mod tests {
         assert!(s60 < l.len() - 1);
         assert!(l.lower_ns(s60) <= 60_000_000_000);
         assert!(l.upper_ns(s60).unwrap() > 60_000_000_000);
+    }
+
+    #[test]
+    fn run_time_layouts_from_hist_us() {
+        assert_eq!(Layout::for_hist_us(0), Some(Layout::DEFAULT));
+        assert_eq!(Layout::for_hist_us(1000), Some(Layout::DEFAULT));
+        let l = Layout::for_hist_us(3500).unwrap();
+        assert_eq!((l.linear_us, l.len()), (3500, 5304));
+        let max = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
+        assert_eq!((max.linear_us, max.len()), (20_000, MAX_TARGET_BUCKETS));
+        assert!(l.is_legal() && max.is_legal());
+        assert_eq!(Layout::for_hist_us(MAX_LINEAR_US + 1), None);
+        for us in [1001, 3500, 19_999, 20_000] {
+            let l = Layout::for_hist_us(us).unwrap();
+            assert_eq!(l.bucket_of(us as u64 * 1000 - 1), us as usize - 1);
+            assert_eq!(l.bucket_of(us as u64 * 1000), us as usize);
+            assert!(l.lower_us(l.len() - 1) > MIN_TOP_US);
+        }
     }
 
     #[test]

@@ -12,6 +12,8 @@
 //! * [`spike`]: a bounded log of the largest and the first spikes;
 //! * [`explain`]: a tracefs text parser and a classifier that attributes a
 //!   spike's time to IRQs, softirqs and tasks, exactly;
+//! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
+//! * [`tz`]: UTC offsets from TZif data and `TZ` rules, and the calendar;
 //! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder;
 //! * [`protocol`]: the state machines on top of the frames: a
 //!   [`protocol::Reporter`] that turns records into frames on the
@@ -25,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod cycle;
+pub mod cyclictest;
 pub mod error;
 pub mod explain;
 pub mod hist;
@@ -33,6 +36,7 @@ pub mod protocol;
 pub mod record;
 pub mod spike;
 pub mod stats;
+pub mod tz;
 pub mod wire;
 
 pub use error::Error;

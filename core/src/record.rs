@@ -146,40 +146,58 @@ impl Default for Counters {
     }
 }
 
-/// A consistent copy of a [`ThreadRecord`], with the raw u32 bucket counters.
+/// A consistent copy of a [`ThreadRecordIn`], with the raw u32 bucket
+/// counters in storage `B` (an array, or memory sized by the run's layout).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snapshot<const N: usize> {
+pub struct SnapshotIn<B> {
     /// Raw, wrapping bucket counters.
-    pub buckets: [u32; N],
+    pub buckets: B,
     /// Statistics at the same instant.
     pub counters: Counters,
 }
 
-impl<const N: usize> Snapshot<N> {
+/// A snapshot of `N` buckets, sized at compile time.
+pub type Snapshot<const N: usize> = SnapshotIn<[u32; N]>;
+
+impl<const N: usize> SnapshotIn<[u32; N]> {
     /// An all-zero snapshot (the state before the first sample).
     pub const fn new() -> Self {
-        Snapshot {
+        SnapshotIn {
             buckets: [0; N],
             counters: Counters::ZERO,
         }
     }
 }
 
-impl<const N: usize> Default for Snapshot<N> {
+impl<const N: usize> Default for SnapshotIn<[u32; N]> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-/// The shared, lock-free record of one measuring thread.
+impl<B: AsMut<[u32]>> SnapshotIn<B> {
+    /// An all-zero snapshot in the caller's `buckets` (zeroed here).
+    pub fn with_buckets(mut buckets: B) -> Self {
+        buckets.as_mut().fill(0);
+        SnapshotIn {
+            buckets,
+            counters: Counters::ZERO,
+        }
+    }
+}
+
+/// The shared, lock-free record of one measuring thread, its bucket
+/// counters in storage `B`: an array sized at compile time
+/// ([`ThreadRecord`], const-constructible, for the default layout) or
+/// memory the caller allocated and prefaulted for a run-time layout
+/// ([`ThreadRecordIn::with_buckets`]).
 ///
 /// Its size at the default layout is stated and tested below: 12 KiB of
 /// bucket counters plus ~60 bytes, well under the 16 KiB budget.
-pub struct ThreadRecord<const N: usize> {
+pub struct ThreadRecordIn<B> {
     layout: Layout,
     seq: AtomicU32,
     claimed: AtomicBool,
-    buckets: [AtomicU32; N],
     count: Split64,
     sum: Split64,
     min: Split64,
@@ -187,46 +205,62 @@ pub struct ThreadRecord<const N: usize> {
     missed: Split64,
     early: Split64,
     last: Split64,
+    buckets: B,
 }
 
-impl<const N: usize> ThreadRecord<N> {
+/// A record of `N` buckets, sized at compile time.
+pub type ThreadRecord<const N: usize> = ThreadRecordIn<[AtomicU32; N]>;
+
+/// An empty record of `layout` over the counters `buckets` (an expression
+/// usable in const fns, where the loom build's atomics are not).
+macro_rules! empty_record {
+    ($layout:expr, $buckets:expr) => {
+        ThreadRecordIn {
+            layout: $layout,
+            seq: AtomicU32::new(0),
+            claimed: AtomicBool::new(false),
+            count: Split64::new(0),
+            sum: Split64::new(0),
+            min: Split64::new(u64::MAX),
+            max: Split64::new(0),
+            missed: Split64::new(0),
+            early: Split64::new(0),
+            last: Split64::new(0),
+            buckets: $buckets,
+        }
+    };
+}
+
+impl<const N: usize> ThreadRecordIn<[AtomicU32; N]> {
     /// An empty record with `linear_us` linear buckets (see [`crate::layout`]).
     #[cfg(not(loom))]
     pub const fn new(linear_us: u32) -> Self {
         const {
             assert!(N >= 2 && N <= crate::layout::MAX_BUCKETS);
         }
-        ThreadRecord {
-            layout: Layout::new(linear_us, N),
-            seq: AtomicU32::new(0),
-            claimed: AtomicBool::new(false),
-            buckets: [const { AtomicU32::new(0) }; N],
-            count: Split64::new(0),
-            sum: Split64::new(0),
-            min: Split64::new(u64::MAX),
-            max: Split64::new(0),
-            missed: Split64::new(0),
-            early: Split64::new(0),
-            last: Split64::new(0),
-        }
+        empty_record!(Layout::new(linear_us, N), [const { AtomicU32::new(0) }; N])
     }
 
     /// An empty record (loom build: atomics are not const there).
     #[cfg(loom)]
     pub fn new(linear_us: u32) -> Self {
-        ThreadRecord {
-            layout: Layout::new(linear_us, N),
-            seq: AtomicU32::new(0),
-            claimed: AtomicBool::new(false),
-            buckets: core::array::from_fn(|_| AtomicU32::new(0)),
-            count: Split64::new(0),
-            sum: Split64::new(0),
-            min: Split64::new(u64::MAX),
-            max: Split64::new(0),
-            missed: Split64::new(0),
-            early: Split64::new(0),
-            last: Split64::new(0),
+        empty_record!(
+            Layout::new(linear_us, N),
+            core::array::from_fn(|_| AtomicU32::new(0))
+        )
+    }
+}
+
+impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
+    /// An empty record of `layout` whose counters live in the caller's
+    /// `buckets`: one zeroed counter per bucket, allocated (and touched)
+    /// before measuring. Fails on any other length or a non-zero counter.
+    pub fn with_buckets(layout: Layout, buckets: B) -> Result<Self, Error> {
+        let b = buckets.as_ref();
+        if b.len() != layout.len() || !layout.is_valid() || b.iter().any(|c| c.load(Relaxed) != 0) {
+            return Err(Error::BucketMemory);
         }
+        Ok(empty_record!(layout, buckets))
     }
 
     /// The bucket layout.
@@ -236,7 +270,7 @@ impl<const N: usize> ThreadRecord<N> {
 
     /// Claim the single writer. Returns `None` if it was claimed before:
     /// there is exactly one writer per record for its whole life.
-    pub fn writer(&self) -> Option<Writer<'_, N>> {
+    pub fn writer(&self) -> Option<Writer<'_, B>> {
         if self.claimed.swap(true, Acquire) {
             return None;
         }
@@ -244,18 +278,18 @@ impl<const N: usize> ThreadRecord<N> {
             rec: self,
             local: Counters::ZERO,
             seq: self.seq.load(Relaxed),
-            linear_ns: self.layout.linear_us as u64 * 1000,
+            linear: linear_part(self.buckets.as_ref(), &self.layout),
         })
     }
 
     /// Try once to copy a consistent snapshot; `false` if the writer was
     /// active (the copy in `out` is then garbage and must be retried).
-    pub fn try_snapshot(&self, out: &mut Snapshot<N>) -> bool {
+    pub fn try_snapshot<C: AsMut<[u32]>>(&self, out: &mut SnapshotIn<C>) -> bool {
         let s1 = self.seq.load(Acquire);
         if s1 & 1 == 1 {
             return false;
         }
-        for (o, b) in out.buckets.iter_mut().zip(self.buckets.iter()) {
+        for (o, b) in out.buckets.as_mut().iter_mut().zip(self.buckets.as_ref()) {
             *o = b.load(Relaxed);
         }
         let c = &mut out.counters;
@@ -277,7 +311,11 @@ impl<const N: usize> ThreadRecord<N> {
     ///
     /// The writer holds its section for a few dozen instructions once per
     /// period, so a handful of tries always suffices in practice.
-    pub fn snapshot(&self, out: &mut Snapshot<N>, tries: u32) -> Result<(), Error> {
+    pub fn snapshot<C: AsMut<[u32]>>(
+        &self,
+        out: &mut SnapshotIn<C>,
+        tries: u32,
+    ) -> Result<(), Error> {
         for _ in 0..tries {
             if self.try_snapshot(out) {
                 return Ok(());
@@ -288,16 +326,38 @@ impl<const N: usize> ThreadRecord<N> {
     }
 }
 
-/// The single writer of a [`ThreadRecord`], owned by the measuring thread.
-pub struct Writer<'a, const N: usize> {
-    rec: &'a ThreadRecord<N>,
+/// The single writer of a [`ThreadRecordIn`], owned by the measuring thread.
+pub struct Writer<'a, B> {
+    rec: &'a ThreadRecordIn<B>,
     local: Counters,
     seq: u32,
-    /// The end of the linear range in ns: below it, a bucket is `ns / 1000`.
-    linear_ns: u64,
+    /// The counters of the linear range (looked up once): a latency of
+    /// `us` whole µs below its end counts in `linear[us]`.
+    linear: &'a [AtomicU32],
 }
 
-impl<const N: usize> Writer<'_, N> {
+/// Count a latency past the 1 µs range of `r` in its log-linear bucket.
+#[cold]
+#[inline(never)]
+fn add_beyond_linear<B: AsRef<[AtomicU32]>>(r: &ThreadRecordIn<B>, ns: u64) {
+    if let Some(b) = r.buckets.as_ref().get(r.layout.bucket_of(ns)) {
+        bump(b);
+    }
+}
+
+/// One more sample in a bucket (its single writer adds, no read-modify-write).
+#[inline(always)]
+fn bump(b: &AtomicU32) {
+    b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+}
+
+/// The counters of the 1 µs buckets of `layout` in `buckets`.
+fn linear_part<'a>(buckets: &'a [AtomicU32], layout: &Layout) -> &'a [AtomicU32] {
+    let n = (layout.linear_us as usize).min(buckets.len());
+    &buckets[..n]
+}
+
+impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
     /// Publish one wake-up: `latency_ns` (negative = early) and the whole
     /// periods it `missed`. Early wake-ups are counted, not put in the
     /// histogram. Never waits, never fails.
@@ -360,13 +420,13 @@ impl<const N: usize> Writer<'_, N> {
         let t = &mut self.local.totals;
         t.count = t.count.wrapping_add(1);
         t.sum = t.sum.saturating_add(ns);
-        let i = if ns < self.linear_ns {
-            (ns / 1000) as usize
-        } else {
-            r.layout.bucket_of(ns)
-        };
-        if let Some(b) = r.buckets.get(i) {
-            b.store(b.load(Relaxed).wrapping_add(1), Relaxed);
+        // the common case: a 1 µs bucket, found with one bounds check
+        match usize::try_from(ns / 1000)
+            .ok()
+            .and_then(|us| self.linear.get(us))
+        {
+            Some(b) => bump(b),
+            None => add_beyond_linear(r, ns),
         }
         r.count.store(t.count);
         r.sum.store(t.sum);
@@ -421,7 +481,7 @@ mod tests {
         static REC: Rec = Rec::new(1000);
         let mut w = REC.writer().unwrap();
         w.record(5_000, 0);
-        let mut s = Snapshot::new();
+        let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         REC.snapshot(&mut s, 4).unwrap();
         assert_eq!(s.counters.cycles, 1);
         assert_eq!(s.buckets[5], 1);
@@ -440,7 +500,7 @@ mod tests {
         let mut w = r.writer().unwrap();
         w.record(-3_000, 0);
         w.record(4_000, 0);
-        let mut s = Snapshot::new();
+        let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         r.snapshot(&mut s, 4).unwrap();
         assert_eq!(s.counters.early, 1);
         assert_eq!(s.counters.cycles, 2);
@@ -454,7 +514,7 @@ mod tests {
     fn writer_buckets_agree_with_the_layout_at_every_edge() {
         let r = Rec::new(1000);
         let mut w = r.writer().unwrap();
-        let mut s = Snapshot::new();
+        let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         let edges = [
             0,
             999,
@@ -477,6 +537,34 @@ mod tests {
     }
 
     #[test]
+    fn caller_memory_holds_a_run_time_layout() {
+        use crate::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
+        let layout = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
+        let mem: std::vec::Vec<AtomicU32> = (0..layout.len()).map(|_| AtomicU32::new(0)).collect();
+        let r = ThreadRecordIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
+        let mut w = r.writer().unwrap();
+        for ns in [999_999, 19_999_999, 20_000_000, 70_000_000_000] {
+            w.record(ns, 0);
+        }
+        let mut s = SnapshotIn::with_buckets(vec![9u32; layout.len()]);
+        r.snapshot(&mut s, 4).unwrap();
+        assert_eq!(
+            (s.buckets[999], s.buckets[19_999], s.buckets[20_000]),
+            (1, 1, 1)
+        );
+        assert_eq!(s.buckets[MAX_TARGET_BUCKETS - 1], 1, "the open last bucket");
+        assert_eq!(s.buckets.iter().sum::<u32>(), 4);
+        assert_eq!(s.counters.totals.max, 70_000_000_000);
+        // wrong length, or memory that is not zero
+        let short: std::vec::Vec<AtomicU32> = (0..10).map(|_| AtomicU32::new(0)).collect();
+        assert!(ThreadRecordIn::with_buckets(layout, short).is_err());
+        let dirty: std::vec::Vec<AtomicU32> = (0..layout.len())
+            .map(|i| AtomicU32::new(i as u32))
+            .collect();
+        assert!(ThreadRecordIn::with_buckets(layout, dirty).is_err());
+    }
+
+    #[test]
     fn ten_year_counters_do_not_overflow() {
         let ten_years: u64 = 10 * 365 * 24 * 3600 * 10_000;
         let r = Rec::new(1000);
@@ -492,7 +580,7 @@ mod tests {
         };
         w.seed(seed);
         w.record(200_000, 3);
-        let mut s = Snapshot::new();
+        let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         r.snapshot(&mut s, 4).unwrap();
         assert_eq!(s.counters.cycles, ten_years + 1);
         assert_eq!(s.counters.missed, ten_years / 10 + 3);

@@ -9,7 +9,8 @@ use latscope_core::protocol::{Extra, Reporter, ThreadLog};
 use latscope_core::record::Snapshot;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Policy, RunConfig,
-    SpikeFlags, SpikeRecord, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, SCHEMA_KEY,
+    SpikeFlags, SpikeRecord, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
+    SCHEMA_KEY,
 };
 
 const SEC: i64 = 1_000_000_000;
@@ -111,6 +112,7 @@ impl Synth {
                 tid: 1000 + u32::from(i),
                 priority: 80,
                 interval_ns: 1_000_000,
+                node: 0,
             });
         }
         Hello {
@@ -121,6 +123,7 @@ impl Synth {
                 hostname: bounded(&self.cfg.hostname),
                 arch: bounded("aarch64"),
                 kernel: bounded("6.6.0-rt15"),
+                kernel_version: bounded("#1 SMP PREEMPT_RT Mon Nov 30 12:00:00 UTC 2026"),
                 preempt_rt: true,
                 preempt_model: bounded("PREEMPT_RT"),
                 cpus: self.cfg.threads,
@@ -146,6 +149,12 @@ impl Synth {
                 spike_ns: self.cfg.spike_ns,
                 break_ns: 0,
                 hist_us: self.cfg.hist_us,
+                hist_all: false,
+                nsecs: false,
+                started: Some(WallTime {
+                    unix_s: 1_796_041_475,
+                    utc_offset_s: 3600,
+                }),
                 layout: self.layout,
                 degraded: Degraded::default(),
                 self_check: false,
@@ -282,6 +291,10 @@ impl Synth {
             max_ns: self.threads.iter().map(|t| t.stats.max).max().unwrap_or(0),
             frames_dropped: 0,
             defects: 0,
+            ended: Some(WallTime {
+                unix_s: 1_796_041_475 + self.now / 1_000_000_000,
+                utc_offset_s: 3600,
+            }),
         };
         self.emit(Body::Bye(bye), out);
     }

@@ -4,6 +4,7 @@
 use std::sync::atomic::Ordering;
 
 use latscope_core::cycle::CycleConfig;
+use latscope_core::layout::Layout;
 use latscope_core::wire::{ClockKind, Policy, StartAlign, WakeMode};
 
 use crate::config::ThreadPlan;
@@ -64,7 +65,7 @@ pub struct Measured {
 pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) -> Measured {
     let clock = LinuxClock::new(ClockKind::Monotonic);
     clock.warm_up();
-    let shared = Shared::new();
+    let shared = Shared::new(Layout::DEFAULT).expect("a record of the default layout");
     let control = Control::new();
     let mut q = rt::spike_queue();
     let (tx, mut rx) = q.split();
@@ -115,7 +116,7 @@ pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) ->
     while rx.dequeue().is_some() {
         queued += 1;
     }
-    let mut snap = Box::new(latscope_core::record::Snapshot::new());
+    let mut snap = rt::Snap::with_buckets(rt::touched(Layout::DEFAULT.len()));
     let _ = shared.rec.snapshot(&mut snap, 1000);
     Measured {
         cycles: snap.counters.cycles,

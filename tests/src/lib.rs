@@ -1,10 +1,12 @@
 //! Test support for every integration test of the workspace: running the
 //! target ([`target`]), decoding its stream, starting a recording host
 //! ([`host`]), a listening recorder and its metrics ([`fleet`]), a private
-//! Prometheus ([`prometheus`]), looking at a running process from outside
-//! ([`procs`]), and deciding what a test does when the machine lacks what
-//! it needs ([`precondition`]: under `CI=true` it fails, elsewhere it says
-//! `skipped:`).
+//! Prometheus ([`prometheus`]), comparing the target's cyclictest outputs
+//! with cyclictest's ([`compat`]), looking at a running process from
+//! outside ([`procs`]), and deciding what a test does when the machine lacks
+//! what it needs ([`precondition`]: under `CI=true` it fails, elsewhere it
+//! says `skipped:`).
+pub mod compat;
 pub mod fleet;
 pub mod host;
 pub mod precondition;

@@ -503,6 +503,7 @@ fn synthetic_stream(cycles: u64, missed: u64, elapsed_ns: u64, with_bye: bool) -
             max_ns: 0,
             frames_dropped: 0,
             defects: 0,
+            ended: None,
         };
         out.extend_from_slice(enc.frame(Body::Bye(bye)).expect("encode bye"));
     }

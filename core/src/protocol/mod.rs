@@ -73,7 +73,7 @@ mod store;
 
 pub use assembler::Assembler;
 pub use pacer::Pacer;
-pub use reporter::{Extra, Reporter, ThreadLog, HELLO_EVERY_NS, ROLL_BYTES};
+pub use reporter::{Extra, Reporter, ThreadLog, ThreadLogIn, HELLO_EVERY_NS, ROLL_BYTES};
 pub use sink::{FrameSink, SliceSink};
 pub use store::{ArrayStore, BucketStore};
 

@@ -1,8 +1,10 @@
 //! The sending side: measuring threads' records in, frames out, on the
 //! schedule documented in [`super`].
 
-use crate::hist::Histogram;
-use crate::record::{Counters, Snapshot};
+use crate::error::Error;
+use crate::hist::HistogramIn;
+use crate::layout::Layout;
+use crate::record::{Counters, SnapshotIn};
 use crate::wire::{
     Body, Encoder, Hello, HistDelta, RunWriter, SnapshotChunk, ThreadStats, RUN_BYTES,
 };
@@ -35,45 +37,78 @@ pub struct Extra {
 /// histogram and statistics as of that report (for snapshots, and for the
 /// caller's own output), and where the rolling snapshot is.
 ///
-/// `N` buckets, as the thread's [`crate::record::ThreadRecord`]:
-/// about 12 B per bucket. Const-constructible.
+/// As many buckets as the thread's record, about 12 B per bucket: the
+/// previous counters in storage `P` and the histogram in `H`, arrays sized
+/// at compile time ([`ThreadLog`], const-constructible) or memory the
+/// caller sized by a run-time layout ([`ThreadLogIn::with_memory`]).
 #[derive(Debug, Clone)]
-pub struct ThreadLog<const N: usize> {
-    prev: [u32; N],
-    hist: Histogram<N>,
+pub struct ThreadLogIn<P, H> {
+    prev: P,
+    hist: HistogramIn<H>,
     counters: Counters,
     stats: ThreadStats,
     cursor: u16,
 }
 
-impl<const N: usize> ThreadLog<N> {
+/// The log of a record of `N` buckets, sized at compile time.
+pub type ThreadLog<const N: usize> = ThreadLogIn<[u32; N], [u64; N]>;
+
+/// The statistics of thread `index` before its first report.
+const fn no_stats(index: u16) -> ThreadStats {
+    ThreadStats {
+        thread: index,
+        epoch: 0,
+        elapsed_ns: 0,
+        cycles: 0,
+        count: 0,
+        sum: 0,
+        min: u64::MAX,
+        max: 0,
+        interval_max: 0,
+        last: 0,
+        missed: 0,
+        early: 0,
+        minflt: 0,
+        majflt: 0,
+        dropped: 0,
+        last_report: false,
+    }
+}
+
+impl<const N: usize> ThreadLogIn<[u32; N], [u64; N]> {
     /// The log of thread `index` before its first report, for a record of
     /// `linear_us` linear buckets.
     pub const fn new(index: u16, linear_us: u32) -> Self {
-        ThreadLog {
+        ThreadLogIn {
             prev: [0; N],
-            hist: Histogram::new(linear_us),
+            hist: HistogramIn::new(linear_us),
             counters: Counters::ZERO,
-            stats: ThreadStats {
-                thread: index,
-                epoch: 0,
-                elapsed_ns: 0,
-                cycles: 0,
-                count: 0,
-                sum: 0,
-                min: u64::MAX,
-                max: 0,
-                interval_max: 0,
-                last: 0,
-                missed: 0,
-                early: 0,
-                minflt: 0,
-                majflt: 0,
-                dropped: 0,
-                last_report: false,
-            },
+            stats: no_stats(index),
             cursor: 0,
         }
+    }
+}
+
+impl<P, H> ThreadLogIn<P, H>
+where
+    P: AsRef<[u32]> + AsMut<[u32]>,
+    H: AsRef<[u64]> + AsMut<[u64]>,
+{
+    /// The log of thread `index` before its first report, for a record of
+    /// `layout`, in the caller's memory (one counter per bucket each,
+    /// zeroed here); fails on any other length.
+    pub fn with_memory(index: u16, layout: Layout, mut prev: P, hist: H) -> Result<Self, Error> {
+        if prev.as_ref().len() != layout.len() {
+            return Err(Error::BucketMemory);
+        }
+        prev.as_mut().fill(0);
+        Ok(ThreadLogIn {
+            prev,
+            hist: HistogramIn::with_counts(layout, hist)?,
+            counters: Counters::ZERO,
+            stats: no_stats(index),
+            cursor: 0,
+        })
     }
 
     /// The thread's index.
@@ -82,8 +117,13 @@ impl<const N: usize> ThreadLog<N> {
     }
 
     /// The cumulative histogram as of the last report.
-    pub const fn hist(&self) -> &Histogram<N> {
+    pub const fn hist(&self) -> &HistogramIn<H> {
         &self.hist
+    }
+
+    /// Its number of buckets.
+    fn buckets(&self) -> usize {
+        self.prev.as_ref().len()
     }
 
     /// The record's counters as of the last report.
@@ -108,7 +148,7 @@ impl<const N: usize> ThreadLog<N> {
 ///    [`Reporter::send`], then [`Reporter::resend`] for every thread;
 /// 2. [`Reporter::hello_due`] → [`Reporter::hello`];
 /// 3. [`Reporter::report_due`] → [`Reporter::begin_report`], then per
-///    thread a fresh [`Snapshot`] of its record into [`Reporter::report`];
+///    thread a fresh [`crate::record::Snapshot`] of its record into [`Reporter::report`];
 /// 4. spikes, explanations and log lines through [`Reporter::send`];
 /// 5. frames the link could not deliver → [`Reporter::lost`];
 /// 6. at the end: [`Reporter::begin_final`], [`Reporter::report`] for
@@ -230,18 +270,26 @@ impl Reporter {
     /// of its record, `extra` the figures the record does not hold. Sends
     /// its delta parts, its statistics and its snapshot chunk(s), and
     /// moves `log` to this report.
-    pub fn report<const N: usize, S: FrameSink + ?Sized>(
+    pub fn report<P, H, C, S>(
         &mut self,
-        log: &mut ThreadLog<N>,
-        cur: &Snapshot<N>,
+        log: &mut ThreadLogIn<P, H>,
+        cur: &SnapshotIn<C>,
         extra: Extra,
         out: &mut S,
-    ) {
-        let top = self.send_delta(log, &cur.buckets, out);
+    ) where
+        P: AsRef<[u32]> + AsMut<[u32]>,
+        H: AsRef<[u64]> + AsMut<[u64]>,
+        C: AsRef<[u32]>,
+        S: FrameSink + ?Sized,
+    {
+        let cur_buckets = cur.buckets.as_ref();
+        let top = self.send_delta(log, cur_buckets, out);
         let c = cur.counters;
-        log.hist.absorb_raw(&log.prev, &cur.buckets);
+        log.hist.absorb_raw(log.prev.as_ref(), cur_buckets);
         log.hist.set_totals(c.totals);
-        log.prev = cur.buckets;
+        let prev = log.prev.as_mut();
+        let n = prev.len().min(cur_buckets.len());
+        prev[..n].copy_from_slice(&cur_buckets[..n]);
         log.counters = c;
         let layout = *log.hist.layout();
         let max = c.totals.max;
@@ -268,17 +316,18 @@ impl Reporter {
             self.full_snapshot(log, out);
         } else {
             let end = self.chunk(log, log.cursor, ROLL_BYTES, out);
-            log.cursor = if end >= N { 0 } else { end as u16 };
+            log.cursor = if end >= log.buckets() { 0 } else { end as u16 };
         }
     }
 
     /// For a new connection: the thread's latest statistics and a full
     /// snapshot, both as of the current report.
-    pub fn resend<const N: usize, S: FrameSink + ?Sized>(
-        &mut self,
-        log: &ThreadLog<N>,
-        out: &mut S,
-    ) {
+    pub fn resend<P, H, S>(&mut self, log: &ThreadLogIn<P, H>, out: &mut S)
+    where
+        P: AsRef<[u32]> + AsMut<[u32]>,
+        H: AsRef<[u64]> + AsMut<[u64]>,
+        S: FrameSink + ?Sized,
+    {
         let stats = ThreadStats {
             epoch: self.epoch,
             ..log.stats
@@ -289,17 +338,22 @@ impl Reporter {
 
     /// Send the changed buckets of `cur` against `log.prev` in as many
     /// parts as needed (at least one); returns the highest changed bucket.
-    fn send_delta<const N: usize, S: FrameSink + ?Sized>(
+    fn send_delta<P, H, S>(
         &mut self,
-        log: &ThreadLog<N>,
-        cur: &[u32; N],
+        log: &ThreadLogIn<P, H>,
+        cur: &[u32],
         out: &mut S,
-    ) -> Option<usize> {
+    ) -> Option<usize>
+    where
+        P: AsRef<[u32]> + AsMut<[u32]>,
+        H: AsRef<[u64]> + AsMut<[u64]>,
+        S: FrameSink + ?Sized,
+    {
         let thread = log.stats.thread;
         let mut part = 0u16;
         let mut w = RunWriter::new(0, RUN_BYTES);
         let mut top = None;
-        for (i, (c, p)) in cur.iter().zip(log.prev.iter()).enumerate() {
+        for (i, (c, p)) in cur.iter().zip(log.prev.as_ref()).enumerate() {
             let d = u64::from(c.wrapping_sub(*p));
             if d == 0 {
                 continue;
@@ -340,15 +394,16 @@ impl Reporter {
     }
 
     /// Chunks of `log`'s histogram from bucket 0 to the end.
-    fn full_snapshot<const N: usize, S: FrameSink + ?Sized>(
-        &mut self,
-        log: &ThreadLog<N>,
-        out: &mut S,
-    ) {
+    fn full_snapshot<P, H, S>(&mut self, log: &ThreadLogIn<P, H>, out: &mut S)
+    where
+        P: AsRef<[u32]> + AsMut<[u32]>,
+        H: AsRef<[u64]> + AsMut<[u64]>,
+        S: FrameSink + ?Sized,
+    {
         let mut from = 0;
         loop {
             let end = self.chunk(log, from, RUN_BYTES, out);
-            if end >= N {
+            if end >= log.buckets() {
                 break;
             }
             from = end as u16;
@@ -358,15 +413,20 @@ impl Reporter {
     /// One snapshot chunk of `log`'s histogram from bucket `from`, with at
     /// most `budget` bytes of runs; returns the end of the range it covers
     /// (past `from`: one pair always fits).
-    fn chunk<const N: usize, S: FrameSink + ?Sized>(
+    fn chunk<P, H, S>(
         &mut self,
-        log: &ThreadLog<N>,
+        log: &ThreadLogIn<P, H>,
         from: u16,
         budget: usize,
         out: &mut S,
-    ) -> usize {
+    ) -> usize
+    where
+        P: AsRef<[u32]> + AsMut<[u32]>,
+        H: AsRef<[u64]> + AsMut<[u64]>,
+        S: FrameSink + ?Sized,
+    {
         let mut w = RunWriter::new(from, budget);
-        let mut end = N;
+        let mut end = log.buckets();
         let counts = log.hist.counts().iter().enumerate();
         for (i, &c) in counts.skip(usize::from(from)) {
             if c != 0 && !w.push(i as u16, c) {

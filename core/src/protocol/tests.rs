@@ -126,6 +126,7 @@ impl Target {
             max_ns: 0,
             frames_dropped: 0,
             defects: 0,
+            ended: None,
         };
         self.rep
             .send(Body::Bye(bye), &mut collect(&mut self.sent, true));

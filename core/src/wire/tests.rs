@@ -36,6 +36,7 @@ pub(crate) fn hello() -> Hello {
                 tid: 1000 + i as u32,
                 priority: 80,
                 interval_ns: 1_000_000,
+                node: 0,
             })
             .unwrap();
     }
@@ -47,6 +48,7 @@ pub(crate) fn hello() -> Hello {
             hostname: bounded("board-7"),
             arch: bounded("aarch64"),
             kernel: bounded("6.1.0-57-rt-arm64"),
+            kernel_version: bounded("#1 SMP PREEMPT_RT Debian 6.1.158-1 (2025-11-09)"),
             preempt_rt: true,
             preempt_model: bounded("PREEMPT_RT"),
             cpus: 4,
@@ -72,6 +74,12 @@ pub(crate) fn hello() -> Hello {
             spike_ns: 100_000,
             break_ns: 0,
             hist_us: 400,
+            hist_all: false,
+            nsecs: false,
+            started: Some(WallTime {
+                unix_s: 1_796_041_475,
+                utc_offset_s: 3600,
+            }),
             layout: Layout::DEFAULT,
             degraded: Degraded::default(),
             self_check: false,
@@ -154,6 +162,10 @@ pub(super) fn every_body() -> Vec<Body> {
             max_ns: 900_000,
             frames_dropped: 0,
             defects: 0,
+            ended: Some(WallTime {
+                unix_s: 1_796_041_485,
+                utc_offset_s: 3600,
+            }),
         }),
     ]
 }
@@ -424,13 +436,15 @@ fn schema_keys_are_pinned() {
         [0x43, 0xdd, 0xb9, 0xfc, 0xe5, 0x0e, 0x36, 0xf0],
         "the frozen version-1 types changed"
     );
-    // RunConfig::tracefs_mounted and Degraded::no_dma_latency_device added
-    // (before version 2 is released; v1 upgrades them to false); then
+    // cyclictest's facts added (kernel_version, node, hist_all, nsecs,
+    // started, ended), RunConfig::tracefs_mounted and
+    // Degraded::no_dma_latency_device added, before version 2 was released
+    // (the version 1 upgrade fills them with documented defaults); then
     // RunConfig::wake, align and smi (v1 upgrades them to the absolute
     // sleep, own start and false).
     assert_eq!(
         SCHEMA_KEY,
-        [0x3f, 0x2a, 0x92, 0xa7, 0xa6, 0xda, 0x1b, 0xc6],
+        [0x64, 0x24, 0x5d, 0x1d, 0xbc, 0xeb, 0xdc, 0x7c],
         "the frame types changed: pin the new key (see this test's docs)"
     );
 }

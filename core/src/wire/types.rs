@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::runs::Runs;
 use crate::explain::Attribution;
 use crate::layout::Layout;
+pub use crate::tz::WallTime;
 
 /// Most measuring threads one run can describe.
 pub const MAX_THREADS: usize = 64;
@@ -222,6 +223,9 @@ pub struct TargetInfo {
     pub arch: String<16>,
     /// Kernel release.
     pub kernel: String<64>,
+    /// Kernel build (uname version, `#1 SMP PREEMPT_RT ...`); empty in
+    /// version 1 recordings.
+    pub kernel_version: String<64>,
     /// Whether the kernel is PREEMPT_RT (`/sys/kernel/realtime`).
     pub preempt_rt: bool,
     /// Preemption model from the kernel version string (`PREEMPT_RT`, `PREEMPT`, ...).
@@ -256,6 +260,10 @@ pub struct ThreadInfo {
     pub priority: u8,
     /// Its period in ns.
     pub interval_ns: u64,
+    /// NUMA node of its CPU as cyclictest reports it (-1: none, as under
+    /// `-S` or without NUMA); 0 in version 1 recordings (what their
+    /// `--json` said).
+    pub node: i16,
 }
 
 /// What a run had to give up (`--best-effort`) or was told to skip.
@@ -320,6 +328,13 @@ pub struct RunConfig {
     pub break_ns: u64,
     /// Range of the cyclictest histogram text in µs (`-h`, 0 = none).
     pub hist_us: u32,
+    /// `-H`: the histogram text has an all-threads column (false in
+    /// version 1 recordings).
+    pub hist_all: bool,
+    /// `-N`: figures in ns (false in version 1 recordings).
+    pub nsecs: bool,
+    /// When the run started, in local time (`None` in version 1 recordings).
+    pub started: Option<WallTime>,
     /// Histogram bucket layout.
     pub layout: Layout,
     /// What was degraded.
@@ -524,6 +539,9 @@ pub struct Bye {
     pub frames_dropped: u64,
     /// Self-check defects (forbidden syscalls attempted).
     pub defects: u32,
+    /// When the run ended, in local time: the `end_time` of its `--json`
+    /// (`None` in version 1 recordings).
+    pub ended: Option<WallTime>,
 }
 
 /// Truncate `s` at a char boundary into a bounded string.

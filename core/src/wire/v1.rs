@@ -332,6 +332,8 @@ fn hello(h: Hello) -> now::Hello {
             hostname: t.hostname,
             arch: t.arch,
             kernel: t.kernel,
+            // version 1 did not carry uname's version
+            kernel_version: String::new(),
             preempt_rt: t.preempt_rt,
             preempt_model: t.preempt_model,
             cpus: t.cpus,
@@ -356,6 +358,8 @@ fn config(c: RunConfig) -> now::RunConfig {
             tid: t.tid,
             priority: t.priority,
             interval_ns: t.interval_ns,
+            // what version 1 targets wrote in their --json
+            node: 0,
         });
     }
     now::RunConfig {
@@ -384,6 +388,10 @@ fn config(c: RunConfig) -> now::RunConfig {
         spike_ns: c.spike_ns,
         break_ns: c.break_ns,
         hist_us: c.hist_us,
+        // version 1 did not say: no -H column, µs, no start time
+        hist_all: false,
+        nsecs: false,
+        started: None,
         layout: now_layout::Layout {
             linear_us: c.layout.linear_us,
             buckets: c.layout.buckets,
@@ -502,6 +510,8 @@ fn bye(b: Bye) -> now::Bye {
         max_ns: b.max_ns,
         frames_dropped: b.frames_dropped,
         defects: b.defects,
+        // version 1 did not say when the run ended
+        ended: None,
     }
 }
 

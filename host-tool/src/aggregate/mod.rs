@@ -12,15 +12,19 @@ pub use explain::{cause_label, Explained};
 pub use series::Point;
 pub use thread::ThreadAgg;
 
-use latscope_core::layout::Layout;
+use latscope_core::layout::{Layout, MAX_LINEAR_US};
 use latscope_core::wire::{
     Body, Bye, Frame, Hello, Level, LogLine, MAX_THREADS, PROTOCOL_VERSION, SCHEMA_KEY,
 };
 
 /// Log lines kept per run; later ones are counted.
 const LOGS_KEPT: usize = 64;
-/// Overflow cycle numbers kept per thread (cyclictest prints at most `-h`).
-const OVERFLOW_CYCLES_KEPT: usize = 1024;
+
+/// Overflow cycle numbers kept per thread: cyclictest prints at most `-h`
+/// of them, and a target's `-h` is at most [`MAX_LINEAR_US`].
+fn overflow_keep(hello: &Hello) -> usize {
+    hello.config.hist_us.min(MAX_LINEAR_US) as usize
+}
 
 /// One run of the target: everything between its hellos and its bye.
 #[derive(Debug)]
@@ -100,7 +104,9 @@ impl Run {
             return None;
         }
         while self.threads.len() <= i {
-            match ThreadAgg::new(&self.layout, None, OVERFLOW_CYCLES_KEPT) {
+            let keep = overflow_keep(&self.hello);
+            let spike_ns = self.hello.config.spike_ns;
+            match ThreadAgg::new(&self.layout, None, keep, spike_ns) {
                 Ok(t) => self.threads.push(t),
                 // cannot happen: the run's layout is legal
                 Err(_) => return None,
@@ -305,6 +311,9 @@ fn unknown_hello() -> Hello {
             spike_ns: 0,
             break_ns: 0,
             hist_us: 0,
+            hist_all: false,
+            nsecs: false,
+            started: None,
             layout: Layout::DEFAULT,
             degraded: Degraded::default(),
             self_check: false,

@@ -24,18 +24,20 @@ pub struct ThreadAgg {
 }
 
 impl ThreadAgg {
-    /// An empty thread for a histogram of `layout`; fails on a layout no
-    /// target can produce.
+    /// An empty thread for a histogram of `layout`, keeping the first
+    /// `overflow_keep` overflow cycle numbers and the `--spike` records
+    /// over `spike_ns`; fails on a layout no target can produce.
     pub fn new(
         layout: &Layout,
         info: Option<ThreadInfo>,
         overflow_keep: usize,
+        spike_ns: u64,
     ) -> Result<Self, Error> {
         Ok(ThreadAgg {
             info,
             asm: Assembler::new(*layout, PagedStore::default())?,
             series: MaxSeries::new(4096),
-            spikes: SpikeList::new(32, overflow_keep),
+            spikes: SpikeList::new(32, overflow_keep, spike_ns),
         })
     }
 

@@ -55,7 +55,7 @@ pub fn stamp(t: SystemTime) -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let (y, m, d) = crate::report::cyclictest::civil_from_days((secs / 86_400) as i64);
+    let (y, m, d) = latscope_core::tz::civil_from_days((secs / 86_400) as i64);
     let r = secs % 86_400;
     format!(
         "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",

@@ -84,18 +84,17 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
             let mut docs = Vec::new();
             for d in inputs {
                 for run in &d.session.agg.runs {
-                    let r = cyclictest::range_us(run, opts.hist_us)?;
+                    let r = cyclictest::json_range_us(run, opts.hist_us)?;
                     let rc = if run_ok(run) { 0 } else { 1 };
                     docs.push(cyclictest::json(run, r, d.end, rc));
                 }
             }
-            let v = if docs.len() == 1 {
-                docs.pop().unwrap_or(Value::Null)
+            // one run: the target's document; several: an array of them
+            out = if docs.len() == 1 {
+                docs.pop().unwrap_or_default()
             } else {
-                Value::Array(docs)
+                format!("[\n{}]\n", docs.join(","))
             };
-            out = serde_json::to_string_pretty(&v).unwrap_or_default();
-            out.push('\n');
         }
         Format::Json => {
             let docs: Vec<Value> = inputs.iter().map(json_input).collect();

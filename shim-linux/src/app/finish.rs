@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
+use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, Uname};
 use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine};
 
 use super::setup::Setup;
@@ -10,10 +11,9 @@ use super::start::Ended;
 use crate::config::Config;
 use crate::error::{Error, EXIT_FAILED, EXIT_OK};
 use crate::link::Sink;
-use crate::linux::clock::{monotonic_ns, realtime_s};
+use crate::linux::clock::monotonic_ns;
 use crate::linux::procfs;
-use crate::output::text::{self, Row};
-use crate::output::{json, Std};
+use crate::output::Std;
 
 /// Write the final outputs; the run's exit status (or the first error of a
 /// measuring thread).
@@ -25,81 +25,81 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     } else {
         EXIT_OK
     };
-    let tids: Vec<i32> = s
-        .shared
-        .iter()
-        .map(|t| t.tid.load(Ordering::SeqCst))
-        .collect();
-    let rows: Vec<Row<'_>> = ended
+    let threads: Vec<Thread<'_>> = ended
         .outcome
         .views
         .iter()
         .enumerate()
-        .map(|(i, v)| v.row(i, &ended.effective[i], tids[i]))
+        .map(|(i, v)| {
+            let tid = s.shared[i].tid.load(Ordering::SeqCst);
+            let node = s.nodes.get(i).copied().unwrap_or(-1);
+            v.thread(i, &ended.effective[i], tid, node)
+        })
         .collect();
-    let summary = summary(cfg, s, ended, &rows, &tids)?;
+    let opts = Options {
+        layout: s.layout,
+        hist_us: cfg.hist_us,
+        hist_all: cfg.hist_all,
+        nsecs: cfg.nsecs,
+    };
+    // cyclictest writes --json before the end-of-run text
+    if let Some(path) = &cfg.json {
+        write_json(cfg, s, ended, &threads, &opts, status, path)?;
+    }
+    let summary = summary(cfg, s, ended, &threads, &opts)?;
     s.console.human.write(summary.as_bytes());
     notes(cfg, s, ended, defects);
-    if let Some(path) = &cfg.json {
-        write_json(cfg, s, &rows, status, path)?;
-    }
     match loop_error {
         Some(e) => Err(e),
         None => Ok(status),
     }
 }
 
-/// cyclictest's final text: the `T:` lines (unless a terminal shows them
-/// already), latscope's `#` lines, the histogram (or `--histfile`), the
-/// `--spike` lines and the `-b` lines.
+/// cyclictest's end-of-run text: the `T:` lines (with `-q`, or when no
+/// terminal shows them already, and not with `-h`), latscope's `#` lines,
+/// the `--spike` lines, the histogram (or `--histfile`) and the `-b` lines.
 fn summary(
     cfg: &Config,
     s: &Setup,
     ended: &Ended,
-    rows: &[Row<'_>],
-    tids: &[i32],
+    threads: &[Thread<'_>],
+    opts: &Options,
 ) -> Result<String, Error> {
-    let mut out = String::with_capacity(64 * 1024);
-    if cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !s.console.tty) {
-        for r in rows {
-            text::thread_line(&mut out, r, cfg.nsecs);
-            out.push('\n');
-        }
-    }
-    if !cfg.verbose {
-        for r in rows {
-            text::extra_line(&mut out, r);
-        }
-    }
-    if cfg.hist_us > 0 {
-        let mut h = String::with_capacity(cfg.hist_us as usize * (8 + 8 * rows.len()) + 1024);
-        text::histogram(&mut h, rows, cfg.hist_us, cfg.hist_all);
-        match &cfg.histfile {
-            Some(path) => std::fs::write(path, h.as_bytes())
-                .map_err(|e| Error::output(format!("--histfile {path}"), e))?,
-            None => out.push_str(&h),
-        }
-    }
     let views = &ended.outcome.views;
-    if cfg.spike_us > 0 {
-        let mut all: Vec<_> = views
-            .iter()
-            .flat_map(|v| v.spikes.iter().copied())
-            .collect();
-        all.sort_by_key(|s| s.deadline_ns.saturating_add(s.latency_ns));
-        // cyclictest lists the first --spike-nodes of all threads
-        all.truncate(cfg.spike_nodes);
-        let total = views.iter().map(|v| v.spikes_total).sum();
-        text::spikes(&mut out, &all, total, cfg.nsecs);
-    }
-    if let ByeReason::Break { thread, latency_ns } = ended.outcome.reason {
-        let v = if cfg.nsecs {
-            latency_ns
-        } else {
-            latency_ns / 1000
-        };
-        let bt = tids.get(thread as usize).copied().unwrap_or(0);
-        text::break_lines(&mut out, tids, bt, v);
+    let mut spikes: Vec<_> = views
+        .iter()
+        .flat_map(|v| v.spikes.iter().copied())
+        .collect();
+    cyclictest::sort_spikes(&mut spikes);
+    // cyclictest lists the first --spike-nodes of all threads
+    spikes.truncate(cfg.spike_nodes);
+    let total = views.iter().map(|v| v.spikes_total).sum();
+    let broke = match ended.outcome.reason {
+        ByeReason::Break { thread, latency_ns } => Some((thread, latency_ns)),
+        _ => None,
+    };
+    let to_file = cfg.histfile.is_some();
+    let end = EndText {
+        threads,
+        opts: Options {
+            hist_us: if to_file { 0 } else { opts.hist_us },
+            ..*opts
+        },
+        status_lines: cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !s.console.tty),
+        extras: !cfg.verbose,
+        spikes: (cfg.spike_us > 0).then_some((spikes.as_slice(), total)),
+        break_armed: cfg.break_us > 0,
+        broke,
+    };
+    let rows = if to_file { 0 } else { cfg.hist_us as usize };
+    let mut out = String::with_capacity(4096 + rows * (8 + 8 * threads.len()));
+    // a String takes every write
+    let _ = cyclictest::end_text(&mut out, &end);
+    if let Some(path) = &cfg.histfile {
+        let mut h = String::with_capacity(1024 + cfg.hist_us as usize * (8 + 8 * threads.len()));
+        let _ = cyclictest::histogram(&mut h, threads, opts);
+        std::fs::write(path, h.as_bytes())
+            .map_err(|e| Error::output(format!("--histfile {path}"), e))?;
     }
     Ok(out)
 }
@@ -139,33 +139,32 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
 fn write_json(
     cfg: &Config,
     s: &Setup,
-    rows: &[Row<'_>],
+    ended: &Ended,
+    threads: &[Thread<'_>],
+    opts: &Options,
     status: i32,
     path: &str,
 ) -> Result<(), Error> {
     let u = procfs::uname();
-    let cpus: Vec<i64> = s
-        .plans
-        .iter()
-        .zip(s.shared.iter())
-        .map(|(p, t)| match p.cpu {
-            Some(c) if !t.no_affinity.load(Ordering::SeqCst) => c as i64,
-            _ => -1,
-        })
-        .collect();
-    let doc = json::Doc {
+    let doc = JsonDoc {
         cmdline: &cfg.cmdline,
-        start_s: s.start_s,
-        end_s: realtime_s(),
+        tool_version: env!("CARGO_PKG_VERSION"),
+        start: s.started,
+        end: ended.outcome.ended,
         return_code: status,
-        uname: &u,
+        uname: Uname {
+            sysname: &u.sysname,
+            nodename: &u.nodename,
+            release: &u.release,
+            version: &u.version,
+            machine: &u.machine,
+        },
         realtime: procfs::is_realtime(),
-        nsecs: cfg.nsecs,
-        hist_us: cfg.hist_us,
-        cpus: &cpus,
         wake: cfg.wake,
     };
-    let text = json::document(&doc, rows);
+    let mut text = String::with_capacity(4096 + cfg.hist_us as usize * 24 * threads.len());
+    // a String takes every write
+    let _ = cyclictest::json(&mut text, &doc, threads, opts);
     if path == "-" {
         Std::Out.write(text.as_bytes());
         Ok(())
@@ -197,6 +196,7 @@ pub fn error_stream(sink: &mut Sink, e: &Error) {
         max_ns: 0,
         frames_dropped: 0,
         defects: 0,
+        ended: None,
     }));
     sink.finish(monotonic_ns(), 1_000_000_000);
 }

@@ -3,7 +3,6 @@
 
 use std::sync::atomic::Ordering;
 
-use latscope_core::layout::Layout;
 use latscope_core::wire::{bounded, Degraded, Hello, Policy, RunConfig, ThreadInfo, SCHEMA_KEY};
 
 use super::setup::{Degradations, Setup};
@@ -44,7 +43,10 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
             spike_ns: s.settings.cycle.spike_ns,
             break_ns: s.settings.cycle.break_ns,
             hist_us: cfg.hist_us,
-            layout: Layout::DEFAULT,
+            hist_all: cfg.hist_all,
+            nsecs: cfg.nsecs,
+            started: Some(s.started),
+            layout: s.layout,
             degraded: *degraded,
             self_check: cfg.self_check,
             threads: threads(s, degraded),
@@ -77,6 +79,13 @@ fn threads(
                 p.priority.min(255) as u8
             },
             interval_ns: p.interval_us * 1000,
+            node: if t.no_affinity.load(Ordering::SeqCst) {
+                -1
+            } else {
+                s.nodes
+                    .get(i)
+                    .map_or(-1, |&n| n.clamp(-1, i16::MAX.into()) as i16)
+            },
         });
     }
     threads

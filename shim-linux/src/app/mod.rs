@@ -31,23 +31,34 @@ use crate::output::Std;
 pub fn main() -> ! {
     pid1::start();
     exit::install_panic_hook();
-    let args: Vec<String> = std::env::args_os()
-        .skip(1)
+    let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let status = match config::parse(&args) {
+    let status = match config::parse(argv.get(1..).unwrap_or_default()) {
         Ok(Action::Help) => {
-            Std::Out.write(config::HELP.as_bytes());
+            Std::Out.write(config::help().as_bytes());
             EXIT_OK
         }
         Ok(Action::Version) => {
             Std::Out.write(format!("latscope {}\n", env!("CARGO_PKG_VERSION")).as_bytes());
             EXIT_OK
         }
-        Ok(Action::Run(cfg)) => run(&cfg),
+        Ok(Action::Run(mut cfg)) => {
+            cfg.cmdline = cmdline(&argv);
+            run(&cfg)
+        }
         Err(e) => fail(&e),
     };
     exit::leave(status)
+}
+
+/// cyclictest's `"cmdline:"`: all of argv from argv[0] as typed, joined by
+/// blanks and capped as rt-tests caps it.
+fn cmdline(argv: &[String]) -> String {
+    let mut s = String::new();
+    // a String takes every write
+    let _ = latscope_core::cyclictest::cmdline(&mut s, argv.iter().map(String::as_str));
+    s
 }
 
 /// Say why the run failed; its exit status.

@@ -4,6 +4,8 @@
 //! stream report.
 
 use latscope_core::cycle::CycleConfig;
+use latscope_core::layout::Layout;
+use latscope_core::tz::WallTime;
 use latscope_core::wire::Degraded;
 use rustix::io::Errno;
 
@@ -12,8 +14,9 @@ use crate::bench;
 use crate::config::{self, Config, ThreadPlan};
 use crate::error::Error;
 use crate::link::Sink;
-use crate::linux::clock::{realtime_s, LinuxClock};
+use crate::linux::clock::LinuxClock;
 use crate::linux::exit::Held;
+use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::status_files::Snapshot;
 use crate::linux::sys::{self, sig, sigbit};
@@ -48,10 +51,16 @@ pub struct Degradations {
 
 /// Everything a run holds before its threads start.
 pub struct Setup {
-    /// Wall-clock start, for `--json`.
-    pub start_s: i64,
+    /// The local time zone, for the start and end times.
+    pub zone: LocalZone,
+    /// When the run started (the hello and `--json`).
+    pub started: WallTime,
     /// The measuring threads as planned.
     pub plans: Vec<ThreadPlan>,
+    /// The NUMA node of each planned thread as cyclictest reports it.
+    pub nodes: Vec<i32>,
+    /// The histogram layout (`-h`/`-H` above 1000 widens its 1 µs range).
+    pub layout: Layout,
     /// `--mainaffinity`, resolved.
     pub mainaffinity: Option<Vec<usize>>,
     /// What is degraded so far.
@@ -65,7 +74,7 @@ pub struct Setup {
     /// `--explain` without tracefs: the CPUs to explain coarsely.
     pub coarse_cpus: Vec<usize>,
     /// Per-thread shared state.
-    pub shared: Vec<Box<Shared>>,
+    pub shared: Vec<Shared>,
     /// Run control.
     pub control: Control,
     /// What every measuring thread shares.
@@ -108,12 +117,16 @@ impl Setup {
         // the vDSO clock, whose first call can allocate
         let clock = LinuxClock::new(cfg.clock);
         clock.warm_up();
-        let start_s = realtime_s();
+        let zone = LocalZone::load();
+        let started = zone.now();
         let available = linux::available_cpus();
         let plans = config::plan(cfg, &available)?;
         let mainaffinity = config::mainaffinity(cfg, &available)?;
         startup::plan_facts(cfg, &plans);
         startup::resolution(cfg, &clock);
+        let layout = Layout::for_hist_us(cfg.hist_us)
+            .ok_or_else(|| Error::usage(format!("-h {}: above latscope's cap", cfg.hist_us)))?;
+        let console = Console::of(cfg);
         let mut deg = Degradations::default();
         lock_memory(cfg, held, &mut deg)?;
         if cfg.bench.ballast_mib > 0 {
@@ -141,20 +154,26 @@ impl Setup {
                 .collect(),
             sink,
         };
+        let shared = (0..n)
+            .map(|_| Shared::new(layout))
+            .collect::<Result<_, _>>()?;
         let setup = Setup {
-            start_s,
+            zone,
+            started,
+            nodes: nodes(cfg, &plans),
             plans,
+            layout,
             mainaffinity,
             deg,
             dma_latency,
             tracefs_mounted,
             tracemark,
             coarse_cpus,
-            shared: (0..n).map(|_| Shared::new()).collect(),
+            shared,
             control: Control::new(),
             settings,
             selfcheck,
-            console: Console::of(cfg),
+            console,
             snapshot,
             fifo,
         };
@@ -187,6 +206,19 @@ fn lock_memory(cfg: &Config, held: &mut Held, deg: &mut Degradations) -> Result<
     Ok(())
 }
 
+/// cyclictest's `node` of each planned thread: -1 under `-S` (cyclictest
+/// then leaves NUMA alone), for an unpinned thread, and on a kernel without
+/// NUMA; else the node of its CPU.
+fn nodes(cfg: &Config, plans: &[ThreadPlan]) -> Vec<i32> {
+    plans
+        .iter()
+        .map(|p| match p.cpu {
+            Some(cpu) if !cfg.smp => linux::numa_node(cpu).unwrap_or(-1),
+            _ => -1,
+        })
+        .collect()
+}
+
 /// The PM QoS device of the CPUs' idle-state latency.
 const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 
@@ -208,7 +240,6 @@ fn dma_latency(
     match hold_dma_latency(cfg.latency_us) {
         Ok(fd) => {
             held.dma = Some(fd);
-            eprintln!("# /dev/cpu_dma_latency set to {}us", cfg.latency_us);
             return Ok(Some(cfg.latency_us));
         }
         Err(Errno::NOENT) => {

@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::cpu_set;
 use crate::linux::tracefs::Marker;
-use crate::report::{self, Outcome};
+use crate::report::{self, Outcome, View};
 use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
 
 /// Stack of the sender thread (unoptimised builds need far more). The
@@ -71,6 +71,8 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
     let setup: &Setup = s;
     let ended = std::thread::scope(|scope| {
         start_measuring(scope, setup, spike_tx, verbose_tx, markers)?;
+        let views = views(cfg, setup).inspect_err(|_| setup.control.gate.cancel())?;
+        announce(cfg, setup);
         collect_degradations(cfg, &setup.shared, &mut deg);
         let effective = effective_plans(&setup.plans, &setup.shared);
         let common = rt::common_start(cfg.align, setup.settings.clock);
@@ -82,7 +84,10 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         }
         let args = report::Args {
             shared: &setup.shared,
+            views,
             plans: effective.clone(),
+            nodes: setup.nodes.clone(),
+            zone: &setup.zone,
             control: &setup.control,
             spikes: rx.spikes,
             verbose: rx.verbose,
@@ -167,6 +172,35 @@ fn start_measuring<'scope, 'env: 'scope>(
     }
 }
 
+/// What cyclictest prints before it measures, once the run is sure to
+/// start (a refused privilege leaves standard output empty): with `-v` the
+/// CPU counts, and the `/dev/cpu_dma_latency` request on the human output.
+fn announce(cfg: &Config, s: &Setup) {
+    let mut head = String::new();
+    if cfg.verbose {
+        let cpus = crate::linux::available_cpus().len();
+        head.push_str(&format!("Max CPUs = {cpus}\nOnline CPUs = {cpus}\n"));
+    }
+    if let Some(us) = s.dma_latency {
+        head.push_str(&format!("# /dev/cpu_dma_latency set to {us}us\n"));
+    }
+    s.console.human.write(head.as_bytes());
+}
+
+/// The sender's view of each measuring thread, allocated and prefaulted
+/// while the threads wait at the gate (before measuring).
+fn views(cfg: &Config, s: &Setup) -> Result<Vec<View>, Error> {
+    s.shared
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let tid = t.tid.load(Ordering::SeqCst);
+            let spikes = if cfg.spike_us > 0 { cfg.spike_nodes } else { 0 };
+            View::new(i, tid, s.layout, cfg.hist_us, spikes)
+        })
+        .collect()
+}
+
 /// Start the sender thread (pinned to `--mainaffinity`); if it cannot
 /// start, the measuring threads are stopped.
 fn spawn_sender<'scope, 'env: 'scope>(
@@ -198,7 +232,6 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Option
         nsecs: cfg.nsecs,
         quiet: cfg.quiet,
         verbose: cfg.verbose,
-        hist_us: cfg.hist_us,
         spike_ns: cfg.spike_us * 1000,
         spike_nodes: cfg.spike_nodes,
         report_ns: cfg.report_ns as i64,
@@ -212,8 +245,8 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Option
 }
 
 /// What the measuring threads could not have (`--best-effort`).
-fn collect_degradations(cfg: &Config, shared: &[Box<Shared>], deg: &mut Degradations) {
-    let any = |f: fn(&Shared) -> bool| shared.iter().any(|s| f(s));
+fn collect_degradations(cfg: &Config, shared: &[Shared], deg: &mut Degradations) {
+    let any = |f: fn(&Shared) -> bool| shared.iter().any(f);
     let no_rt = any(|s| s.no_rt_policy.load(Ordering::SeqCst));
     if no_rt && !deg.flags.no_rt_policy {
         deg.flags.no_rt_policy = true;
@@ -236,7 +269,7 @@ fn collect_degradations(cfg: &Config, shared: &[Box<Shared>], deg: &mut Degradat
 
 /// The plan as it turned out: a thread without its policy runs at priority
 /// 0, one that could not be pinned is unpinned.
-fn effective_plans(plans: &[ThreadPlan], shared: &[Box<Shared>]) -> Vec<ThreadPlan> {
+fn effective_plans(plans: &[ThreadPlan], shared: &[Shared]) -> Vec<ThreadPlan> {
     plans
         .iter()
         .zip(shared)

@@ -1,7 +1,23 @@
 //! The `--help` text.
 
-/// The `--help` text.
-pub const HELP: &str = "\
+use crate::rt::hist_bytes_per_thread;
+
+/// The `--help` text, with the histogram memory each `-h` costs.
+pub fn help() -> String {
+    let kib = |us| hist_bytes_per_thread(us).div_ceil(1024);
+    HELP.replace(
+        "{MEM}",
+        &format!(
+            "{} KiB up to 1000, {} KiB\n                          at 3500, {} KiB at 20000",
+            kib(1000),
+            kib(3500),
+            kib(20_000)
+        ),
+    )
+}
+
+/// The `--help` text before the memory figures are filled in.
+const HELP: &str = "\
 latscope: real-time wake-up latency measurement (a cyclictest that is safe by default)
 
 Usage: latscope [OPTIONS]
@@ -79,7 +95,9 @@ Output (cyclictest formats)
   -u, --unbuffered        write each -v line as it is formatted (other output is
                           written at least every 100 ms anyway)
   -N, --nsecs             print ns instead of us
-  -h, --histogram=US      print the histogram text up to US (max 1000), every row
+  -h, --histogram=US      print the histogram text up to US (max 20000), every
+                          row; memory per thread: {MEM} (20 bytes a 1 us row
+                          beyond 1000, 8 more for its overflow cycle number)
   -H, --histofall=US      as -h, plus a column summing all threads
       --histfile=PATH     write the histogram text to PATH instead of stdout
       --json=FILE         write cyclictest's JSON results (plus quantiles,
@@ -120,3 +138,25 @@ When run as PID 1 (an init= binary), latscope mounts /dev, /dev/shm, /proc and
 /sys, takes its arguments from the kernel command line, and powers off at the
 end.
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::help;
+    use crate::rt::hist_bytes_per_thread;
+
+    /// The memory figures of `--help`, as the README quotes them.
+    #[test]
+    fn help_states_the_histogram_memory() {
+        for (us, kib) in [(1000, 67), (3500, 131), (20_000, 576)] {
+            assert_eq!(hist_bytes_per_thread(us).div_ceil(1024), kib, "-h {us}");
+        }
+        let h = help();
+        assert!(h.contains("memory per thread: 67 KiB up to 1000, 131 KiB\n                          at 3500, 576 KiB at 20000 (20 bytes"), "{h}");
+        // each 1 us row beyond the default: 20 bytes in the buckets, 8 in
+        // the overflow cycle numbers
+        assert_eq!(
+            hist_bytes_per_thread(3501) - hist_bytes_per_thread(3500),
+            28
+        );
+    }
+}

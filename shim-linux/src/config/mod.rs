@@ -21,7 +21,7 @@ use latscope_core::wire::{ClockKind, Policy, StartAlign, WakeMode};
 use crate::bench::Knobs;
 
 pub use cpus::CpuList;
-pub use help::HELP;
+pub use help::help;
 pub use name::default_name;
 pub use parse::parse;
 pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
@@ -158,7 +158,8 @@ pub struct Config {
     /// `--name`: the board's name in the hello (default: the host name and
     /// a keyed hash of `/etc/machine-id`).
     pub name: Option<String>,
-    /// The command line as given, for the hello and `--json`.
+    /// The command line as given, from argv[0] (set by the caller of the
+    /// parser), for the hello and `--json`.
     pub cmdline: String,
 }
 

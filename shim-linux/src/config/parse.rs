@@ -8,7 +8,7 @@
 //! (a number with trailing characters, a negative `--latency`), latscope
 //! reads it the same way and adds a note.
 
-use latscope_core::layout::DEFAULT_LINEAR_US;
+use latscope_core::layout::MAX_LINEAR_US;
 use latscope_core::wire::{ClockKind, Policy, StartAlign};
 
 use super::cpus::{parse_cpu_list, CpuList};
@@ -20,8 +20,8 @@ use crate::bench;
 use crate::error::Error;
 use latscope_core::wire::MAX_THREADS;
 
-/// Largest `-h` range: the histogram's linear part.
-pub(super) const MAX_HIST_US: u32 = DEFAULT_LINEAR_US;
+/// Largest `-h` range: the widest 1 µs range of a histogram.
+pub(super) const MAX_HIST_US: u32 = MAX_LINEAR_US;
 /// Largest interval (and other times in µs): 1 hour.
 const MAX_US: i64 = 3_600_000_000;
 /// Most `--spike` samples listed.
@@ -49,10 +49,6 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
         cfg: Config::default(),
         saw: Saw::default(),
     };
-    p.cfg.cmdline = std::iter::once("latscope")
-        .chain(args.iter().map(AsRef::as_ref))
-        .collect::<Vec<_>>()
-        .join(" ");
     for g in &given {
         if let Some(action) = p.apply(g)? {
             return Ok(action);
@@ -147,7 +143,7 @@ impl Parser {
             }
             "duration" => self.duration(v)?,
             "histogram" | "histofall" => {
-                self.cfg.hist_us = self.int(g, 1, i64::from(MAX_HIST_US))? as u32;
+                self.cfg.hist_us = self.hist(g)?;
                 self.cfg.hist_all |= g.spec.long == "histofall";
             }
             "interval" => self.cfg.interval_us = self.int(g, 1, MAX_US)? as u64,
@@ -208,6 +204,22 @@ impl Parser {
         }
         self.note(numbers::note(&g.spelled, word, &r));
         Ok(r.value)
+    }
+
+    /// `-h US` or `-H US`: at least 1, at most latscope's cap (cyclictest
+    /// clamps silently).
+    fn hist(&mut self, g: &Given) -> Result<u32, Error> {
+        let word = g.value.as_deref().unwrap_or("");
+        let r = atoi(&g.spelled, word)?;
+        if r.value > i64::from(MAX_HIST_US) {
+            return Err(Error::usage(format!(
+                "{} {}: above latscope's cap of {MAX_HIST_US} us rows \
+                 (cyclictest clamps silently; latscope keeps larger latencies \
+                 exactly in the stream and --json)",
+                g.spelled, r.value
+            )));
+        }
+        Ok(self.int(g, 1, i64::from(MAX_HIST_US))? as u32)
     }
 
     fn note(&mut self, note: Option<String>) {

@@ -182,12 +182,25 @@ fn cyclictests_overrides_are_applied_and_said() {
 }
 
 #[test]
+fn histogram_range_up_to_the_cap() {
+    for us in ["1001", "3500", " 3500", "20000"] {
+        assert!(matches!(parse(&["-h", us]), Ok(Action::Run(_))), "-h {us}");
+    }
+    let c = ok(&["-h 3500"]);
+    assert_eq!(c.hist_us, 3500, "rteval's one word with a blank");
+    let e = parse(&["-H", "20001"]).unwrap_err();
+    assert_eq!(e.exit_status(), crate::error::EXIT_USAGE);
+    assert!(e.to_string().contains("cap of 20000 us"), "{e}");
+}
+
+#[test]
 fn bad_inputs_are_usage_errors_never_panics() {
     let table: &[&[&str]] = &[
         &["-i", "0"],
         &["-i", "abc"],
         &["-p", "100"],
-        &["-h", "1001"],
+        &["-h", "20001"],
+        &["-H", "99999999"],
         &["-h", "0"],
         &["-t", "x"],
         &["-t0"],

@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod exit;
 pub mod interrupts;
+pub mod localtime;
 pub mod pid1;
 pub mod procfs;
 pub mod sched;
@@ -30,6 +31,23 @@ pub fn available_cpus() -> Vec<usize> {
         Ok(set) => (0..CpuSet::MAX_CPU).filter(|&c| set.is_set(c)).collect(),
         Err(_) => vec![0],
     }
+}
+
+/// Most NUMA nodes looked for.
+const MAX_NODES: usize = 1024;
+
+/// The NUMA node of `cpu`, as libnuma's `numa_node_of_cpu` finds it (the
+/// `nodeM` entry of `/sys/devices/system/cpu/cpuN`); `None` on a kernel
+/// without NUMA (no `/sys/devices/system/node`, where libnuma's
+/// `numa_available` fails too) or when the CPU names no node.
+pub fn numa_node(cpu: usize) -> Option<i32> {
+    let exists = |p: &str| rustix::fs::access(p, rustix::fs::Access::EXISTS).is_ok();
+    if !exists("/sys/devices/system/node") {
+        return None;
+    }
+    (0..MAX_NODES)
+        .find(|m| exists(&format!("/sys/devices/system/cpu/cpu{cpu}/node{m}")))
+        .map(|m| m as i32)
 }
 
 /// `cpus` as a kernel CPU set (CPUs beyond its size are left out).

@@ -130,6 +130,7 @@ pub fn target_info(argv: &str, name: Option<&str>) -> TargetInfo {
         hostname: bounded(&u.nodename),
         arch: bounded(&u.machine),
         kernel: bounded(&u.release),
+        kernel_version: bounded(&u.version),
         preempt_rt: is_realtime(),
         preempt_model: bounded(preempt_model(&u.version)),
         cpus,

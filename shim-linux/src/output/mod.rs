@@ -1,9 +1,7 @@
-//! What people and scripts read: cyclictest's text formats ([`text`]) and
-//! `--json` ([`json`]), and the one place that decides which standard
-//! stream the human output goes to ([`Console`]).
-
-pub mod json;
-pub mod text;
+//! Where what people and scripts read goes: the one place that decides
+//! which standard stream the human output goes to ([`Console`]). The
+//! formats themselves are cyclictest's, written by the core's formatter
+//! (`latscope_core::cyclictest`) that the host uses too.
 
 use rustix::fd::BorrowedFd;
 

@@ -4,10 +4,11 @@
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
+use latscope_core::cyclictest::{self, Thread};
+
 use super::{Options, Sender, View};
 use crate::config::ThreadPlan;
 use crate::linux::procfs;
-use crate::output::text;
 use crate::output::{Std, TextOut};
 use crate::rt::Shared;
 
@@ -44,34 +45,40 @@ impl Live {
         self.out.flush();
         self.err.flush();
     }
-
-    /// One `T:` line per thread, as of the last figures.
-    pub(super) fn plain_lines(
-        &mut self,
-        views: &[View],
-        plans: &[ThreadPlan],
-        shared: &[Box<Shared>],
-        nsecs: bool,
-    ) {
-        thread_lines(&mut self.out.buf, views, plans, shared, nsecs);
-    }
 }
 
-pub(super) fn thread_lines(
-    out: &mut String,
-    views: &[View],
+/// The formatter's view of every thread, as of the last figures.
+pub(super) fn threads<'v>(
+    views: &'v [View],
     plans: &[ThreadPlan],
-    shared: &[Box<Shared>],
-    nsecs: bool,
-) {
-    for (t, v) in views.iter().enumerate() {
-        let tid = shared[t].tid.load(Ordering::SeqCst);
-        text::thread_line(out, &v.row(t, &plans[t], tid), nsecs);
-        out.push('\n');
+    shared: &[Shared],
+    nodes: &[i32],
+) -> Vec<Thread<'v>> {
+    views
+        .iter()
+        .enumerate()
+        .map(|(t, v)| {
+            let tid = shared[t].tid.load(Ordering::SeqCst);
+            v.thread(t, &plans[t], tid, nodes.get(t).copied().unwrap_or(-1))
+        })
+        .collect()
+}
+
+/// One `T:` line per thread.
+pub(super) fn thread_lines(out: &mut String, threads: &[Thread<'_>], nsecs: bool) {
+    for t in threads {
+        // a String takes every write
+        let _ = cyclictest::status_line(out, t, nsecs);
     }
 }
 
 impl Sender<'_> {
+    /// One `T:` line per thread, as of the last report.
+    pub(super) fn plain_lines(&mut self) {
+        let t = threads(&self.views, &self.plans, self.shared, &self.nodes);
+        thread_lines(&mut self.live.out.buf, &t, self.opts.nsecs);
+    }
+
     /// Fresh counters of every thread.
     pub(super) fn live_counters(&mut self) {
         for (v, s) in self.views.iter_mut().zip(self.shared) {
@@ -89,28 +96,16 @@ impl Sender<'_> {
             let _ = write!(out, "\x1b[{}A", self.views.len() + 2);
         }
         let mut la = [0u8; 128];
-        text::header(out, self.live.policy, procfs::loadavg(&mut la));
-        let nsecs = self.opts.nsecs;
-        thread_lines(out, &self.views, &self.plans, self.shared, nsecs);
+        let _ = cyclictest::live_header(out, self.live.policy, procfs::loadavg(&mut la));
+        let t = threads(&self.views, &self.plans, self.shared, &self.nodes);
+        thread_lines(out, &t, self.opts.nsecs);
         self.live.drawn = true;
     }
 
-    /// SIGUSR1: the current status on standard error.
+    /// SIGUSR1: cyclictest's status block on standard error.
     pub(super) fn status_to_stderr(&mut self) {
         self.live_counters();
-        let mut err = std::mem::take(&mut self.live.err.buf);
-        self.status_block(&mut err, "latscope");
-        self.live.err.buf = err;
-    }
-
-    /// The current status as cyclictest frames it (SIGUSR1, SIGUSR2):
-    /// `# <who> current status:` and one `T:` line per thread between
-    /// dashed lines.
-    pub(super) fn status_block(&self, out: &mut String, who: &str) {
-        out.push_str("#---------------------------\n# ");
-        out.push_str(who);
-        out.push_str(" current status:\n");
-        thread_lines(out, &self.views, &self.plans, self.shared, self.opts.nsecs);
-        out.push_str("#---------------------------\n");
+        let t = threads(&self.views, &self.plans, self.shared, &self.nodes);
+        let _ = cyclictest::status_block(&mut self.live.err.buf, &t, self.opts.nsecs);
     }
 }

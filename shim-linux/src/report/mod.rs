@@ -22,11 +22,14 @@ mod view;
 use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
+use latscope_core::cyclictest::is_spike;
+use latscope_core::tz::WallTime;
 use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeRecord};
 
 use crate::config::ThreadPlan;
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
+use crate::linux::localtime::LocalZone;
 use crate::linux::sleep_ns;
 use crate::linux::status_files::Snapshot;
 use crate::linux::tracefs::Tracer;
@@ -49,8 +52,6 @@ pub struct Options {
     pub quiet: bool,
     /// `-v`.
     pub verbose: bool,
-    /// `-h` range.
-    pub hist_us: u32,
     /// `--spike` threshold in ns (0 = off).
     pub spike_ns: u64,
     /// `--spike-nodes`: how many `--spike` samples are listed.
@@ -74,9 +75,15 @@ pub struct Options {
 /// Everything the sender thread gets.
 pub struct Args<'a> {
     /// Per-thread shared state.
-    pub shared: &'a [Box<Shared>],
+    pub shared: &'a [Shared],
+    /// Per-thread views, allocated before measuring started.
+    pub views: Vec<View>,
     /// The thread plan as it turned out.
     pub plans: Vec<ThreadPlan>,
+    /// The NUMA node of each thread as cyclictest reports it.
+    pub nodes: Vec<i32>,
+    /// The local time zone (the bye's end time).
+    pub zone: &'a LocalZone,
     /// Run control.
     pub control: &'a Control,
     /// Spike queues.
@@ -116,11 +123,15 @@ pub struct Outcome {
     pub frames_dropped: u64,
     /// Why the run ended.
     pub reason: ByeReason,
+    /// When it ended (the bye's, and `--json`'s `end_time`).
+    pub ended: WallTime,
 }
 
 struct Sender<'a> {
-    shared: &'a [Box<Shared>],
+    shared: &'a [Shared],
     plans: Vec<ThreadPlan>,
+    nodes: Vec<i32>,
+    zone: &'a LocalZone,
     control: &'a Control,
     spikes: Vec<Consumer<'a, SpikeRecord>>,
     verbose: Vec<Consumer<'a, VerboseSample>>,
@@ -145,22 +156,11 @@ struct Sender<'a> {
 pub fn run(a: Args<'_>) -> Outcome {
     let _ = rustix::thread::set_name(c"latscope-send");
     let n = a.shared.len();
-    // each thread keeps the first --spike-nodes: enough for the run's
-    // first --spike-nodes of all threads
-    let spikes = if a.opts.spike_ns > 0 {
-        a.opts.spike_nodes
-    } else {
-        0
-    };
-    let views = (0..n)
-        .map(|i| {
-            let tid = a.shared[i].tid.load(Ordering::SeqCst);
-            View::new(i, tid, a.opts.hist_us, spikes)
-        })
-        .collect();
     let mut s = Sender {
         shared: a.shared,
         plans: a.plans,
+        nodes: a.nodes,
+        zone: a.zone,
         control: a.control,
         spikes: a.spikes,
         verbose: a.verbose,
@@ -170,7 +170,7 @@ pub fn run(a: Args<'_>) -> Outcome {
         opts: a.opts,
         start_ns: a.start_ns,
         warmup_ns: a.warmup_ns,
-        views,
+        views: a.views,
         rebased: a.warmup_ns == 0,
         status: status::StatusFiles::new(a.snapshot, a.fifo),
         oscope: vec![verbose::Window::default(); n],
@@ -272,8 +272,7 @@ impl Sender<'_> {
         }
         self.report();
         if !self.opts.console.tty && self.live_view() && self.show_now() {
-            self.live
-                .plain_lines(&self.views, &self.plans, self.shared, self.opts.nsecs);
+            self.plain_lines();
         }
     }
 
@@ -285,6 +284,7 @@ impl Sender<'_> {
         self.publish.last_report(now);
         self.report();
         let reason = self.reason();
+        let ended = self.zone.now();
         let bye = Bye {
             reason,
             epoch: self.publish.epoch(),
@@ -299,6 +299,7 @@ impl Sender<'_> {
                 .unwrap_or(0),
             frames_dropped: 0,
             defects: self.control.defects.load(Ordering::SeqCst),
+            ended: Some(ended),
         };
         self.publish.bye(now, bye);
         if self.opts.console.tty && self.live.drawn() {
@@ -309,6 +310,7 @@ impl Sender<'_> {
             frames_dropped: self.publish.frames_dropped(),
             views: self.views,
             reason,
+            ended,
         }
     }
 
@@ -359,14 +361,14 @@ impl Sender<'_> {
         self.drain_verbose();
     }
 
-    /// What the final summary lists: `-h` overflow cycles, `--spike` lines.
+    /// What the final summary lists: the cycle numbers (from 0, as
+    /// cyclictest) of the first `-h` overflows, and the `--spike` lines.
     fn keep_for_summary(&mut self, t: usize, r: &SpikeRecord) {
         let v = &mut self.views[t];
         if r.flags.overflow && v.overflow_cycles.len() < v.overflow_cycles.capacity() {
-            v.overflow_cycles.push(r.cycle + 1);
+            v.overflow_cycles.push(r.cycle);
         }
-        let ns = r.latency_ns.max(0) as u64;
-        if self.opts.spike_ns > 0 && ns > self.opts.spike_ns {
+        if is_spike(r, self.opts.spike_ns) {
             v.spikes_total += 1;
             if v.spikes.len() < self.opts.spike_nodes {
                 v.spikes.push(*r);

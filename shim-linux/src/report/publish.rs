@@ -10,13 +10,12 @@
 //! [`Publisher`] adds what only the target knows: the link, the hello and
 //! the warnings of the start, and when frames were lost.
 
-use latscope_core::protocol::{Extra, FrameSink, Reporter, ThreadLog};
-use latscope_core::record::Snapshot;
+use latscope_core::protocol::{Extra, FrameSink, Reporter};
 use latscope_core::wire::{bounded, Body, Bye, Hello, Level, LogLine};
 use latscope_core::Error as CoreError;
 
 use crate::link::Sink;
-use crate::rt::N;
+use crate::rt::{Log, Snap};
 
 /// The frame stream of a run.
 pub struct Publisher {
@@ -108,7 +107,7 @@ impl Publisher {
 
     /// A thread's latest statistics and cumulative histogram, for a new
     /// connection.
-    pub fn restart(&mut self, log: &ThreadLog<N>) {
+    pub fn restart(&mut self, log: &Log) {
         self.rep.resend(log, &mut Out(&mut self.sink));
     }
 
@@ -151,7 +150,7 @@ impl Publisher {
 
     /// One thread's part of the current report: `cur` is a fresh snapshot
     /// of its record, `extra` its faults and dropped spike records.
-    pub fn thread(&mut self, log: &mut ThreadLog<N>, cur: &Snapshot<N>, extra: Extra) {
+    pub fn thread(&mut self, log: &mut Log, cur: &Snap, extra: Extra) {
         self.rep.report(log, cur, extra, &mut Out(&mut self.sink));
     }
 

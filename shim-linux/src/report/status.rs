@@ -4,7 +4,9 @@
 //! whoever has the named pipe open. Both are served here, on the sender
 //! thread, never on a measuring thread.
 
-use super::live::thread_lines;
+use latscope_core::cyclictest;
+
+use super::live::{thread_lines, threads};
 use super::Sender;
 use crate::linux::status_files::{self, Snapshot};
 use crate::output::Std;
@@ -38,7 +40,9 @@ impl Sender<'_> {
         self.live_counters();
         let mut text = std::mem::take(&mut self.status.text);
         text.clear();
-        self.status_block(&mut text, "cyclictest");
+        let t = threads(&self.views, &self.plans, self.shared, &self.nodes);
+        // a String takes every write
+        let _ = cyclictest::status_block(&mut text, &t, self.opts.nsecs);
         if let Err(e) = file.replace(text.as_bytes()) {
             Std::Err.write(format!("latscope: writing the snapshot file: {e}\n").as_bytes());
         }
@@ -64,13 +68,8 @@ impl Sender<'_> {
         self.live_counters();
         let mut text = std::mem::take(&mut self.status.text);
         text.clear();
-        thread_lines(
-            &mut text,
-            &self.views,
-            &self.plans,
-            self.shared,
-            self.opts.nsecs,
-        );
+        let t = threads(&self.views, &self.plans, self.shared, &self.nodes);
+        thread_lines(&mut text, &t, self.opts.nsecs);
         // a reader that went away meanwhile is no error
         let _ = status_files::write_fifo(fd, text.as_bytes());
         self.status.text = text;

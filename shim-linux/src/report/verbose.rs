@@ -4,15 +4,13 @@ use std::fmt::Write;
 
 use super::live::HUMAN_BUF;
 use super::Sender;
-use crate::linux::available_cpus;
-use crate::output::text;
+use latscope_core::cyclictest;
 
 impl Sender<'_> {
-    /// cyclictest's header of the `-v` output.
+    /// cyclictest's header of the `-v` output (its CPU counts come first,
+    /// at start-up).
     pub(super) fn verbose_header(&mut self) {
         let out = &mut self.live.out.buf;
-        let cpus = available_cpus().len();
-        let _ = write!(out, "Max CPUs = {cpus}\nOnline CPUs = {cpus}\n");
         for (i, p) in self.plans.iter().enumerate() {
             let _ = writeln!(out, "Thread {i} Interval: {}", p.interval_us);
         }
@@ -32,7 +30,7 @@ impl Sender<'_> {
                 let Some((cycle, lat)) = w.take(cycle, lat, red) else {
                     continue;
                 };
-                text::verbose_line(&mut out.buf, t, cycle, lat, nsecs);
+                let _ = cyclictest::verbose_line(&mut out.buf, t as u16, cycle, lat, nsecs);
                 if self.opts.unbuffered || out.buf.len() > HUMAN_BUF - 256 {
                     out.flush();
                 }

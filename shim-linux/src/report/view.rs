@@ -2,15 +2,16 @@
 
 use std::sync::atomic::Ordering;
 
-use latscope_core::layout::DEFAULT_LINEAR_US;
-use latscope_core::protocol::{Extra, ThreadLog};
-use latscope_core::record::{Counters, Snapshot};
+use latscope_core::cyclictest::Thread;
+use latscope_core::layout::Layout;
+use latscope_core::protocol::Extra;
+use latscope_core::record::Counters;
 use latscope_core::wire::SpikeRecord;
 
 use crate::config::ThreadPlan;
+use crate::error::Error;
 use crate::linux::procfs::{self, Faults};
-use crate::output::text::Row;
-use crate::rt::{Phase, Shared, N};
+use crate::rt::{touched, Log, Phase, Shared, Snap};
 
 /// Snapshot retries (the writer holds its section for a few dozen ns).
 const TRIES: u32 = 100_000;
@@ -18,10 +19,10 @@ const TRIES: u32 = 100_000;
 /// What the sender keeps about one measuring thread.
 pub struct View {
     /// The snapshot being taken.
-    pub cur: Box<Snapshot<N>>,
+    pub cur: Snap,
     /// What the stream's reports keep: the counters of the last report,
     /// the cumulative histogram (u64) and statistics as of then.
-    pub log: Box<ThreadLog<N>>,
+    pub log: Log,
     /// The latest statistics (of the last report, or fresher for the live
     /// view).
     pub counters: Counters,
@@ -29,7 +30,7 @@ pub struct View {
     pub faults: Faults,
     /// Spike records dropped by the measuring thread.
     pub dropped: u64,
-    /// 1-based cycle numbers of the first `-h` overflows.
+    /// Cycle numbers (from 0) of the first `-h` overflows.
     pub overflow_cycles: Vec<u64>,
     /// `--spike` samples kept for the end.
     pub spikes: Vec<SpikeRecord>,
@@ -40,13 +41,20 @@ pub struct View {
 }
 
 impl View {
-    /// Fresh view of thread `index`; lists are sized for what the run
-    /// asked for (`-h` overflows, `spikes` `--spike` lines), so nothing
-    /// grows later.
-    pub fn new(index: usize, tid: i32, hist_us: u32, spikes: usize) -> View {
-        View {
-            cur: Box::new(Snapshot::new()),
-            log: Box::new(ThreadLog::new(index as u16, DEFAULT_LINEAR_US)),
+    /// Fresh view of thread `index` for a record of `layout`; its copies
+    /// are sized by the layout and lists by what the run asked for (`-h`
+    /// overflows, `spikes` `--spike` lines), all prefaulted, so nothing grows later.
+    pub fn new(
+        index: usize,
+        tid: i32,
+        layout: Layout,
+        hist_us: u32,
+        spikes: usize,
+    ) -> Result<View, Error> {
+        let n = layout.len();
+        Ok(View {
+            cur: Snap::with_buckets(touched(n)),
+            log: Log::with_memory(index as u16, layout, touched(n), touched(n))?,
             counters: Counters::ZERO,
             faults: Faults::default(),
             dropped: 0,
@@ -54,21 +62,31 @@ impl View {
             spikes: Vec::with_capacity(spikes),
             spikes_total: 0,
             stat_path: format!("/proc/self/task/{tid}/stat"),
-        }
+        })
     }
 
-    /// The formatter's view of this thread.
-    pub fn row<'a>(&'a self, index: usize, plan: &ThreadPlan, tid: i32) -> Row<'a> {
-        Row {
-            index,
+    /// The formatter's view of this thread (`plan` as it turned out, `node`
+    /// as cyclictest reports it).
+    pub fn thread<'a>(
+        &'a self,
+        index: usize,
+        plan: &ThreadPlan,
+        tid: i32,
+        node: i32,
+    ) -> Thread<'a> {
+        Thread {
+            index: index as u16,
             tid,
             priority: plan.priority,
             interval_us: plan.interval_us,
-            counters: &self.counters,
-            hist: self.log.hist(),
-            overflow_cycles: &self.overflow_cycles,
-            faults: self.faults,
+            cpu: plan.cpu.map_or(-1, |c| c as i32),
+            node: if plan.cpu.is_some() { node } else { -1 },
+            counters: self.counters,
+            minflt: self.faults.minflt,
+            majflt: self.faults.majflt,
             dropped: self.dropped,
+            hist: self.log.hist().counts(),
+            overflow_cycles: &self.overflow_cycles,
         }
     }
 

@@ -3,14 +3,14 @@
 //! waits ([`Wake`]): each mode gets its own copy, and the default mode's
 //! is the same code as if it were the only one.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, Sample, Step, StopReason};
 use latscope_core::record::Writer;
 use latscope_core::wire::{SpikeFlags, SpikeRecord, StartAlign, WakeMode};
 
 use super::wake::{Absolute, Nanosleep, PosixTimer, Relative, Wake};
-use super::{ThreadArgs, N};
+use super::ThreadArgs;
 use crate::error::Error;
 use crate::linux::clock::LinuxClock;
 use crate::linux::procfs;
@@ -63,7 +63,7 @@ fn start_time(a: &ThreadArgs<'_>, clock: &mut LinuxClock) -> i64 {
 /// The measuring loop.
 fn run<W: Wake>(
     a: &mut ThreadArgs<'_>,
-    w: &mut Writer<'_, N>,
+    w: &mut Writer<'_, Box<[AtomicU32]>>,
     mut clock: LinuxClock,
     mut cycle: Cycle,
     mut wake: W,

@@ -5,7 +5,7 @@
 //! (`clock_nanosleep`) plus the vDSO clock read; cyclictest's other modes
 //! (`-r`, `-s`, `-x`) have loops of their own (see `wake`). No loop
 //! allocates, takes a lock, does I/O or waits on another thread: each
-//! publishes every sample into its lock-free [`ThreadRecord`] and pushes
+//! publishes every sample into its lock-free [`Record`] and pushes
 //! flagged samples into a wait-free single-producer queue. It polls the
 //! stop flag once per cycle.
 
@@ -19,8 +19,9 @@ use std::sync::Mutex;
 
 use heapless::spsc::{Producer, Queue};
 use latscope_core::cycle::{CycleConfig, StopReason};
-use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
-use latscope_core::record::ThreadRecord;
+use latscope_core::layout::Layout;
+use latscope_core::protocol::ThreadLogIn;
+use latscope_core::record::{SnapshotIn, ThreadRecordIn};
 use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord, StartAlign, WakeMode};
 
 use crate::config::ThreadPlan;
@@ -32,8 +33,23 @@ use crate::linux::{exit, sys};
 
 pub use start::{common_start, Phase, PhaseCell, StartGate};
 
-/// Buckets of every histogram (the default layout).
-pub const N: usize = DEFAULT_BUCKETS;
+/// A thread's record: its counters in memory sized by the run's layout.
+pub type Record = ThreadRecordIn<Box<[AtomicU32]>>;
+/// A copy of a record's counters, sized as the record.
+pub type Snap = SnapshotIn<Box<[u32]>>;
+/// What the stream's reports keep about a thread, sized as the record.
+pub type Log = ThreadLogIn<Box<[u32]>, Box<[u64]>>;
+
+/// The histogram memory of one measuring thread in a run with `-h
+/// hist_us`: the record's counters and the sender's two snapshots (4 bytes
+/// a bucket each) and cumulative histogram (8), and the cycle numbers of
+/// the first overflows (8 per `-h` row). `--help` states it.
+pub const fn hist_bytes_per_thread(hist_us: u32) -> usize {
+    match Layout::for_hist_us(hist_us) {
+        Some(l) => l.len() * (4 + 4 + 4 + 8) + hist_us as usize * 8,
+        None => 0,
+    }
+}
 /// Capacity of a spike queue (one slot stays free).
 const SPIKE_QUEUE: usize = 256;
 /// Capacity of a `-v` sample queue.
@@ -77,6 +93,21 @@ pub fn verbose_queue() -> Box<VerboseQueue> {
     q
 }
 
+/// The page size assumed for prefaulting (a smaller stride than a larger
+/// page only writes more often).
+const PAGE: usize = 4096;
+
+/// `n` zeros, written page by page so that their memory is faulted in now
+/// (an allocator may hand out zero pages that nothing has touched yet).
+pub fn touched<T: Copy + Default>(n: usize) -> Box<[T]> {
+    let mut v = vec![T::default(); n].into_boxed_slice();
+    let step = (PAGE / std::mem::size_of::<T>().max(1)).max(1);
+    for i in (0..n).step_by(step) {
+        v[i] = std::hint::black_box(T::default());
+    }
+    v
+}
+
 /// Fill a queue once and empty it again.
 fn prefault_queue<T: Copy, const Q: usize>(q: &mut Queue<T, Q>, fill: T) {
     while q.enqueue(fill).is_ok() {}
@@ -86,7 +117,7 @@ fn prefault_queue<T: Copy, const Q: usize>(q: &mut Queue<T, Q>, fill: T) {
 /// What one measuring thread shares with the sender and main threads.
 pub struct Shared {
     /// Samples and statistics (one writer, lock-free readers).
-    pub rec: ThreadRecord<N>,
+    pub rec: Record,
     /// Kernel thread id (0 until known).
     pub tid: AtomicI32,
     /// Where the thread is in its life.
@@ -110,10 +141,17 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Fresh state, boxed (its record is 12 KiB).
-    pub fn new() -> Box<Shared> {
-        Box::new(Shared {
-            rec: ThreadRecord::new(DEFAULT_LINEAR_US),
+    /// Fresh state for a record of `layout`, its counters allocated and
+    /// written (so touched, and without mlockall faulted in) here, before
+    /// any measuring starts: 12 KiB at the default layout.
+    pub fn new(layout: Layout) -> Result<Shared, Error> {
+        let counters: Box<[AtomicU32]> = (0..layout.len()).map(|_| AtomicU32::new(0)).collect();
+        for c in counters.iter().step_by(PAGE / 4) {
+            c.store(std::hint::black_box(0), Ordering::Relaxed);
+        }
+        let rec = Record::with_buckets(layout, counters).map_err(Error::Core)?;
+        Ok(Shared {
+            rec,
             tid: AtomicI32::new(0),
             phase: PhaseCell::new(),
             dropped: AtomicU64::new(0),

@@ -1,0 +1,219 @@
+//! The `--json` document: rt-tests 2.4's `rt_write_json` header and
+//! cyclictest's per-thread results, key for key and line for line, quirky
+//! `"cmdline:"` and `"rt_test_version:"` keys included. latscope's extra
+//! fields follow cyclictest's at each level, so cyclictest's keys keep
+//! their order.
+
+use core::fmt::{self, Result, Write};
+
+use super::{Options, Rfc2822, Thread};
+use crate::stats::{quantile, Ppm};
+use crate::tz::WallTime;
+use crate::wire::WakeMode;
+
+/// `uname(2)`'s fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Uname<'a> {
+    /// `sysname`.
+    pub sysname: &'a str,
+    /// `nodename`.
+    pub nodename: &'a str,
+    /// `release`.
+    pub release: &'a str,
+    /// `version`.
+    pub version: &'a str,
+    /// `machine`.
+    pub machine: &'a str,
+}
+
+/// The run-wide facts of the document.
+#[derive(Debug, Clone, Copy)]
+pub struct JsonDoc<'a> {
+    /// All of argv joined by spaces (see `cmdline` in the README).
+    pub cmdline: &'a str,
+    /// latscope's version.
+    pub tool_version: &'a str,
+    /// Start of the run.
+    pub start: WallTime,
+    /// When the document was written.
+    pub end: WallTime,
+    /// Exit status of the run.
+    pub return_code: i32,
+    /// The target's uname.
+    pub uname: Uname<'a>,
+    /// `/sys/kernel/realtime` reads `1`.
+    pub realtime: bool,
+    /// How each cycle waited (`-r`, `-s`, `-x`): the `"latscope"` object
+    /// names it, with what it gives up.
+    pub wake: WakeMode,
+}
+
+/// Write `s` as a JSON string literal. cyclictest prints its strings raw;
+/// latscope escapes `"`, `\` and control characters so the document stays
+/// valid JSON (identical for every other string).
+pub fn quote<W: Write>(w: &mut W, s: &str) -> Result {
+    w.write_char('"')?;
+    for ch in s.chars() {
+        match ch {
+            '"' => w.write_str("\\\"")?,
+            '\\' => w.write_str("\\\\")?,
+            '\n' => w.write_str("\\n")?,
+            '\r' => w.write_str("\\r")?,
+            '\t' => w.write_str("\\t")?,
+            c if (c as u32) < 0x20 => write!(w, "\\u{:04x}", c as u32)?,
+            c => w.write_char(c)?,
+        }
+    }
+    w.write_char('"')
+}
+
+/// `num / den` with two decimals, rounded half up, without floating point
+/// (cyclictest: `%.2f`).
+struct Hundredths(u128);
+
+impl Hundredths {
+    fn of(num: u64, den: u64) -> Self {
+        if den == 0 {
+            return Hundredths(0);
+        }
+        let (n, d) = (num as u128 * 100, den as u128);
+        Hundredths((n + d / 2) / d)
+    }
+}
+
+impl fmt::Display for Hundredths {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> Result {
+        write!(f, "{}.{:02}", self.0 / 100, self.0 % 100)
+    }
+}
+
+/// `"key": "value"` with the separator and indentation of `rt_write_json`.
+fn field<W: Write>(w: &mut W, indent: &str, key: &str, value: &str, last: bool) -> Result {
+    write!(w, "{indent}\"{key}\": ")?;
+    quote(w, value)?;
+    w.write_str(if last { "\n" } else { ",\n" })
+}
+
+fn header<W: Write>(w: &mut W, d: &JsonDoc<'_>) -> Result {
+    w.write_str("{\n  \"file_version\": 1,\n")?;
+    field(w, "  ", "cmdline:", d.cmdline, false)?;
+    w.write_str("  \"rt_test_version:\": \"2.40\",\n")?;
+    write!(
+        w,
+        "  \"start_time\": \"{}\",\n  \"end_time\": \"{}\",\n",
+        Rfc2822(d.start),
+        Rfc2822(d.end)
+    )?;
+    write!(
+        w,
+        "  \"return_code\": {},\n  \"sysinfo\": {{\n",
+        d.return_code
+    )?;
+    let u = &d.uname;
+    field(w, "    ", "sysname", u.sysname, false)?;
+    field(w, "    ", "nodename", u.nodename, false)?;
+    field(w, "    ", "release", u.release, false)?;
+    field(w, "    ", "version", u.version, false)?;
+    field(w, "    ", "machine", u.machine, false)?;
+    write!(w, "    \"realtime\": {}\n  }},\n", u8::from(d.realtime))
+}
+
+/// cyclictest's `"histogram"` object: the rows below the range with
+/// samples; `{      }` when there are none (or no `-h`).
+fn hist_object<W: Write>(w: &mut W, t: &Thread<'_>, us: u32) -> Result {
+    w.write_str("      \"histogram\": {")?;
+    let mut first = true;
+    for (i, &n) in t.hist.iter().take(us as usize).enumerate() {
+        if n > 0 {
+            w.write_str(if first { "\n" } else { ",\n" })?;
+            write!(w, "        \"{i}\": {n}")?;
+            first = false;
+        }
+    }
+    if !first {
+        w.write_char('\n')?;
+    }
+    w.write_str("      },\n")
+}
+
+/// latscope's per-thread fields, after cyclictest's.
+fn extras<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options) -> Result {
+    let c = &t.counters;
+    let over = if opts.hist_us > 0 {
+        t.overflows(&opts.layout, opts.hist_us)
+    } else {
+        0
+    };
+    for (k, v) in [
+        ("count", c.totals.count),
+        ("min_ns", t.min_ns()),
+        ("max_ns", c.totals.max),
+        ("avg_ns", t.avg_ns()),
+        ("missed", c.missed),
+        ("early", c.early),
+        ("minflt", t.minflt),
+        ("majflt", t.majflt),
+        ("dropped", t.dropped),
+        ("overflows", over),
+    ] {
+        writeln!(w, "      \"{k}\": {v},")?;
+    }
+    w.write_str("      \"quantiles_ns\": {")?;
+    for (j, (q, name)) in Ppm::REPORTED.iter().enumerate() {
+        w.write_str(if j == 0 { "\n" } else { ",\n" })?;
+        match quantile(&opts.layout, t.hist, *q, c.totals.max) {
+            Some(v) => write!(w, "        \"{name}\": {v}")?,
+            None => write!(w, "        \"{name}\": null")?,
+        }
+    }
+    w.write_str("\n      }\n")
+}
+
+fn thread<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options, last: bool) -> Result {
+    let c = &t.counters;
+    let scale = if opts.nsecs { 1 } else { 1000 };
+    writeln!(w, "    \"{}\": {{", t.index)?;
+    hist_object(w, t, opts.hist_us)?;
+    let avg = Hundredths::of(c.totals.sum, c.totals.count.saturating_mul(scale));
+    write!(
+        w,
+        "      \"cycles\": {},\n      \"min\": {},\n      \"max\": {},\n      \"avg\": {avg},\n",
+        c.cycles,
+        t.min_ns() / scale,
+        c.totals.max / scale
+    )?;
+    write!(
+        w,
+        "      \"cpu\": {},\n      \"node\": {},\n",
+        t.cpu, t.node
+    )?;
+    extras(w, t, opts)?;
+    w.write_str(if last { "    }\n" } else { "    },\n" })
+}
+
+/// The whole `--json` document, ending in a newline.
+pub fn json<W: Write>(
+    w: &mut W,
+    doc: &JsonDoc<'_>,
+    threads: &[Thread<'_>],
+    opts: &Options,
+) -> Result {
+    header(w, doc)?;
+    write!(
+        w,
+        "  \"num_threads\": {},\n  \"resolution_in_ns\": {},\n  \"thread\": {{\n",
+        threads.len(),
+        u8::from(opts.nsecs)
+    )?;
+    for (k, t) in threads.iter().enumerate() {
+        thread(w, t, opts, k + 1 == threads.len())?;
+    }
+    w.write_str("  },\n  \"latscope\": {\n")?;
+    field(w, "    ", "version", doc.tool_version, false)?;
+    let caveat = doc.wake.caveat();
+    field(w, "    ", "wake_mode", doc.wake.name(), caveat.is_none())?;
+    if let Some(c) = caveat {
+        field(w, "    ", "wake_mode_caveat", c, true)?;
+    }
+    w.write_str("  }\n}\n")
+}
