@@ -16,8 +16,8 @@ use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");
-/// rteval's default histogram size.
-const RTEVAL_BUCKETS: u32 = 1000;
+/// rteval's default histogram size (its `buckets` parameter).
+const RTEVAL_BUCKETS: u32 = 3500;
 
 fn scratch(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("latscope-callers-{}-{name}", std::process::id()))
@@ -49,6 +49,9 @@ struct Rteval {
     break_value: Option<u64>,
     /// Histogram rows read.
     rows: usize,
+    /// Per core, the highest row with samples (rteval's maximum from the
+    /// histogram).
+    top_row: Vec<i64>,
 }
 
 /// Read stdout as rteval's cyclictest module does: `#` lines give the
@@ -58,6 +61,7 @@ struct Rteval {
 fn rteval_parse(stdout: &str, cores: usize) -> Rteval {
     let mut r = Rteval {
         samples: vec![0; cores],
+        top_row: vec![0; cores],
         ..Rteval::default()
     };
     for line in stdout.lines() {
@@ -73,12 +77,17 @@ fn rteval_parse(stdout: &str, cores: usize) -> Rteval {
             continue;
         }
         let vals: Vec<&str> = line.split_whitespace().collect();
-        let Some(Ok(_index)) = vals.first().map(|v| v.parse::<u64>()) else {
+        // Python's int() takes a sign too
+        let Some(Ok(index)) = vals.first().map(|v| v.parse::<i64>()) else {
             continue;
         };
         assert!(vals.len() > cores, "a row rteval would crash on: {line:?}");
         for c in 0..cores {
-            r.samples[c] += vals[c + 1].parse::<u64>().expect("count");
+            let n = vals[c + 1].parse::<u64>().expect("count");
+            r.samples[c] += n;
+            if n > 0 {
+                r.top_row[c] = r.top_row[c].max(index);
+            }
         }
         r.rows += 1;
     }
@@ -138,6 +147,10 @@ fn rteval(extra: &[&str], secs: u64) -> Rteval {
     let r = rteval_parse(&stdout, n);
     assert_eq!(r.rows, RTEVAL_BUCKETS as usize, "{stdout}");
     assert_eq!(r.max.len(), n, "{stdout}");
+    // rteval's maximum is the larger of the two: they must agree
+    for c in 0..n {
+        assert!(r.max[c] as i64 >= r.top_row[c], "core {c}: {r:?}");
+    }
     r
 }
 
