@@ -34,13 +34,13 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
         }
     }
     let start = start_time(a, &mut clock);
-    let cycle = Cycle::new(cfg, start)?;
+    let mut cycle = Cycle::new(cfg, start)?;
     match a.settings.wake {
         WakeMode::Absolute => run(a, &mut w, clock, cycle, Absolute),
         WakeMode::Relative => run(a, &mut w, clock, cycle, Relative),
         WakeMode::Nanosleep => run(a, &mut w, clock, cycle, Nanosleep),
         WakeMode::PosixTimer { relative } => {
-            let timer = PosixTimer::arm(&clock, &cycle, relative)?;
+            let timer = PosixTimer::arm(&mut clock, &mut cycle, relative)?;
             run(a, &mut w, clock, cycle, timer)
         }
     }

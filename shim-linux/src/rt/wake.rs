@@ -94,15 +94,23 @@ pub(super) struct PosixTimer {
 
 impl PosixTimer {
     /// Create the calling thread's timer and arm it: first expiry at the
-    /// cycle's deadline (or, `relative`, one interval from now), then every
-    /// interval. The thread's SIGALRM is blocked (all threads inherit the
-    /// main thread's mask), so it is only ever taken by [`Wake::wait`].
-    pub(super) fn arm(clock: &LinuxClock, cycle: &Cycle, relative: bool) -> Result<Self, Error> {
+    /// cycle's deadline (or, `relative`, one interval after the clock read
+    /// just before arming, which becomes the cycle's deadline, as 2.4
+    /// reads the clock right before `timer_settime`), then every interval.
+    /// The thread's SIGALRM is blocked (all threads inherit the main
+    /// thread's mask), so it is only ever taken by [`Wake::wait`].
+    pub(super) fn arm(
+        clock: &mut LinuxClock,
+        cycle: &mut Cycle,
+        relative: bool,
+    ) -> Result<Self, Error> {
         let tid = rustix::thread::gettid().as_raw_nonzero().get();
         let timer = sys::timer_create(clock.id(), sig::ALRM, tid)
             .map_err(|e| Error::sys("timer_create (-x)", e))?;
         let interval = timespec(cycle.interval());
         let first = if relative {
+            // timer_create's time is not part of the first period
+            restart(cycle, clock);
             interval
         } else {
             timespec(cycle.deadline())
