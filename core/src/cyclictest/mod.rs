@@ -106,7 +106,7 @@ impl Thread<'_> {
 pub const MAX_COMMAND_LINE: usize = 4096;
 
 /// The JSON's `"cmdline:"` as rt-tests' `rt_init` builds it: every word of
-/// argv from argv[0] as typed, each followed by a blank except the last,
+/// argv from `argv[0]` as typed, each followed by a blank except the last,
 /// stopping at the first word that would reach [`MAX_COMMAND_LINE`] bytes
 /// (the blank before it stays).
 pub fn cmdline<'a, W: fmt::Write>(

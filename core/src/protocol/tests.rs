@@ -475,3 +475,62 @@ fn malformed_or_foreign_frames_change_nothing_they_cannot_say() {
     assert!(Assembler::new(wide, ArrayStore::<N>::new()).is_err());
     assert!(Assembler::new(Layout::new(LINEAR, N + 1), ArrayStore::<N>::new()).is_err());
 }
+
+/// A thread log in caller memory sized by a run-time layout (`-h 20000`,
+/// the cap) sends what the assembler turns back into the record's exact
+/// histogram, 1 µs rows to 20,000 µs included; memory of another length
+/// is refused. (Not under loom: the record's atomics are then loom's.)
+#[cfg(not(loom))]
+#[test]
+fn a_run_time_layout_in_caller_memory_reassembles_exactly() {
+    use crate::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
+    use crate::record::{SnapshotIn, ThreadRecordIn};
+    use core::sync::atomic::AtomicU32;
+    let layout = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
+    let n = layout.len();
+    let mem: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
+    let rec = ThreadRecordIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
+    let mut log = ThreadLogIn::with_memory(
+        0,
+        layout,
+        std::vec![7u32; n].into_boxed_slice(),
+        std::vec![7u64; n].into_boxed_slice(),
+    )
+    .unwrap();
+    let mut asm = Assembler::new(layout, ArrayStore::<MAX_TARGET_BUCKETS>::new()).unwrap();
+    let mut snap = SnapshotIn::with_buckets(std::vec![0u32; n].into_boxed_slice());
+    let mut rep = Reporter::new(0, SEC as u64);
+    let mut w = rec.writer().unwrap();
+    let rounds: [&[i64]; 3] = [
+        &[0, 999_999, 1_000_000, 3_499_999],
+        &[19_999_999, 19_999_999, 20_000_000],
+        &[12_345_678, 70_000_000_000],
+    ];
+    for (i, ns) in rounds.iter().enumerate() {
+        for &x in *ns {
+            w.record(x, 0);
+        }
+        rec.snapshot(&mut snap, 4).unwrap();
+        let now = (i as i64 + 1) * SEC;
+        if i + 1 == rounds.len() {
+            rep.begin_final(now);
+        } else {
+            rep.begin_report(now);
+        }
+        rep.report(&mut log, &snap, Extra::default(), &mut |b: &[u8]| {
+            for f in Decoder::<MAX_FRAME>::new().frames(b) {
+                assert!(asm.apply(&f.unwrap().body));
+            }
+        });
+    }
+    let want: Vec<u64> = snap.buckets.iter().map(|&c| u64::from(c)).collect();
+    assert_eq!(log.hist().counts(), &want[..]);
+    assert!(asm.exact_now());
+    assert_eq!(asm.counts().counts(), &want[..]);
+    for us in [0, 999, 1000, 3499, 12_345, 19_999, 20_000] {
+        assert!(want[us] > 0, "{us} us");
+    }
+    assert_eq!(want[19_999], 2, "two in the last 1 us row");
+    let short = ThreadLogIn::with_memory(0, layout, std::vec![0u32; n - 1], std::vec![0u64; n]);
+    assert!(matches!(short, Err(crate::Error::BucketMemory)));
+}

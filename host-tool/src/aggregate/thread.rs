@@ -41,7 +41,7 @@ impl ThreadAgg {
         })
     }
 
-    /// The cumulative bucket counts as of [`ThreadAgg::hist_epoch`], one
+    /// The cumulative bucket counts as of the last report applied, one
     /// per bucket.
     pub fn hist(&self) -> Vec<u64> {
         self.asm.counts().dense()
