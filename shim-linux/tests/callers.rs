@@ -6,9 +6,12 @@
 //! The callers' parsing is reproduced here from how they read cyclictest's
 //! output (see the reference notes), not copied.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
+use latscope_tests::callers::{
+    check_rteval, online, rteval_args, rteval_parse, start_like_rteval, stop_like_rteval, Rteval,
+};
 use latscope_tests::procs::{taskset_cpus, threads_named, wait_until};
 use latscope_tests::target::{serial, tool};
 use latscope_tests::{have, is_root, require};
@@ -16,141 +19,27 @@ use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");
-/// rteval's default histogram size (its `buckets` parameter).
-const RTEVAL_BUCKETS: u32 = 3500;
 
 fn scratch(name: &str) -> std::path::PathBuf {
     std::env::temp_dir().join(format!("latscope-callers-{}-{name}", std::process::id()))
 }
 
-/// The online CPUs as the kernel lists them (`0-1`), which rteval passes
-/// to `-a`, and their number.
-fn online() -> (String, usize) {
-    let list = std::fs::read_to_string("/sys/devices/system/cpu/online").unwrap();
-    let list = list.trim().to_string();
-    let n = list
-        .split(',')
-        .map(|r| match r.split_once('-') {
-            Some((a, b)) => b.parse::<usize>().unwrap() - a.parse::<usize>().unwrap() + 1,
-            None => 1,
-        })
-        .sum();
-    (list, n)
-}
-
-/// What rteval takes from cyclictest's standard output.
-#[derive(Debug, Default)]
-struct Rteval {
-    /// Samples per core: the sum of its histogram column.
-    samples: Vec<u64>,
-    /// Per core, from `# Max Latencies:`.
-    max: Vec<u64>,
-    /// From `# Break value:`.
-    break_value: Option<u64>,
-    /// Histogram rows read.
-    rows: usize,
-    /// Per core, the highest row with samples (rteval's maximum from the
-    /// histogram).
-    top_row: Vec<i64>,
-}
-
-/// Read stdout as rteval's cyclictest module does: `#` lines give the
-/// break value and the maxima; every other line that starts with a number
-/// is a histogram row with one count per core (a shorter row would crash
-/// rteval: here it fails the test); other lines are skipped.
-fn rteval_parse(stdout: &str, cores: usize) -> Rteval {
-    let mut r = Rteval {
-        samples: vec![0; cores],
-        top_row: vec![0; cores],
-        ..Rteval::default()
-    };
-    for line in stdout.lines() {
-        if let Some(v) = line.strip_prefix("# Break value: ") {
-            r.break_value = Some(v.trim().parse().expect("break value"));
-            continue;
-        }
-        if let Some(v) = line.strip_prefix("# Max Latencies: ") {
-            r.max = v.split_whitespace().map(|x| x.parse().unwrap()).collect();
-            continue;
-        }
-        if line.starts_with('#') {
-            continue;
-        }
-        let vals: Vec<&str> = line.split_whitespace().collect();
-        // Python's int() takes a sign too
-        let Some(Ok(index)) = vals.first().map(|v| v.parse::<i64>()) else {
-            continue;
-        };
-        assert!(vals.len() > cores, "a row rteval would crash on: {line:?}");
-        for c in 0..cores {
-            let n = vals[c + 1].parse::<u64>().expect("count");
-            r.samples[c] += n;
-            if n > 0 {
-                r.top_row[c] = r.top_row[c].max(index);
-            }
-        }
-        r.rows += 1;
-    }
-    r
-}
-
-/// Start latscope as rteval's `_WorkloadTask` does: its arguments as
-/// separate words, standard input and error to /dev/null, standard output
-/// to a file.
-fn start_like_rteval(extra: &[&str], out: &std::path::Path) -> (Child, usize) {
-    let (cpus, n) = online();
-    let mut args = vec![
-        "-i100".to_string(),
-        "-qmu".to_string(),
-        format!("-h {RTEVAL_BUCKETS}"),
-        "-p95".to_string(),
-        format!("-t{n}"),
-        format!("-a{cpus}"),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let child = Command::new(BIN)
-        .args(&args)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .stdout(std::fs::File::create(out).unwrap())
-        .spawn()
-        .unwrap();
-    (child, n)
-}
-
-/// Stop it as rteval's `_WorkloadCleanup` does: SIGINT until it is gone.
-fn stop_like_rteval(child: &mut Child) -> std::process::ExitStatus {
-    for _ in 0..10 {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        let _ = kill_process(Pid::from_child(child), Signal::INT);
-        if wait_until(Duration::from_secs(2), || {
-            child.try_wait().map(|s| s.is_some()).unwrap_or(true)
-        }) {
-            return child.wait().unwrap();
-        }
-    }
-    let _ = child.kill();
-    panic!("latscope did not end on SIGINT");
-}
-
 /// One rteval run of `secs` seconds with `extra` options.
 fn rteval(extra: &[&str], secs: u64) -> Rteval {
     let out = scratch("rteval.out");
-    let (mut child, n) = start_like_rteval(extra, &out);
+    let (args, n) = rteval_args(extra);
+    let mut child = start_like_rteval(
+        std::path::Path::new(BIN),
+        &args,
+        std::fs::File::create(&out).unwrap(),
+    );
     std::thread::sleep(Duration::from_secs(secs));
     let status = stop_like_rteval(&mut child);
     let stdout = std::fs::read_to_string(&out).unwrap();
     let _ = std::fs::remove_file(&out);
     assert!(status.success(), "{status:?}\n{stdout}");
     let r = rteval_parse(&stdout, n);
-    assert_eq!(r.rows, RTEVAL_BUCKETS as usize, "{stdout}");
-    assert_eq!(r.max.len(), n, "{stdout}");
-    // rteval's maximum is the larger of the two: they must agree
-    for c in 0..n {
-        assert!(r.max[c] as i64 >= r.top_row[c], "core {c}: {r:?}");
-    }
+    check_rteval(&r, n, &format!("{extra:?}"));
     r
 }
 
