@@ -2,9 +2,7 @@
 //! gives up one of latscope's guarantees: the stream's hello says which,
 //! and the host's report prints it.
 
-use std::process::Command;
-
-use latscope_tests::host::{bins, record_file, Scratch};
+use latscope_tests::host::{host, record_file, Scratch};
 use latscope_tests::target::serial;
 
 #[test]
@@ -23,11 +21,7 @@ fn the_hosts_report_names_a_mode_that_gives_up_a_guarantee() {
         let mut args = vec!["-l", "200", "-q", "--best-effort"];
         args.extend(opt);
         record_file(&args, &rec);
-        let r = Command::new(bins().host)
-            .arg("report")
-            .arg(&rec)
-            .output()
-            .unwrap();
+        let r = host(&["report", &rec.display().to_string()]);
         assert_eq!(r.status.code(), Some(0));
         let text = String::from_utf8_lossy(&r.stdout);
         match line {
