@@ -74,3 +74,11 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// Remove the snapshot file `/dev/shm/cyclictest<PID>` of a killed
+/// process: a target ended by SIGKILL cannot remove it, and a stale file
+/// makes `get_cyclictest_snapshot -s` signal whatever process gets the PID
+/// next. Nothing to do for a process that ended on its own.
+pub fn forget_snapshot_file(pid: u32) {
+    let _ = std::fs::remove_file(format!("/dev/shm/cyclictest{pid}"));
+}
