@@ -94,3 +94,34 @@ pub fn trace(data: &[u8]) {
     };
     let _ = classify_text(&w, &text);
 }
+
+/// The host's decoding of one stream (a file, stdin, a connection):
+/// arbitrary bytes in arbitrary pieces (the first byte sets the piece
+/// length) never panic, and the text report of what decoded renders. The
+/// stable harness (tests/tests/fuzz_stable.rs) also bounds what it may
+/// cost, 64 MiB at the peak, with a counting allocator; under libFuzzer
+/// (with its sanitizer's own memory) only its default RSS limit applies.
+pub fn host(data: &[u8]) {
+    use latscope_host::report::{render, Decoded, Format, Options};
+    use latscope_host::session::Session;
+    let Some((&step, data)) = data.split_first() else {
+        return;
+    };
+    let step = (usize::from(step) * 64).max(1);
+    let mut s = Session::new("fuzz");
+    for piece in data.chunks(step) {
+        s.feed(piece);
+    }
+    s.finish();
+    let _ = s.fatal();
+    let d = [Decoded {
+        session: s,
+        end: std::time::UNIX_EPOCH,
+    }];
+    let opts = Options {
+        format: Format::Text,
+        hist_us: None,
+        histofall: false,
+    };
+    render(&d, opts).expect("a text report renders");
+}

@@ -43,6 +43,14 @@ pub enum Error {
         /// Bytes read.
         bytes: u64,
     },
+    /// The input ends inside its first frame, a hello: cut before any
+    /// measurement arrived.
+    TruncatedHello {
+        /// The input.
+        what: String,
+        /// Bytes of the hello that are there.
+        bytes: usize,
+    },
     /// The input held no run (no hello frame) to report on.
     NoRun {
         /// The input.
@@ -64,6 +72,11 @@ pub enum Error {
     },
     /// The command line was valid for the parser but not usable.
     Usage(String),
+    /// A recorder's memory budget has no room for another run.
+    Budget {
+        /// Run id of the run refused.
+        run_id: u64,
+    },
 }
 
 impl Error {
@@ -91,6 +104,11 @@ impl fmt::Display for Error {
                 f,
                 "{what}: not a latscope stream ({bytes} bytes read, no valid frame found)"
             ),
+            Error::TruncatedHello { what, bytes } => write!(
+                f,
+                "{what}: truncated hello: the recording ends {bytes} bytes into its first frame, \
+                 the run's hello, so it holds no measurement"
+            ),
             Error::NoRun { what } => write!(
                 f,
                 "{what}: latscope frames but no hello frame, so no run to report"
@@ -100,6 +118,13 @@ impl fmt::Display for Error {
                 write!(f, "cannot draw {}: {message}", file.display())
             }
             Error::Usage(msg) => f.write_str(msg),
+            Error::Budget { run_id } => write!(
+                f,
+                "run {run_id:016x} refused: the memory budget is used up ({} MiB per \
+                 connection, {} MiB for all)",
+                crate::budget::STREAM_LIMIT >> 20,
+                crate::budget::GLOBAL_LIMIT >> 20
+            ),
         }
     }
 }

@@ -2,24 +2,18 @@
 //! the `latscope` latency measurement program.
 //!
 //! Exit status: 0 on success; 1 when a run failed or could not be read in
-//! full (no bye, an error ending, self-check defects, not a latscope stream,
-//! another protocol version, an I/O error); 2 for bad usage.
+//! full (no bye, an error ending, self-check defects, a lost hello, not a
+//! latscope stream, another protocol version, an I/O error); 2 for bad
+//! usage; 4 when the work was done but a write to standard output or
+//! standard error failed (see [`console`]).
 #![forbid(unsafe_code)]
 
-mod aggregate;
-mod compare;
-mod error;
-mod input;
-mod plot;
-mod record;
-mod report;
-mod session;
-mod simulate;
-mod summary;
-mod synth;
+use latscope_host::{
+    compare, console, error, input, plot, record, report, session, simulate, synth,
+};
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -31,8 +25,10 @@ use report::{Decoded, Format, Options};
 use session::Session;
 
 const EXIT_HELP: &str = "Exit status: 0 success; 1 a failed or incomplete run \
-(no bye frame, an error ending, self-check defects), or an input that is not \
-a readable latscope stream; 2 bad usage.";
+(no bye frame, an error ending, self-check defects, a lost hello), or an input \
+that is not a readable latscope stream; 2 bad usage; 4 the work was done \
+(recordings, -o files, plots are complete) but a write to standard output or \
+standard error failed. SIGPIPE is ignored: a closed pipe is such a failed write.";
 
 /// Records, decodes, reports and plots latscope's frame stream.
 #[derive(Parser, Debug)]
@@ -102,7 +98,7 @@ struct RecordArgs {
     /// recording, NAME-TIME-RUNID.lsr, that it continues in when its
     /// target reconnects (also to a restarted recorder with the same
     /// --out-dir).
-    #[arg(long, value_name = "[ADDR:]PORT", conflicts_with = "serial")]
+    #[arg(long, value_name = "[ADDR:]PORT", conflicts_with = "serial", value_parser = listen_arg)]
     listen: Option<String>,
     /// The recording file for a single stream (default: named after the
     /// target, in --out-dir).
@@ -113,7 +109,7 @@ struct RecordArgs {
     out_dir: PathBuf,
     /// Serve OpenMetrics text at http://ADDR:PORT/metrics (per target and
     /// thread: cycles, max, p99, p99.9, missed, faults, link errors).
-    #[arg(long, value_name = "ADDR:PORT")]
+    #[arg(long, value_name = "ADDR:PORT", value_parser = socket_arg)]
     metrics: Option<String>,
     /// With --listen: exit after N runs have ended, with a bye or timed
     /// out (default: run until SIGINT or SIGTERM). Connections are not
@@ -229,28 +225,46 @@ fn decode(source: &Source) -> Result<Decoded> {
     })
 }
 
-fn write_out(path: Option<&PathBuf>, text: &str) -> Result<()> {
-    match path {
-        Some(p) => std::fs::write(p, text).map_err(|source| Error::Output {
-            what: p.clone(),
-            source,
-        }),
+/// `--listen [ADDR:]PORT`: a port alone listens on 127.0.0.1.
+fn listen_arg(v: &str) -> std::result::Result<String, String> {
+    if v.parse::<u16>().is_ok() {
+        return Ok(format!("127.0.0.1:{v}"));
+    }
+    socket_arg(v)
+        .map_err(|_| format!("{v} is not [ADDR:]PORT (e.g. 5555 or 0.0.0.0:5555; an IP literal)"))
+}
+
+/// An `ADDR:PORT` with an IP literal.
+fn socket_arg(v: &str) -> std::result::Result<String, String> {
+    v.parse::<std::net::SocketAddr>()
+        .map(|_| v.to_string())
+        .map_err(|_| {
+            format!("{v} is not ADDR:PORT (an IP literal and a port, e.g. 127.0.0.1:9464)")
+        })
+}
+
+/// An output file, created before the inputs are read (a bad path stops
+/// the command at once, not after a long input).
+fn create_out(path: &Path) -> Result<std::fs::File> {
+    std::fs::File::create(path).map_err(|source| Error::Output {
+        what: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The report's text to `file` (created by [`create_out`]) or standard
+/// output (a failure there is counted by [`console`]).
+fn write_out(file: Option<(&PathBuf, std::fs::File)>, text: &str) -> Result<()> {
+    match file {
+        Some((p, mut f)) => f
+            .write_all(text.as_bytes())
+            .map_err(|source| Error::Output {
+                what: p.clone(),
+                source,
+            }),
         None => {
-            let mut o = io::stdout().lock();
-            o.write_all(text.as_bytes())
-                .and_then(|_| o.flush())
-                .or_else(|e| {
-                    // A closed pipe (`| head`) is not an error of ours.
-                    if e.kind() == io::ErrorKind::BrokenPipe {
-                        Ok(())
-                    } else {
-                        Err(e)
-                    }
-                })
-                .map_err(|source| Error::Output {
-                    what: PathBuf::from("stdout"),
-                    source,
-                })
+            console::Std::Out.write(text.as_bytes());
+            Ok(())
         }
     }
 }
@@ -271,32 +285,15 @@ fn report(a: ReportArgs) -> Result<u8> {
     {
         return Err(Error::Usage("`-` (stdin) can be given only once".into()));
     }
-    let mut code = 0u8;
-    let mut decoded = Vec::new();
-    for s in &sources {
-        let d = match decode(s) {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("latscope-host: {e}");
-                code = 1;
-                continue;
-            }
-        };
-        if let Some(e) = d.session.fatal() {
-            eprintln!("latscope-host: {e}");
-            code = 1;
-            continue;
-        }
-        if a.format != Format::Text {
-            for w in d.session.warnings() {
-                eprintln!("latscope-host: warning: {w}");
-            }
-        }
-        if d.session.agg.runs.iter().any(|r| !report::run_ok(r)) {
-            code = 1;
-        }
-        decoded.push(d);
+    // the outputs before the inputs: a bad path fails at once
+    let out = match &a.output {
+        Some(p) => Some((p, create_out(p)?)),
+        None => None,
+    };
+    if let Some(file) = &a.plot {
+        plot::check(file)?;
     }
+    let (decoded, mut code) = decode_all(&sources, a.format);
     if decoded.is_empty() {
         return Ok(1);
     }
@@ -308,38 +305,81 @@ fn report(a: ReportArgs) -> Result<u8> {
             histofall: a.histofall,
         },
     )?;
-    write_out(a.output.as_ref(), &text)?;
+    write_out(out, &text)?;
     if let Some(file) = &a.plot {
-        let mut series = Vec::new();
-        let mut title = Vec::new();
-        for d in &decoded {
-            for run in &d.session.agg.runs {
-                let prefix = if decoded.len() > 1 || d.session.agg.runs.len() > 1 {
-                    format!("{} ", run.hostname())
-                } else {
-                    String::new()
-                };
-                series.extend(plot::run_series(run, &prefix));
-                title.push(format!(
-                    "{} ({}, {})",
-                    run.hostname(),
-                    run.hello.target.arch,
-                    run.hello.target.kernel
-                ));
-            }
-        }
-        plot::draw(
-            file,
-            &format!("latscope: {}", title.join(", ")),
-            &series,
-            true,
-        )?;
-        eprintln!("latscope-host: wrote {}", file.display());
+        plot_runs(file, &decoded)?;
+    }
+    if decoded
+        .iter()
+        .any(|d| d.session.agg.runs.iter().any(|r| !report::run_ok(r)))
+    {
+        code = 1;
     }
     Ok(code)
 }
 
+/// Decode every input; the readable ones, and 1 if any was not.
+fn decode_all(sources: &[Source], format: Format) -> (Vec<Decoded>, u8) {
+    let mut code = 0u8;
+    let mut decoded = Vec::new();
+    for s in sources {
+        let d = match decode(s) {
+            Ok(d) => d,
+            Err(e) => {
+                console::say(&e);
+                code = 1;
+                continue;
+            }
+        };
+        if let Some(e) = d.session.fatal() {
+            console::say(&e);
+            code = 1;
+            continue;
+        }
+        if format != Format::Text {
+            for w in d.session.warnings() {
+                console::warn(&w);
+            }
+        }
+        decoded.push(d);
+    }
+    (decoded, code)
+}
+
+/// `report --plot`: every run of every input in one figure.
+fn plot_runs(file: &Path, decoded: &[Decoded]) -> Result<()> {
+    let mut series = Vec::new();
+    let mut title = Vec::new();
+    for d in decoded {
+        for run in &d.session.agg.runs {
+            let prefix = if decoded.len() > 1 || d.session.agg.runs.len() > 1 {
+                format!("{} ", run.hostname())
+            } else {
+                String::new()
+            };
+            series.extend(plot::run_series(run, &prefix));
+            title.push(format!(
+                "{} ({}, {})",
+                run.hostname(),
+                run.hello.target.arch,
+                run.hello.target.kernel
+            ));
+        }
+    }
+    plot::draw(
+        file,
+        &format!("latscope: {}", title.join(", ")),
+        &series,
+        true,
+    )?;
+    console::say(format_args!("wrote {}", file.display()));
+    Ok(())
+}
+
 fn compare(a: CompareArgs) -> Result<u8> {
+    if let Some(file) = &a.plot {
+        plot::check(file)?;
+    }
     let da = decode(&Source::from_arg(&a.a))?;
     let db = decode(&Source::from_arg(&a.b))?;
     for d in [&da, &db] {
@@ -347,7 +387,7 @@ fn compare(a: CompareArgs) -> Result<u8> {
             return Err(e);
         }
         for w in d.session.warnings() {
-            eprintln!("latscope-host: warning: {w}");
+            console::warn(&w);
         }
     }
     let (Some(ra), Some(rb)) = (da.session.agg.runs.last(), db.session.agg.runs.last()) else {
@@ -360,7 +400,7 @@ fn compare(a: CompareArgs) -> Result<u8> {
             plot::run_all(rb, &format!("B: {}", rb.hostname())),
         ];
         plot::draw(file, "latscope: A vs B, all CPUs", &series, false)?;
-        eprintln!("latscope-host: wrote {}", file.display());
+        console::say(format_args!("wrote {}", file.display()));
     }
     Ok(u8::from(!(report::run_ok(ra) && report::run_ok(rb))))
 }
@@ -400,30 +440,7 @@ fn synth(a: SynthArgs) -> Result<u8> {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
-            use clap::error::ErrorKind;
-            if matches!(
-                e.kind(),
-                ErrorKind::DisplayHelp
-                    | ErrorKind::DisplayVersion
-                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-            ) {
-                let _ = e.print();
-                return ExitCode::from(
-                    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
-                        2
-                    } else {
-                        0
-                    },
-                );
-            }
-            // One line: clap's first line, without the usage block.
-            let text = e.render().to_string();
-            let first = text.lines().next().unwrap_or("error: bad usage");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("latscope-host: {first} (see latscope-host --help)");
-            return ExitCode::from(2);
-        }
+        Err(e) => return ExitCode::from(console::exit_code(usage(&e))),
     };
     let res = match cli.cmd {
         Cmd::Record(a) => record::run(record::Plan {
@@ -462,11 +479,53 @@ fn main() -> ExitCode {
             truth: a.truth,
         }),
     };
-    match res {
-        Ok(code) => ExitCode::from(code),
+    let code = match res {
+        Ok(code) => code,
         Err(e) => {
-            eprintln!("latscope-host: {e}");
-            ExitCode::from(e.exit_code())
+            console::say(&e);
+            e.exit_code()
         }
+    };
+    ExitCode::from(console::exit_code(code))
+}
+
+/// What clap could not parse: help and version go to standard output
+/// (status 0); a usage error is one line on standard error (status 2)
+/// that names what is wrong, without clap's usage block.
+fn usage(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    let text = e.render().to_string();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            console::Std::Out.write(text.as_bytes());
+            0
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            console::Std::Err.write(text.as_bytes());
+            2
+        }
+        _ => {
+            console::say(format_args!(
+                "{} (see latscope-host --help)",
+                usage_line(&text)
+            ));
+            2
+        }
+    }
+}
+
+/// clap's error text up to its usage block, as one line.
+fn usage_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
+        .map(str::trim)
+        .collect();
+    let line = lines.join(" ");
+    let line = line.strip_prefix("error: ").unwrap_or(&line);
+    if line.is_empty() {
+        "bad usage".into()
+    } else {
+        line.to_string()
     }
 }

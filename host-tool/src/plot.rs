@@ -92,30 +92,67 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// Check a plot's file before any input is read: its name ends in `.svg`
+/// or `.png` and it can be created (the drawing later overwrites it).
+pub fn check(file: &Path) -> Result<()> {
+    kind(file)?;
+    std::fs::File::create(file)
+        .map(drop)
+        .map_err(|source| Error::Output {
+            what: file.to_path_buf(),
+            source,
+        })
+}
+
+/// Whether `file` is an SVG (else a PNG).
+fn kind(file: &Path) -> Result<bool> {
+    let ext = file
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("svg") => Ok(true),
+        Some("png") => Ok(false),
+        _ => Err(Error::Usage(format!(
+            "--plot {}: the file name must end in .svg or .png",
+            file.display()
+        ))),
+    }
+}
+
 /// Draw `series` into `file` (`.svg` or `.png`): histogram, tail plot and,
 /// when `time_series`, max per report interval.
 pub fn draw(file: &Path, title: &str, series: &[Series], time_series: bool) -> Result<()> {
     register();
     let panels = if time_series { 3 } else { 2 };
     let size = (1200u32, 450 * panels as u32);
-    let ext = file
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(|e| e.to_ascii_lowercase());
-    let res = match ext.as_deref() {
-        Some("svg") => render(SVGBackend::new(file, size), title, series, time_series),
-        Some("png") => render(BitMapBackend::new(file, size), title, series, time_series),
-        _ => {
-            return Err(Error::Usage(format!(
-                "--plot {}: the file name must end in .svg or .png",
-                file.display()
-            )))
-        }
+    let res = if kind(file)? {
+        render(SVGBackend::new(file, size), title, series, time_series)
+    } else {
+        render(BitMapBackend::new(file, size), title, series, time_series)
     };
     res.map_err(|message| Error::Plot {
         file: file.to_path_buf(),
-        message,
+        message: plain(&message),
     })
+}
+
+/// The plotting library's error text without Rust debug formatting: an
+/// OS error as the OS says it, else only the text before any `(` or `{`.
+fn plain(message: &str) -> String {
+    if let Some(code) = message
+        .split("Os { code: ")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse::<i32>().ok())
+    {
+        return std::io::Error::from_raw_os_error(code).to_string();
+    }
+    if message.contains(['{', '}']) {
+        let head = message.split(['(', '{']).next().unwrap_or("").trim();
+        return head.trim_end_matches(':').to_string();
+    }
+    message.to_string()
 }
 
 /// Draw the panels on `backend` and write the file out.
@@ -448,4 +485,30 @@ fn over_time<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, series: &[Series
             .map_err(err)?;
     }
     legend(&mut chart)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plot_errors_read_without_debug_text() {
+        let png = r#"backend error: Drawing backend error: ImageError(IoError(Os { code: 2, kind: NotFound, message: "No such file or directory" }))"#;
+        assert_eq!(plain(png), std::io::Error::from_raw_os_error(2).to_string());
+        assert_eq!(
+            plain("backend error: Drawing backend error: Not a directory (os error 20)"),
+            "backend error: Drawing backend error: Not a directory (os error 20)"
+        );
+        let other = plain("backend error: Font { name: \"x\" }");
+        assert_eq!(other, "backend error: Font");
+        assert!(!other.contains(['{', '(']));
+    }
+
+    #[test]
+    fn check_needs_a_known_extension_and_a_folder() {
+        assert!(matches!(check(Path::new("x.jpg")), Err(Error::Usage(_))));
+        let e = check(Path::new("/nonexistent-latscope/x.png")).unwrap_err();
+        assert!(matches!(e, Error::Output { .. }), "{e}");
+        assert!(!e.to_string().contains('{'), "{e}");
+    }
 }

@@ -15,6 +15,7 @@ use latscope_core::wire::{AckReader, MAX_ACK_FRAME};
 use rustix::net::RecvFlags;
 use serde_json::{json, Value};
 
+use crate::console;
 use crate::error::{Error, Result};
 use crate::synth::{Synth, SynthConfig};
 
@@ -191,7 +192,9 @@ fn wait_for_acks(sims: &mut [Sim], limit: Duration) -> bool {
                 .iter()
                 .filter(|s| s.acked != s.sent.checked_sub(1))
                 .count();
-            eprintln!("latscope-host: simulate: {missing} target(s) saw no ack of their bye");
+            console::say(format_args!(
+                "simulate: {missing} target(s) saw no ack of their bye"
+            ));
             return false;
         }
         thread::sleep(Duration::from_millis(20));

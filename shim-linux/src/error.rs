@@ -14,6 +14,11 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit status when a privilege is missing (and `--best-effort` was not given).
 pub const EXIT_PRIVILEGE: i32 = 3;
+/// Exit status of a run that measured but lost output: frames of its
+/// stream never delivered, or a write to standard output, standard error,
+/// `--json` or `--histfile` failed. Every output that still worked has
+/// everything.
+pub const EXIT_OUTPUT_LOST: i32 = 4;
 
 /// Everything that stops latscope. Each variant prints as one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +29,9 @@ pub enum Error {
     Privilege {
         /// What could not be done, and why.
         what: String,
-        /// The flags that avoid the step.
-        hint: &'static str,
+        /// The flags that avoid the step (completed with every other
+        /// privileged step of the run by [`Error::with_run_hint`]).
+        hint: String,
     },
     /// The kernel refused a request for a reason other than privilege
     /// (e.g. SCHED_DEADLINE admission control).
@@ -87,6 +93,28 @@ impl Error {
         }
     }
 
+    /// A missing privilege: what failed, and the flags that avoid it.
+    pub fn privilege(what: impl Into<String>, hint: impl Into<String>) -> Self {
+        Error::Privilege {
+            what: what.into(),
+            hint: hint.into(),
+        }
+    }
+
+    /// A missing privilege's hint replaced by `flags`, the flags that
+    /// avoid every privileged step of the run (a retry with only the
+    /// failed step's flag would stop at the next one); other errors as
+    /// they are.
+    pub fn with_run_hint(self, flags: String) -> Self {
+        match self {
+            Error::Privilege { what, .. } if !flags.is_empty() => Error::Privilege {
+                what,
+                hint: format!("{flags} (or --best-effort)"),
+            },
+            e => e,
+        }
+    }
+
     /// The process exit status for this error.
     pub fn exit_status(&self) -> i32 {
         match self {
@@ -136,14 +164,17 @@ mod tests {
     #[test]
     fn exit_status_follows_the_meaning() {
         assert_eq!(Error::usage("-i 0").exit_status(), EXIT_USAGE);
-        let p = Error::Privilege {
-            what: "mlockall failed".into(),
-            hint: "--no-mlock",
-        };
+        let p = Error::privilege("mlockall failed", "--no-mlock");
         assert_eq!(p.exit_status(), EXIT_PRIVILEGE);
         assert_eq!(
             p.to_string(),
             "mlockall failed; run as root, or without it: --no-mlock"
+        );
+        let all = p.with_run_hint("--no-mlock --default-system".into());
+        assert_eq!(
+            all.to_string(),
+            "mlockall failed; run as root, or without it: \
+             --no-mlock --default-system (or --best-effort)"
         );
         for e in [
             Error::Refused {

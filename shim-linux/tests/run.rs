@@ -5,8 +5,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Body, ByeReason};
+use latscope_tests::host::{stderr_lines, wait_for_line};
 use latscope_tests::target::{decode_all, privilege_flags, serial, tool};
 use latscope_tests::this_target;
+use latscope_tests::wait::frame_in;
 use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.
@@ -30,6 +32,7 @@ fn signal_ends_run_cleanly(sig: Signal, signo: u8) {
     let _g = serial();
     let path =
         std::env::temp_dir().join(format!("latscope-sig-{}-{signo}.bin", std::process::id()));
+    let _ = std::fs::remove_file(&path);
     let dest = path.to_str().unwrap().to_string();
     let mut args = vec!["-t", "2", "-D", "60s", "-q", "--stream", &dest];
     args.extend(privilege_flags());
@@ -39,19 +42,23 @@ fn signal_ends_run_cleanly(sig: Signal, signo: u8) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // report 2 (the statistics at the start of the stream are report 0):
+    // signals are handled, and a run of some length is there to end
+    frame_in(
+        &path,
+        Duration::from_secs(10),
+        "report 2",
+        |f| matches!(f.body, Body::Stats(s) if s.epoch >= 2),
+    );
+    let lines = stderr_lines(&mut child);
     let pid = Pid::from_child(&child);
     kill_process(pid, Signal::USR1).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    wait_for_line(&lines, "current status", Duration::from_secs(5));
     kill_process(pid, sig).unwrap();
     let status = wait_for(&mut child, Duration::from_secs(10));
     let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(status.success(), "{stderr}");
-    assert!(
-        stderr.contains("current status"),
-        "SIGUSR1 status: {stderr}"
-    );
+    let stderr: Vec<String> = lines.try_iter().collect();
+    assert!(status.success(), "{stderr:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with("T:")).count(),

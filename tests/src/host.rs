@@ -213,14 +213,14 @@ pub fn record_file<S: AsRef<OsStr>>(args: impl IntoIterator<Item = S>, rec: &Pat
 }
 
 /// Spawn the target with [`target_args`] and `--stream=STREAM`, its
-/// output to null.
+/// standard output to null and its standard error kept.
 pub fn spawn_target(duration: &str, json: &Path, stream: &str) -> Reaper {
     Reaper::new(
         Command::new(bins().latscope)
             .args(target_args(duration, json))
             .arg(format!("--stream={stream}"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("run latscope"),
     )
@@ -237,19 +237,26 @@ pub fn free_local_addr() -> String {
 }
 
 /// Start `latscope-host record -q --exit-after 1 --listen LISTEN --out-dir
-/// OUT` (creating `out`) and give it time to listen.
+/// OUT` (creating `out`) and wait until it listens.
 pub fn listening_host(listen: &str, out: &Path) -> Reaper {
     fs::create_dir_all(out).expect("out dir");
+    let port: u16 = listen
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("ADDR:PORT");
     recorder(
         Command::new(bins().host)
             .args(["record", "-q", "--exit-after", "1", "--listen", listen])
             .arg("--out-dir")
             .arg(out),
+        "the host listening",
+        |_| crate::wait::listening(port),
     )
 }
 
 /// Start `latscope-host record -q` on the serial line `tty` at 115200
-/// baud, recording to `rec`, and give it time to open the line.
+/// baud, recording to `rec`, and wait until it has the line open.
 pub fn serial_host(tty: &Path, rec: &Path) -> Reaper {
     recorder(
         Command::new(bins().host)
@@ -257,19 +264,27 @@ pub fn serial_host(tty: &Path, rec: &Path) -> Reaper {
             .arg(tty)
             .arg("-o")
             .arg(rec),
+        "the host opening the line",
+        |pid| crate::wait::has_open(pid, tty),
     )
 }
 
 /// Spawn a recording host (stdout to null, stderr kept for failure
-/// messages) and wait 300 ms for it to open its input.
-fn recorder(cmd: &mut Command) -> Reaper {
-    let h = Reaper::new(
+/// messages) and wait until `ready(pid)`: it has opened its input.
+fn recorder(cmd: &mut Command, what: &str, ready: impl Fn(u32) -> bool) -> Reaper {
+    let mut h = Reaper::new(
         cmd.stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .expect("run latscope-host"),
     );
-    thread::sleep(Duration::from_millis(300));
+    let pid = h.child().id();
+    crate::wait::until(Duration::from_secs(10), what, || {
+        if let Ok(Some(s)) = h.child().try_wait() {
+            panic!("latscope-host ended before it was ready: {s}");
+        }
+        ready(pid).then_some(())
+    });
     h
 }
 
@@ -285,6 +300,26 @@ pub fn recordings(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// Wait until a recording in `dir` holds report 2 of a run: a target is
+/// connected and streaming.
+pub fn wait_streaming(dir: &Path) {
+    crate::wait::until(
+        Duration::from_secs(15),
+        "a target streaming report 2",
+        || {
+            recordings(dir)
+                .iter()
+                .filter_map(|r| fs::read(r).ok())
+                .any(|b| {
+                    crate::wait::frames_of(&b).iter().any(
+                        |f| matches!(f.body, latscope_core::wire::Body::Stats(s) if s.epoch >= 2),
+                    )
+                })
+                .then_some(())
+        },
+    );
 }
 
 /// The one recording in `dir`.

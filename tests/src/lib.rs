@@ -4,16 +4,22 @@
 //! ([`host`]), a listening recorder and its metrics ([`fleet`]), a private
 //! Prometheus ([`prometheus`]), comparing the target's cyclictest outputs
 //! with cyclictest's ([`compat`]), looking at a running process from
-//! outside ([`procs`]), and deciding what a test does when the machine lacks
+//! outside ([`procs`]), deciding what a test does when the machine lacks
 //! what it needs ([`precondition`]: under `CI=true` it fails, elsewhere it
-//! says `skipped:`).
+//! says `skipped:`), waiting for conditions with timeouts ([`wait`]), the
+//! disturbances tests make themselves ([`disturb`]), forged streams
+//! ([`forge`]) and a counting allocator ([`alloc`]).
+pub mod alloc;
 pub mod callers;
 pub mod compat;
+pub mod disturb;
 pub mod fleet;
+pub mod forge;
 pub mod host;
 pub mod precondition;
 pub mod procs;
 pub mod prometheus;
 pub mod target;
+pub mod wait;
 
 pub use precondition::{ci, have, is_root, missing, switched_off};

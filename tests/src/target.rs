@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
-use latscope_core::wire::{Decoder, Frame, MAX_FRAME};
+use latscope_core::wire::{DecodeError, Decoder, Frame, LinkStats, MAX_FRAME};
 
 use crate::precondition::is_root;
 
@@ -85,14 +85,25 @@ pub fn serial() -> MutexGuard<'static, ()> {
 
 /// Decode every frame of a byte stream; panics on any link error.
 pub fn decode_all(bytes: &[u8]) -> Vec<Frame> {
+    let (frames, errors, stats) = decode_lenient(bytes);
+    if let Some(e) = errors.first() {
+        panic!("decode error {e:?} among {} frames", frames.len());
+    }
+    assert!(stats.is_clean(), "link stats {stats:?}");
+    frames
+}
+
+/// Every whole frame of a byte stream that passes its check, the
+/// rejections, and the link statistics (a stream still being written may
+/// end inside a frame).
+pub fn decode_lenient(bytes: &[u8]) -> (Vec<Frame>, Vec<DecodeError>, LinkStats) {
     let mut d: Box<Decoder<MAX_FRAME>> = Box::new(Decoder::new());
-    let mut frames = Vec::new();
+    let (mut frames, mut errors) = (Vec::new(), Vec::new());
     for f in d.frames(bytes) {
         match f {
             Ok(f) => frames.push(f),
-            Err(e) => panic!("decode error {e:?} after {} frames", frames.len()),
+            Err(e) => errors.push(e),
         }
     }
-    assert!(d.stats().is_clean(), "link stats {:?}", d.stats());
-    frames
+    (frames, errors, *d.stats())
 }

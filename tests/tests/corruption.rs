@@ -118,3 +118,61 @@ fn garbage_and_newer_versions_get_one_clear_line() {
         assert!(String::from_utf8_lossy(&r.stdout).contains("Usage"));
     }
 }
+
+#[test]
+fn damaged_recordings_are_described_truthfully() {
+    let dir = Scratch::new("damaged");
+    let (clean, _) = recording(&dir);
+    // The hello is the first frame: a byte flipped inside it fails its CRC.
+    let hello_end = clean.iter().skip(1).position(|&b| b == 0).unwrap() + 1;
+    let mut hit = clean.clone();
+    hit[hello_end / 2] ^= 0x10;
+    let p = dir.join("hello-hit.lsr");
+    std::fs::write(&p, &hit).unwrap();
+    let r = host(&["report", &p.display().to_string()]);
+    let out = String::from_utf8_lossy(&r.stdout);
+    assert_eq!(r.status.code(), Some(1), "a run without its hello: {out}");
+    assert!(out.contains("config:   unknown"), "{out}");
+    assert!(
+        !out.contains("interval 0.0"),
+        "made-up configuration: {out}"
+    );
+    assert!(out.contains("hello frame was never decoded"), "{out}");
+    assert!(out.contains("failed their check"), "{out}");
+    let (doc, code, _) = host_report_json(&p);
+    assert_eq!(code, 1);
+    assert!(first_run(&doc)["config"].is_null(), "{doc}");
+    // A recording cut inside its hello.
+    let p = dir.join("hello-cut.lsr");
+    std::fs::write(&p, &clean[..hello_end / 2]).unwrap();
+    let r = host(&["report", &p.display().to_string()]);
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("truncated hello"), "{err}");
+    // Usage errors exit 2, in one line that names what is wrong.
+    for (args, names) in [
+        (vec!["record", "--listen", "abc"], "abc"),
+        (vec!["record", "--metrics", "nowhere"], "nowhere"),
+        (vec!["report"], "<RECORDING>"),
+        (vec!["report", "x.lsr", "--plot", "x.jpg"], ".svg or .png"),
+    ] {
+        let r = host(&args);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?}: {err}");
+    }
+    // No Rust debug formatting in any message.
+    let c = dir.join("clean.lsr").display().to_string();
+    for plot in ["/nonexistent/x.png", "/nonexistent/x.svg"] {
+        let r = host(&["report", &c, "--plot", plot]);
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert_eq!(r.status.code(), Some(1), "{err}");
+        assert!(err.contains("No such file or directory"), "{err}");
+        assert!(
+            !err.contains(['{', '}']) && !err.contains("Error("),
+            "{err}"
+        );
+    }
+}

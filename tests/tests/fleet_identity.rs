@@ -59,13 +59,14 @@ fn grows(out: &Path) -> impl FnMut() -> bool + '_ {
 
 /// A target with `extra` streams into a recorder; once the recording
 /// grows the recorder is killed (SIGKILL), nobody listens for `away`, and
-/// another recorder takes the same address and directory. Both end; the
-/// one recording's report, the target's `--json`, the second recorder's
-/// stderr.
+/// another recorder takes the same address and directory. Both end, the
+/// target with exit status `status` (4: frames of its stream were never
+/// delivered); the one recording's report, the target's `--json`, the
+/// second recorder's stderr.
 fn across_a_restart(
     tag: &str,
     secs: &str,
-    extra: &[&str],
+    (extra, status): (&[&str], i32),
     away: Duration,
 ) -> (Value, Value, String) {
     let dir = Scratch::new(tag);
@@ -82,7 +83,8 @@ fn across_a_restart(
         std::thread::sleep(away);
     }
     let mut h2 = recorder_on(&listen, &out);
-    assert!(t.wait(Duration::from_secs(60)).status.success(), "target");
+    let tr = t.wait(Duration::from_secs(60));
+    assert_eq!(tr.status.code(), Some(status), "target");
     assert_eq!(h2.proc.wait(T).status.code(), Some(0), "second recorder");
     let lines = drain(&h2.stderr, T).join("\n");
     let (doc, code, err) = host_report_json(&only_recording(&out));
@@ -93,7 +95,7 @@ fn across_a_restart(
 #[test]
 fn a_recorder_killed_and_restarted_keeps_the_run_in_one_exact_recording() {
     let extra = ["--name", "restart-1"];
-    let (doc, target, lines) = across_a_restart("fleet-restart", "8", &extra, Duration::ZERO);
+    let (doc, target, lines) = across_a_restart("fleet-restart", "8", (&extra, 0), Duration::ZERO);
     assert!(lines.contains("resumes"), "{lines}");
     assert_eq!(doc["link"]["frames_lost"], 0, "{}", doc["link"]);
     assert_eq!(doc["link"]["crc_errors"], 0);
@@ -109,7 +111,8 @@ fn frames_that_overflow_the_resend_buffer_are_counted_alike_by_target_and_record
     // second, so the 512 KiB buffer overflows while the recorder is away.
     let extra = ["--name", "overflow-1", "-i", "500", "--spike", "1"];
     let away = Duration::from_secs(8);
-    let (doc, _, _) = across_a_restart("fleet-overflow", "16", &extra, away);
+    // the frames that overflowed were never delivered: exit status 4
+    let (doc, _, _) = across_a_restart("fleet-overflow", "16", (&extra, 4), away);
     let run = first_run(&doc);
     let lost = doc["link"]["frames_lost"].as_u64().unwrap();
     assert!(lost > 0, "the buffer overflowed: {}", doc["link"]);

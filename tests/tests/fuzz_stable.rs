@@ -8,6 +8,12 @@
 //! a random seed instead (what `fuzz/run` does without nightly); a failing
 //! input is written to `fuzz/artifacts/<target>/stable-<hash>` and printed
 //! in hex, ready to be committed under `fuzz/regressions/<target>/`.
+//!
+//! The host target also bounds memory: this binary's allocator counts what
+//! each thread holds ([`Counting`]), and a stream, however forged, may cost
+//! the host's decoding and its text report at most
+//! [`STREAM_LIMIT`] bytes at its peak. Its inputs include streams forged with
+//! the core's encoder ([`latscope_tests::forge`]).
 
 #[path = "../../fuzz/src/checks.rs"]
 #[allow(dead_code)]
@@ -20,6 +26,18 @@ use std::time::{Duration, Instant};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+
+use latscope_core::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
+use latscope_core::wire::MAX_THREADS;
+use latscope_host::aggregate::SERIES_POINTS;
+use latscope_tests::alloc::{measure, Counting};
+use latscope_tests::forge::ForgedRun;
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// What one stream may cost the host at most.
+const STREAM_LIMIT: usize = 64 << 20;
 
 fn fuzz_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz")
@@ -103,6 +121,11 @@ fn mutated(seeds: Vec<Vec<u8>>) -> BoxedStrategy<Vec<u8>> {
 /// Run `check` on values of `strategy`: a seeded fixed number of cases, or
 /// for `FUZZ_STABLE_SECS` seconds with a random seed.
 fn fuzz(target: &str, strategy: BoxedStrategy<Vec<u8>>, check: fn(&[u8])) {
+    fuzz_n(target, strategy, check, 3000)
+}
+
+/// [`fuzz`] with `n` cases when not timed.
+fn fuzz_n(target: &str, strategy: BoxedStrategy<Vec<u8>>, check: fn(&[u8]), n: u64) {
     let replayed = replay(target, check);
     let secs: Option<u64> = std::env::var("FUZZ_STABLE_SECS")
         .ok()
@@ -119,7 +142,7 @@ fn fuzz(target: &str, strategy: BoxedStrategy<Vec<u8>>, check: fn(&[u8])) {
     loop {
         match deadline {
             Some(d) if Instant::now() >= d => break,
-            None if cases >= 3000 => break,
+            None if cases >= n => break,
             _ => {}
         }
         let input = strategy.new_tree(&mut runner).unwrap().current();
@@ -326,4 +349,114 @@ fn fuzz_trace() {
     ]
     .boxed();
     fuzz("trace", s, checks::trace);
+}
+
+/// [`checks::host`] within [`STREAM_LIMIT`].
+fn host_within_limit(data: &[u8]) {
+    let ((), peak) = measure(|| checks::host(data));
+    assert!(
+        peak <= STREAM_LIMIT,
+        "a {}-byte stream cost the host {peak} bytes (limit {STREAM_LIMIT})",
+        data.len()
+    );
+}
+
+/// Forged runs: any thread count, any layout (legal or not), buckets
+/// filled one per page or densely, a few runs in a row.
+fn forged() -> BoxedStrategy<Vec<u8>> {
+    let run = (
+        0u16..=MAX_THREADS as u16,
+        prop_oneof![
+            Just(Layout::DEFAULT),
+            (0u32..30_000, any::<u16>()).prop_map(|(l, b)| Layout {
+                linear_us: l,
+                buckets: b,
+            }),
+        ],
+        prop_oneof![Just(64u16), Just(1u16), 1u16..2048],
+        1u16..400,
+    );
+    (proptest::collection::vec(run, 1..6), 0u8..=255)
+        .prop_map(|(runs, step)| {
+            let mut out = vec![step];
+            for (i, (threads, layout, stride, max_chunks)) in runs.into_iter().enumerate() {
+                ForgedRun {
+                    run_id: 0xF0F0 + i as u64,
+                    threads,
+                    layout,
+                    stride,
+                    max_chunks,
+                    reports: if i == 0 { 300 } else { 1 },
+                    spikes: if i == 1 { 600 } else { 0 },
+                    bye: i % 2 == 0,
+                }
+                .write(&mut out);
+            }
+            out
+        })
+        .boxed()
+}
+
+#[test]
+fn fuzz_host() {
+    let seeds = corpus("host");
+    let s = prop_oneof![
+        3 => forged(),
+        1 => mutated(seeds),
+        1 => proptest::collection::vec(any::<u8>(), 0..2048),
+    ]
+    .boxed();
+    fuzz_n("host", s, host_within_limit, 300);
+}
+
+/// The worst streams constructed: many runs that each declare every
+/// thread and fill every page of their layout, and the original finding
+/// (wide hellos with one chunk per thread).
+#[test]
+fn the_worst_forged_streams_stay_within_the_limit() {
+    let widest = Layout::new(MAX_LINEAR_US, MAX_TARGET_BUCKETS);
+    assert!(widest.is_legal());
+    for (what, bytes) in [
+        (
+            "16 runs, 64 threads, a bucket in every page",
+            many_runs(16, widest, 64, 1),
+        ),
+        (
+            "3 runs, 64 threads, a bucket in every page, full series",
+            many_runs(3, widest, 64, SERIES_POINTS as u32),
+        ),
+        ("2 runs, 64 threads, every page, series and list full", {
+            let mut out = Vec::new();
+            for r in 0..2 {
+                ForgedRun {
+                    stride: 64,
+                    reports: SERIES_POINTS as u32,
+                    spikes: MAX_LINEAR_US + 256,
+                    ..ForgedRun::full(0xF3_0000 + r, MAX_THREADS as u16, widest)
+                }
+                .write(&mut out);
+            }
+            out
+        }),
+        ("400 wide hellos", latscope_tests::forge::wide_hellos(400)),
+    ] {
+        let mut input = vec![255u8];
+        input.extend_from_slice(&bytes);
+        let ((), peak) = measure(|| checks::host(&input));
+        eprintln!("{what}: {} bytes in, peak {peak} bytes", input.len());
+        assert!(peak <= STREAM_LIMIT, "{what}: peak {peak} > {STREAM_LIMIT}");
+    }
+}
+
+fn many_runs(runs: u64, layout: Layout, stride: u16, reports: u32) -> Vec<u8> {
+    let mut out = Vec::new();
+    for r in 0..runs {
+        ForgedRun {
+            stride,
+            reports,
+            ..ForgedRun::full(0xF1_0000 + r, MAX_THREADS as u16, layout)
+        }
+        .write(&mut out);
+    }
+    out
 }

@@ -4,8 +4,10 @@
 
 use std::time::Duration;
 
+use latscope_core::wire::Body;
 use latscope_tests::host::{first_run, host, host_report_json, spawn_target, Scratch};
 use latscope_tests::procs::forget_snapshot_file;
+use latscope_tests::wait::frame_in;
 
 #[test]
 fn killed_target_leaves_a_decodable_recording() {
@@ -13,7 +15,13 @@ fn killed_target_leaves_a_decodable_recording() {
     let rec = dir.join("killed.lsr");
     let json = dir.join("t.json");
     let mut t = spawn_target("30", &json, &rec.display().to_string());
-    std::thread::sleep(Duration::from_millis(3500));
+    // killed once the recording holds report 3 of both threads
+    frame_in(
+        &rec,
+        Duration::from_secs(15),
+        "report 3",
+        |f| matches!(f.body, Body::Stats(s) if s.epoch >= 3 && s.thread == 1),
+    );
     t.child().kill().unwrap(); // SIGKILL
     let _ = t.child().wait();
     forget_snapshot_file(t.child().id());

@@ -1,8 +1,12 @@
-//! Missing privilege, the way it happens on a real system: stay uid 0 but
-//! drop every capability (`setpriv --inh-caps=-all --bounding-set=-all`)
-//! under `prlimit --memlock=0 --rtprio=0`. A plain unprivileged user would
-//! not do: `nobody` has an 8 MiB RLIMIT_MEMLOCK (mlockall may succeed) and
-//! cannot read a checkout in root's home.
+//! Missing privilege, the ways it happens on a real system:
+//!
+//! * uid 0 without any capability (`setpriv --inh-caps=-all
+//!   --bounding-set=-all`) under `prlimit --memlock=0 --rtprio=0`: every
+//!   privileged step fails in turn;
+//! * a real unprivileged user (uid and gid 65534, `nobody`/`nogroup`, no
+//!   groups) running a copy of the binary from a folder it can reach:
+//!   files only root may open (`/dev/cpu_dma_latency`, tracefs) fail too,
+//!   which uid 0 without capabilities still opens.
 //!
 //! Expected: one clear line naming what is missing and the flags that run
 //! without it, exit status 3 (documented in `latscope --help`); with
@@ -12,10 +16,13 @@
 //! Needs root (to drop from) and util-linux's setpriv and prlimit; see
 //! `latscope_tests::precondition` for what happens without them.
 
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use latscope_core::wire::Body;
 use latscope_tests::host::{bins, Scratch};
+use latscope_tests::precondition::tracefs;
 use latscope_tests::target::decode_all;
 use latscope_tests::{have, is_root, missing};
 
@@ -202,4 +209,93 @@ fn best_effort_live_line_shows_the_priority_it_really_runs_at() {
         line.contains("P: 0"),
         "degraded run claims RT priority: {line}"
     );
+}
+
+/// A copy of the target in a fresh folder (mode 755) that any user can
+/// reach; a checkout in root's home is not.
+struct Reachable {
+    _dir: Scratch,
+    bin: PathBuf,
+}
+
+impl Reachable {
+    fn new() -> Reachable {
+        let dir = Scratch::new("nobody");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.join("latscope");
+        std::fs::copy(bins().latscope, &bin).expect("copy the binary");
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Reachable { _dir: dir, bin }
+    }
+
+    /// Run it as uid and gid 65534 without supplementary groups.
+    fn run_as_nobody(&self, args: &[&str]) -> Output {
+        as_nobody(&self.bin, args)
+    }
+}
+
+fn as_nobody(bin: &Path, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(bin)
+        .args(args)
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run setpriv")
+}
+
+/// The flags an exit status 3 message suggests: after `without it: `, up
+/// to the alternative in parentheses.
+fn suggested(message: &str) -> Vec<String> {
+    let flags = message
+        .split("without it: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no flags suggested: {message}"));
+    let flags = flags.split(" (").next().unwrap_or("");
+    flags.split_whitespace().map(str::to_string).collect()
+}
+
+#[test]
+fn a_real_unprivileged_user_runs_with_the_advised_flags() {
+    if !runnable() {
+        return;
+    }
+    let t = Reachable::new();
+    let o = t.run_as_nobody(&["-l", "200", "-q"]);
+    let msgs = messages(&o);
+    assert_eq!(o.status.code(), Some(3), "{msgs:?}");
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    let flags = suggested(&msgs[0]);
+    // one retry with what the message suggests runs
+    let mut args = vec!["-l", "200", "-q"];
+    args.extend(flags.iter().map(String::as_str));
+    let o = t.run_as_nobody(&args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {:?}", messages(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("C:    200"), "{out}");
+    // and the README gives the same advice
+    let readme = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let readme = std::fs::read_to_string(readme).unwrap();
+    let advice = format!("`{}`", flags.join(" "));
+    assert!(
+        readme.contains(&advice),
+        "README does not advise {advice} for a run without privilege"
+    );
+}
+
+#[test]
+fn an_unprivileged_explain_says_permission_was_denied() {
+    if !runnable() {
+        return;
+    }
+    if tracefs().is_none() {
+        return missing("tracefs is not mounted");
+    }
+    let t = Reachable::new();
+    let o = t.run_as_nobody(&["-l", "300", "-q", "--best-effort", "--explain", "50"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("permission denied on tracefs"), "{err}");
+    assert!(!err.contains("not mounted"), "{err}");
 }

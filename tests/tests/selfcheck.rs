@@ -20,6 +20,7 @@ use latscope_tests::host::{
     bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording, Reaper,
     Scratch,
 };
+use latscope_tests::wait::frame_in;
 use latscope_tests::{is_root, require};
 
 fn decode(bytes: &[u8]) -> Vec<Frame> {
@@ -111,7 +112,13 @@ fn ended_by_signal(sig: rustix::process::Signal, signo: u8) {
     let dir = Scratch::new("selfcheck-sig");
     let rec = dir.join("s.lsr");
     let mut t = spawn_rt_target(&["--self-check"], &rec.display().to_string());
-    std::thread::sleep(Duration::from_millis(1500));
+    // signals are handled once the threads stream their first report
+    frame_in(
+        &rec,
+        Duration::from_secs(10),
+        "report 1",
+        |f| matches!(f.body, Body::Stats(s) if s.epoch >= 1),
+    );
     let pid = rustix::process::Pid::from_raw(t.child().id() as i32).unwrap();
     rustix::process::kill_process(pid, sig).unwrap();
     let out = t.wait(Duration::from_secs(20));

@@ -9,8 +9,9 @@ use latscope_tests::fleet::Recorder;
 use latscope_tests::host::{
     assert_cut_recording, assert_matches_target, bins, first_run, free_local_addr,
     host_report_json, http_get, listening_host, only_recording, read_json, recordings,
-    spawn_target, stderr_lines, wait_for_line, Reaper, Scratch,
+    spawn_target, stderr_lines, wait_for_line, wait_streaming, Reaper, Scratch,
 };
+use latscope_tests::wait::assert_run_ok;
 
 fn start_host(
     out: &std::path::Path,
@@ -122,12 +123,13 @@ fn host_killed_and_restarted_mid_run_second_connection_is_exact() {
     let mut h1 = listening_host(&listen, &first);
     let json = dir.join("t.json");
     let mut t = spawn_target("7", &json, &format!("tcp:{listen}"));
-    std::thread::sleep(Duration::from_secs(2));
+    wait_streaming(&first);
     h1.child().kill().unwrap();
     let _ = h1.wait(Duration::from_secs(5));
+    // the scenario: half a second with nobody listening
     std::thread::sleep(Duration::from_millis(500));
     let mut h2 = listening_host(&listen, &second);
-    assert!(t.wait(Duration::from_secs(40)).status.success());
+    assert_run_ok(&t.wait(Duration::from_secs(40)));
     let r2 = h2.wait(Duration::from_secs(30));
     assert_eq!(r2.status.code(), Some(0));
     // The killed host's partial recording decodes.

@@ -12,8 +12,9 @@ use std::time::Duration;
 
 use latscope_tests::host::{
     assert_cut_recording, assert_matches_target, first_run, free_local_addr, host_report_json,
-    listening_host, only_recording, read_json, spawn_target, Scratch,
+    listening_host, only_recording, read_json, spawn_target, wait_streaming, Scratch,
 };
+use latscope_tests::wait::assert_run_ok;
 
 #[test]
 fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {
@@ -25,20 +26,21 @@ fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {
     let json = dir.join("t.json");
     let secs = 9u64;
     let mut t = spawn_target(&secs.to_string(), &json, &format!("tcp:{listen}"));
-    std::thread::sleep(Duration::from_secs(2));
+    wait_streaming(&dirs[0]);
     // First: SIGKILL, restart at once.
     h1.child().kill().unwrap();
     let _ = h1.wait(Duration::from_secs(5));
     let mut h2 = spawn_host(&dirs[1]);
-    std::thread::sleep(Duration::from_secs(2));
-    // Second: SIGTERM, nobody listens for 2 s.
+    wait_streaming(&dirs[1]);
+    // Second: SIGTERM, nobody listens for 2 s (the scenario: a gap long
+    // enough for the reconnect backoff to grow, not a wait).
     let pid = rustix::process::Pid::from_raw(h2.child().id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
     let _ = h2.wait(Duration::from_secs(5));
     std::thread::sleep(Duration::from_secs(2));
     let mut h3 = spawn_host(&dirs[2]);
     let tr = t.wait(Duration::from_secs(60));
-    assert!(tr.status.success(), "target failed");
+    assert_run_ok(&tr);
     let r3 = h3.wait(Duration::from_secs(30));
     assert_eq!(r3.status.code(), Some(0), "last host");
 

@@ -21,7 +21,9 @@ pub enum DecodeError {
     /// The frame is from a protocol version this build does not decode
     /// (the byte it carried).
     UnknownVersion(u8),
-    /// The checksum matched but the payload did not decode (schema mismatch).
+    /// The checksum matched but the payload did not decode (schema
+    /// mismatch), or it is a hello no latscope target can send
+    /// ([`super::Hello::is_possible`]).
     Malformed,
 }
 
@@ -36,9 +38,10 @@ impl core::fmt::Display for DecodeError {
                 "frame of protocol version {v}; this build understands versions \
                  {OLDEST_VERSION} to {PROTOCOL_VERSION}"
             ),
-            DecodeError::Malformed => {
-                f.write_str("frame passed its CRC but does not decode (schema mismatch?)")
-            }
+            DecodeError::Malformed => f.write_str(
+                "frame passed its CRC but does not decode (schema mismatch?) or is a \
+                     hello no latscope target can send",
+            ),
         }
     }
 }
@@ -277,6 +280,10 @@ impl<const N: usize> Decoder<N> {
             self.stats.upgraded += 1;
         }
         if let Some(frame) = self.slot.as_ref() {
+            // a receiver sizes its memory by what a target can send
+            if matches!(&frame.body, Body::Hello(h) if !h.is_possible()) {
+                return Err(DecodeError::Malformed);
+            }
             let (seq, hello) = (frame.seq, matches!(frame.body, Body::Hello(_)));
             self.track_seq(seq, hello);
         }

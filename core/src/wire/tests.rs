@@ -197,6 +197,47 @@ fn decode_all<const N: usize>(dec: &mut Decoder<N>, data: &[u8]) -> (Vec<Frame>,
     (ok, err)
 }
 
+/// A receiver sizes its memory by what a target can send: a hello with a
+/// layout wider than any target's, or a thread table no target has, does
+/// not decode.
+#[test]
+fn impossible_hellos_are_rejected() {
+    use crate::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
+    let widest = Layout::new(MAX_LINEAR_US, MAX_TARGET_BUCKETS);
+    let mut wide = hello();
+    wide.config.layout = Layout {
+        linear_us: 1000,
+        buckets: u16::MAX,
+    };
+    let mut deep = hello();
+    deep.config.layout = Layout::new(MAX_LINEAR_US + 1, MAX_TARGET_BUCKETS);
+    let mut twice = hello();
+    twice.config.threads[1].index = 0;
+    let mut beyond = hello();
+    beyond.config.threads[3].index = MAX_THREADS as u16;
+    let mut legal = hello();
+    legal.config.layout = widest;
+    for (h, possible) in [
+        (wide, false),
+        (deep, false),
+        (twice, false),
+        (beyond, false),
+        (legal, true),
+        (hello(), true),
+    ] {
+        assert_eq!(h.is_possible(), possible, "{:?}", h.config.layout);
+        let (bytes, _) = stream(&[Body::Hello(h)]);
+        let mut dec: Box<Decoder<MAX_FRAME>> = Box::default();
+        let (ok, err) = decode_all(&mut dec, &bytes);
+        if possible {
+            assert_eq!((ok.len(), err.len()), (1, 0));
+        } else {
+            assert_eq!(err, [DecodeError::Malformed]);
+            assert_eq!(dec.stats().malformed, 1);
+        }
+    }
+}
+
 #[test]
 fn every_frame_type_round_trips() {
     let (bytes, frames) = stream(&every_body());

@@ -372,6 +372,29 @@ pub struct Hello {
     pub config: RunConfig,
 }
 
+impl Hello {
+    /// Whether a latscope target can have sent this hello: its layout is
+    /// legal ([`crate::layout::Layout::is_legal`]: the widest `-h` a
+    /// target accepts, log part to 60 s) and its threads have distinct
+    /// indices below [`MAX_THREADS`]. A receiver sizes its memory from
+    /// these bounds, so it rejects any other hello.
+    pub fn is_possible(&self) -> bool {
+        let mut seen = [false; MAX_THREADS];
+        self.config.layout.is_legal()
+            && self
+                .config
+                .threads
+                .iter()
+                .all(|t| match seen.get_mut(usize::from(t.index)) {
+                    Some(s) if !*s => {
+                        *s = true;
+                        true
+                    }
+                    _ => false,
+                })
+    }
+}
+
 /// Cumulative statistics of one thread, as of report `epoch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]

@@ -10,12 +10,16 @@ mod thread;
 
 pub use explain::{cause_label, Explained};
 pub use series::Point;
-pub use thread::ThreadAgg;
+pub use thread::{ThreadAgg, SERIES_POINTS};
+
+use std::sync::Arc;
 
 use latscope_core::layout::{Layout, MAX_LINEAR_US};
 use latscope_core::wire::{
     Body, Bye, Frame, Hello, Level, LogLine, MAX_THREADS, PROTOCOL_VERSION, SCHEMA_KEY,
 };
+
+use crate::budget::{Budget, Charge, RUN_FIXED};
 
 /// Log lines kept per run; later ones are counted.
 const LOGS_KEPT: usize = 64;
@@ -33,9 +37,6 @@ pub struct Run {
     pub hello: Hello,
     /// Its histogram layout.
     pub layout: Layout,
-    /// The layout the hello declared, if no latscope target can produce
-    /// it (the run then uses the default layout).
-    pub illegal_layout: Option<Layout>,
     /// Threads by index.
     pub threads: Vec<ThreadAgg>,
     /// Log lines, the first [`LOGS_KEPT`].
@@ -50,16 +51,23 @@ pub struct Run {
     pub unknown_thread: u64,
     /// Explained spikes.
     pub explained: Explained,
+    /// Whether the hello was never decoded: [`Run::hello`] is a stand-in
+    /// whose target and configuration must not be shown as facts.
+    pub hello_lost: bool,
+    /// Frames of threads the stream's memory budget refused.
+    pub refused_frames: u64,
+    budget: Arc<Budget>,
+    _charge: Charge,
 }
 
 impl Run {
-    fn new(hello: Hello) -> Self {
-        let declared = hello.config.layout;
-        let layout = if declared.is_legal() {
-            declared
-        } else {
-            Layout::DEFAULT
-        };
+    /// The run a possible hello ([`Hello::is_possible`]) starts, with a
+    /// run's budget inside its stream's `stream`; `None` if the budget
+    /// refuses it.
+    fn new(hello: Hello, stream: &Arc<Budget>) -> Option<Self> {
+        let budget = Budget::run(stream);
+        let charge = Charge::take(&budget, RUN_FIXED)?;
+        let layout = hello.config.layout;
         let n = hello
             .config
             .threads
@@ -71,8 +79,6 @@ impl Run {
         let mut run = Run {
             hello,
             layout,
-            // an invalid layout was always replaced silently
-            illegal_layout: (declared.is_valid() && !declared.is_legal()).then_some(declared),
             threads: Vec::new(),
             logs: Vec::new(),
             logs_total: 0,
@@ -80,6 +86,10 @@ impl Run {
             frames: 1,
             unknown_thread: 0,
             explained: Explained::default(),
+            hello_lost: false,
+            refused_frames: 0,
+            budget,
+            _charge: charge,
         };
         if n > 0 {
             let _ = run.thread(n as u16 - 1);
@@ -89,7 +99,7 @@ impl Run {
                 agg.info = Some(t);
             }
         }
-        run
+        Some(run)
     }
 
     /// The run's host name.
@@ -106,13 +116,23 @@ impl Run {
         while self.threads.len() <= i {
             let keep = overflow_keep(&self.hello);
             let spike_ns = self.hello.config.spike_ns;
-            match ThreadAgg::new(&self.layout, None, keep, spike_ns) {
-                Ok(t) => self.threads.push(t),
+            match ThreadAgg::new(&self.layout, None, keep, spike_ns, &self.budget) {
+                Ok(Some(t)) => self.threads.push(t),
+                Ok(None) => {
+                    self.refused_frames += 1;
+                    return None;
+                }
                 // cannot happen: the run's layout is legal
                 Err(_) => return None,
             }
         }
         self.threads.get_mut(i)
+    }
+
+    /// Counts and frames the stream's memory budget refused (the
+    /// histograms are incomplete when it is not 0).
+    pub fn refused(&self) -> u64 {
+        self.refused_frames + self.threads.iter().map(ThreadAgg::refused).sum::<u64>()
     }
 
     fn apply(&mut self, body: &Body) {
@@ -136,7 +156,7 @@ impl Run {
             }
             Body::Spike(r) => {
                 if let Some(t) = self.thread(r.thread) {
-                    t.spikes.push(r);
+                    t.spike(r);
                 }
             }
             Body::Log(l) => {
@@ -178,8 +198,8 @@ impl Run {
 /// Frames held while no hello has arrived (about 10 s of a large run).
 const PENDING_KEPT: usize = 2048;
 
-/// Frames in, runs out.
-#[derive(Debug, Default)]
+/// Frames in, runs out, within one stream's memory budget.
+#[derive(Debug)]
 pub struct Aggregator {
     /// Runs in the order they started; the last one is current.
     pub runs: Vec<Run>,
@@ -190,20 +210,62 @@ pub struct Aggregator {
     pending: std::collections::VecDeque<Frame>,
     /// A hello whose schema differs from this build's, described.
     pub schema_mismatch: Option<String>,
-    /// Frames ignored after a schema mismatch.
+    /// Hellos no latscope target can send, rejected with their runs.
+    pub impossible: u64,
+    /// Runs not kept because the stream's memory budget was used up.
+    pub refused_runs: u64,
+    /// Frames ignored after a schema mismatch, an impossible hello or a
+    /// run the budget refused.
     pub ignored: u64,
     ignoring: bool,
+    budget: Arc<Budget>,
+}
+
+impl Default for Aggregator {
+    fn default() -> Self {
+        Aggregator::with_budget(Budget::stream())
+    }
 }
 
 impl Aggregator {
-    /// An aggregator that has seen nothing.
+    /// An aggregator that has seen nothing, with a stream's budget of its
+    /// own.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An aggregator that has seen nothing, charging what it keeps to
+    /// `budget`.
+    pub fn with_budget(budget: Arc<Budget>) -> Self {
+        Aggregator {
+            runs: Vec::new(),
+            before_hello: 0,
+            hello_lost: false,
+            pending: std::collections::VecDeque::new(),
+            schema_mismatch: None,
+            impossible: 0,
+            refused_runs: 0,
+            ignored: 0,
+            ignoring: false,
+            budget,
+        }
+    }
+
+    /// The stream's memory budget.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     /// Account one decoded frame.
     pub fn frame(&mut self, frame: &Frame) {
         if let Body::Hello(h) = &frame.body {
+            if !h.is_possible() {
+                // the decoder rejects these already; nothing sized by it
+                self.impossible += 1;
+                self.ignoring = true;
+                self.ignored += 1;
+                return;
+            }
             if h.schema != SCHEMA_KEY {
                 self.schema_mismatch = Some(format!(
                     "stream from latscope {} uses another frame schema ({}) than this \
@@ -221,8 +283,17 @@ impl Aggregator {
             self.ignoring = false;
             let same = self.runs.last().is_some_and(|r| r.hello.run_id == h.run_id);
             if !same {
-                self.runs.push(Run::new(h.clone()));
-                self.replay();
+                match Run::new(h.clone(), &self.budget) {
+                    Some(run) => {
+                        self.runs.push(run);
+                        self.replay();
+                    }
+                    None => {
+                        self.refused_runs += 1;
+                        self.ignoring = true;
+                        self.ignored += 1;
+                    }
+                }
                 return;
             }
         }
@@ -267,8 +338,13 @@ impl Aggregator {
     /// target with the default bucket layout.
     fn adopt_unknown(&mut self) {
         if self.runs.is_empty() && !self.pending.is_empty() && !self.ignoring {
+            let Some(mut run) = Run::new(unknown_hello(), &self.budget) else {
+                self.refused_runs += 1;
+                return;
+            };
             self.hello_lost = true;
-            self.runs.push(Run::new(unknown_hello()));
+            run.hello_lost = true;
+            self.runs.push(run);
             self.replay();
         }
     }

@@ -5,6 +5,8 @@
 use latscope_core::cyclictest::{is_spike, SPIKE_NODES};
 use latscope_core::wire::SpikeRecord;
 
+use crate::budget::LIST_STEP;
+
 /// Spike records kept for reports, in bounded memory.
 #[derive(Debug, Clone)]
 pub struct SpikeList {
@@ -44,20 +46,30 @@ impl SpikeList {
         }
     }
 
-    /// Account one record.
-    pub fn push(&mut self, r: &SpikeRecord) {
+    /// The bytes the lists must grow by to keep `r`: a step of [`LIST_STEP`]
+    /// entries of each full list that keeps it (0: no growth).
+    pub fn growth(&self, r: &SpikeRecord) -> usize {
+        let mut bytes = 0;
+        if r.flags.overflow && grows(&self.overflow_cycles, self.overflow_keep) {
+            bytes += LIST_STEP * std::mem::size_of::<u64>();
+        }
+        if is_spike(r, self.spike_ns) && grows(&self.spike_lines, SPIKE_NODES) {
+            bytes += LIST_STEP * std::mem::size_of::<SpikeRecord>();
+        }
+        bytes
+    }
+
+    /// Account one record; with `room` false, full lists are not grown
+    /// for it ([`SpikeList::growth`]), and it is only counted there.
+    pub fn push(&mut self, r: &SpikeRecord, room: bool) {
         self.total += 1;
         if r.flags.overflow {
             self.overflows += 1;
-            if self.overflow_cycles.len() < self.overflow_keep {
-                self.overflow_cycles.push(r.cycle);
-            }
+            keep(&mut self.overflow_cycles, self.overflow_keep, r.cycle, room);
         }
         if is_spike(r, self.spike_ns) {
             self.spike_total += 1;
-            if self.spike_lines.len() < SPIKE_NODES {
-                self.spike_lines.push(*r);
-            }
+            keep(&mut self.spike_lines, SPIKE_NODES, *r, room);
         }
         if self.largest.len() < self.keep
             || self
@@ -71,5 +83,24 @@ impl SpikeList {
             self.largest.insert(at, *r);
             self.largest.truncate(self.keep);
         }
+    }
+}
+
+/// Whether `v`, kept to `limit` entries, must grow to take one more.
+fn grows<T>(v: &Vec<T>, limit: usize) -> bool {
+    v.len() < limit && v.len() == v.capacity()
+}
+
+/// Append `x` to `v` if it has fewer than `limit` entries, growing it by
+/// [`LIST_STEP`] entries when full and `room` allows.
+fn keep<T>(v: &mut Vec<T>, limit: usize, x: T, room: bool) {
+    if grows(v, limit) {
+        if !room {
+            return;
+        }
+        v.reserve_exact(LIST_STEP);
+    }
+    if v.len() < limit {
+        v.push(x);
     }
 }

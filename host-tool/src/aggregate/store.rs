@@ -3,27 +3,61 @@
 //! clear and refill the same ranges over and over). A run's memory follows
 //! the buckets its latencies actually fall in (a few pages per thread), not
 //! its layout's length, while every access stays one index.
+//!
+//! Every page is charged to the stream's [`Budget`] before it is
+//! allocated; a page the budget refuses is not allocated, and the counts
+//! that would have gone into it are counted as refused instead.
+
+use std::sync::Arc;
 
 use latscope_core::protocol::BucketStore;
 use latscope_core::Error;
 
-/// Buckets per page.
-const PAGE: usize = 64;
+use crate::budget::{Budget, PAGE, PAGE_BYTES};
 
 /// Bucket counts in pages allocated on demand.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct PagedStore {
     pages: Vec<Option<Box<[u64; PAGE]>>>,
     len: usize,
+    budget: Arc<Budget>,
+    /// Counts not kept because the budget refused their page.
+    refused: u64,
+}
+
+impl Default for PagedStore {
+    /// A store with a budget of its own, as large as one stream's.
+    fn default() -> Self {
+        PagedStore::new(Budget::stream())
+    }
 }
 
 impl PagedStore {
+    /// An empty store whose pages are charged to `budget`.
+    pub fn new(budget: Arc<Budget>) -> Self {
+        PagedStore {
+            pages: Vec::new(),
+            len: 0,
+            budget,
+            refused: 0,
+        }
+    }
+
     /// Bytes held: the page table and the pages in use.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
-        let used = self.pages.iter().filter(|p| p.is_some()).count();
         self.pages.capacity() * std::mem::size_of::<Option<Box<[u64; PAGE]>>>()
-            + used * std::mem::size_of::<[u64; PAGE]>()
+            + self.used_pages() * std::mem::size_of::<[u64; PAGE]>()
+    }
+
+    fn used_pages(&self) -> usize {
+        self.pages.iter().filter(|p| p.is_some()).count()
+    }
+
+    /// Counts that were not kept because the stream's memory budget
+    /// refused their page.
+    pub fn refused(&self) -> u64 {
+        self.refused
     }
 
     /// The counts, one per bucket.
@@ -35,18 +69,39 @@ impl PagedStore {
         v
     }
 
+    /// Bucket `i`'s page, allocated (and charged) if it is not yet;
+    /// `None` past the end or when the budget refuses the page.
     fn page_mut(&mut self, i: usize) -> Option<&mut [u64; PAGE]> {
         if i >= self.len {
             return None;
         }
         let slot = self.pages.get_mut(i / PAGE)?;
-        Some(slot.get_or_insert_with(|| Box::new([0; PAGE])))
+        if slot.is_none() {
+            if !self.budget.charge(PAGE_BYTES) {
+                self.refused += 1;
+                return None;
+            }
+            *slot = Some(Box::new([0; PAGE]));
+        }
+        slot.as_deref_mut()
+    }
+
+    /// Drop every page and give its charge back.
+    fn free_pages(&mut self) {
+        self.budget.release(self.used_pages() * PAGE_BYTES);
+        self.pages.clear();
+    }
+}
+
+impl Drop for PagedStore {
+    fn drop(&mut self) {
+        self.free_pages();
     }
 }
 
 impl BucketStore for PagedStore {
     fn reset(&mut self, len: usize) -> Result<(), Error> {
-        self.pages.clear();
+        self.free_pages();
         self.pages.resize(len.div_ceil(PAGE), None);
         self.pages.shrink_to_fit();
         self.len = len;

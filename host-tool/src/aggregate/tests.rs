@@ -407,7 +407,11 @@ fn a_lost_first_hello_still_gives_a_run() {
     assert!(live.agg.current().is_some_and(|r| r.bye.is_some()));
     let s = decode(&bytes);
     assert!(s.agg.hello_lost);
-    assert!(s.warnings().iter().any(|w| w.contains("no hello")));
+    assert!(s
+        .warnings()
+        .iter()
+        .any(|w| w.contains("hello frame was never decoded")));
+    assert!(s.agg.current().unwrap().hello_lost);
     let run = s.agg.current().unwrap();
     assert!(run.exact_at_end());
     for (i, t) in synth.threads.iter().enumerate() {

@@ -4,12 +4,19 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
-use latscope_core::wire::{HistDelta, SnapshotChunk, ThreadInfo, ThreadStats};
+use latscope_core::wire::{HistDelta, SnapshotChunk, SpikeRecord, ThreadInfo, ThreadStats};
 use latscope_core::Error;
+use std::sync::Arc;
 
 use super::series::MaxSeries;
 use super::spikes::SpikeList;
 use super::store::PagedStore;
+use crate::budget::{Budget, Charge, THREAD_FIXED};
+
+/// Max-over-time points kept per thread.
+pub const SERIES_POINTS: usize = 4096;
+/// Largest spike records kept per thread.
+pub const SPIKES_KEPT: usize = 32;
 
 /// What the host knows about one measuring thread.
 #[derive(Debug)]
@@ -21,24 +28,55 @@ pub struct ThreadAgg {
     pub series: MaxSeries,
     /// Spike records of this thread, bounded.
     pub spikes: SpikeList,
+    /// This thread's fixed parts and its spike lists' growth, charged to
+    /// the run's budget.
+    charge: Charge,
+    /// Spike records the lists could not keep: the budget was used up.
+    refused_spikes: u64,
 }
 
 impl ThreadAgg {
     /// An empty thread for a histogram of `layout`, keeping the first
     /// `overflow_keep` overflow cycle numbers and the `--spike` records
-    /// over `spike_ns`; fails on a layout no target can produce.
+    /// over `spike_ns`, its memory charged to `budget`; fails on a layout
+    /// no target can produce, and `Ok(None)` when the budget refuses the
+    /// thread.
     pub fn new(
         layout: &Layout,
         info: Option<ThreadInfo>,
         overflow_keep: usize,
         spike_ns: u64,
-    ) -> Result<Self, Error> {
-        Ok(ThreadAgg {
+        budget: &Arc<Budget>,
+    ) -> Result<Option<Self>, Error> {
+        let Some(charge) = Charge::take(budget, THREAD_FIXED) else {
+            return Ok(None);
+        };
+        Ok(Some(ThreadAgg {
             info,
-            asm: Assembler::new(*layout, PagedStore::default())?,
-            series: MaxSeries::new(4096),
-            spikes: SpikeList::new(32, overflow_keep, spike_ns),
-        })
+            asm: Assembler::new(*layout, PagedStore::new(Arc::clone(budget)))?,
+            series: MaxSeries::new(SERIES_POINTS),
+            spikes: SpikeList::new(SPIKES_KEPT, overflow_keep, spike_ns),
+            charge,
+            refused_spikes: 0,
+        }))
+    }
+
+    /// Account one spike record. Its lists grow in steps, each charged to
+    /// the budget first; a step the budget refuses leaves the record out
+    /// of the full lists (it is still counted).
+    pub fn spike(&mut self, r: &SpikeRecord) {
+        let step = self.spikes.growth(r);
+        let room = step == 0 || self.charge.grow(step);
+        if !room {
+            self.refused_spikes += 1;
+        }
+        self.spikes.push(r, room);
+    }
+
+    /// Counts this thread's histogram could not keep (the stream's memory
+    /// budget refused their page), and spike records its lists could not.
+    pub fn refused(&self) -> u64 {
+        self.asm.counts().refused() + self.refused_spikes
     }
 
     /// The cumulative bucket counts as of the last report applied, one

@@ -129,7 +129,9 @@ impl TargetView {
             v.threads.push(ThreadView {
                 index: i as u16,
                 cpu: info.and_then(|i| i.cpu),
-                sched: if c.policy.is_rt() {
+                sched: if run.hello_lost {
+                    "?".to_string()
+                } else if c.policy.is_rt() {
                     format!("{}/{prio}", c.policy.name())
                 } else {
                     c.policy.name().to_string()
@@ -182,6 +184,11 @@ pub struct FleetStats {
     pub runs_timed_out: AtomicU64,
     /// Runs ended because the recorder stopped.
     pub runs_interrupted: AtomicU64,
+    /// Bytes the runs' decoding holds, charged to the recorder's memory
+    /// budget (as of the supervisor's last look).
+    pub memory: AtomicU64,
+    /// Charges the recorder's memory budget refused.
+    pub memory_refused: AtomicU64,
 }
 
 impl FleetStats {

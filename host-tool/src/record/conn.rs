@@ -13,6 +13,8 @@ use rustix::net::SendFlags;
 
 use super::fleet::{Fleet, Item, Link};
 use super::split::{Kind, Peeker, Piece, Splitter};
+use crate::budget::Budget;
+use crate::console;
 
 /// How long a read waits before the connection checks its timeouts.
 const TICK: Duration = Duration::from_millis(500);
@@ -44,6 +46,9 @@ struct Conn {
     before_hello: u64,
     /// Frames of another protocol version or schema before the hello.
     foreign: u64,
+    /// What the runs this connection opened may hold (part of the
+    /// recorder's budget).
+    budget: Arc<Budget>,
 }
 
 /// Serve one accepted connection until it ends.
@@ -53,7 +58,7 @@ pub fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits)
     let mut c = Conn {
         stream,
         peer,
-        fleet,
+        fleet: Arc::clone(&fleet),
         split: Splitter::new(),
         peek: Peeker::default(),
         bytes: Vec::new(),
@@ -62,6 +67,7 @@ pub fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits)
         link: None,
         before_hello: 0,
         foreign: 0,
+        budget: Budget::in_recorder(&fleet.budget),
     };
     let why = c.pump(limits);
     if let Some(link) = &c.link {
@@ -71,8 +77,8 @@ pub fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits)
         super::board::FleetStats::bump(&c.fleet.board.stats.no_hello);
     }
     match (why, &c.link) {
-        (Some(why), None) => eprintln!("latscope-host: {}: nothing recorded: {why}", c.peer),
-        (Some(why), Some(_)) => eprintln!("latscope-host: {}: {why}", c.peer),
+        (Some(why), None) => console::say(format_args!("{}: nothing recorded: {why}", c.peer)),
+        (Some(why), Some(_)) => console::say(format_args!("{}: {why}", c.peer)),
         (None, _) => {}
     }
 }
@@ -195,7 +201,7 @@ impl Conn {
                     let seg = &self.bytes[self.items[i].range.clone()];
                     let attached = self
                         .fleet
-                        .attach(p, seg, &self.peer)
+                        .attach(p, seg, &self.peer, &self.budget)
                         .map_err(|e| e.to_string())?;
                     let Some((link, ack)) = attached else {
                         continue;

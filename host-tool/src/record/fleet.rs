@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 use super::board::{Board, TargetView};
 use super::split::{newer, Kind, Peeked};
 use super::store;
+use crate::budget::{Budget, Charge, SESSION_FIXED};
+use crate::console;
 use crate::error::Result;
 use crate::session::Session;
 
@@ -54,6 +56,9 @@ pub struct RunRec {
     published: Instant,
     /// How it ended, once it did.
     pub ended: Option<Ending>,
+    /// Its decoding's fixed part, charged to the connection that opened
+    /// it.
+    _charge: Charge,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -197,6 +202,8 @@ pub struct Fleet {
     ended: Mutex<mpsc::Sender<u64>>,
     /// Set when the recorder is stopping.
     pub stopping: AtomicBool,
+    /// The memory budget of all connections together.
+    pub budget: Arc<Budget>,
 }
 
 impl Fleet {
@@ -213,18 +220,21 @@ impl Fleet {
             next_gen: AtomicU64::new(1),
             ended: Mutex::new(ended),
             stopping: AtomicBool::new(false),
+            budget: Budget::global(),
         }
     }
 
     /// Attach a connection from `peer` whose first frame `seg` (with its
     /// delimiters) is the hello `first`: to the run in memory, to its
-    /// recording on disk, or to a new recording. Returns the link and the
-    /// sequence number to acknowledge; `None` if `first` is no hello.
+    /// recording on disk, or to a new recording whose decoding is charged
+    /// to the connection's `budget`. Returns the link and the sequence
+    /// number to acknowledge; `None` if `first` is no hello.
     pub fn attach(
         &self,
         first: &Peeked,
         seg: &[u8],
         peer: &str,
+        budget: &Arc<Budget>,
     ) -> Result<Option<(Link, Option<u32>)>> {
         let Kind::Hello { run_id, name, .. } = &first.kind else {
             return Ok(None);
@@ -234,7 +244,8 @@ impl Fleet {
         let run = match runs.get(run_id) {
             Some(r) => Arc::clone(r),
             None => {
-                let r = Arc::new(Mutex::new(self.open_run(*run_id, name, peer, first, seg)?));
+                let rec = self.open_run(*run_id, (name, peer), first, seg, budget)?;
+                let r = Arc::new(Mutex::new(rec));
                 runs.insert(*run_id, Arc::clone(&r));
                 self.warn_collision(&runs, *run_id, name, peer);
                 r
@@ -258,25 +269,27 @@ impl Fleet {
     fn open_run(
         &self,
         id: u64,
-        name: &str,
-        peer: &str,
+        (name, peer): (&str, &str),
         first: &Peeked,
         seg: &[u8],
+        budget: &Arc<Budget>,
     ) -> Result<RunRec> {
+        let charge = Charge::take(budget, SESSION_FIXED)
+            .ok_or(crate::error::Error::Budget { run_id: id })?;
         let known = lock(&self.files).get(&id).cloned();
         let (file, path, session, last_seq) = match known {
             Some(path) => {
-                let r = store::resume(&path)?;
-                eprintln!(
-                    "latscope-host: {peer}: run {id:016x} of {name} resumes {}",
+                let r = store::resume(&path, Arc::clone(budget))?;
+                console::say(format_args!(
+                    "{peer}: run {id:016x} of {name} resumes {}",
                     path.display()
-                );
+                ));
                 (r.file, path, r.session, r.last_seq)
             }
             None => {
                 let (file, path) = store::create(&self.settings.dir, name, id)?;
                 lock(&self.files).insert(id, path.clone());
-                let session = Session::new(path.display().to_string());
+                let session = Session::with_budget(path.display().to_string(), Arc::clone(budget));
                 (file, path, session, None)
             }
         };
@@ -296,6 +309,7 @@ impl Fleet {
             last_frame: Instant::now(),
             published: Instant::now(),
             ended: None,
+            _charge: charge,
         };
         if rec.last_seq.is_none() {
             rec.last_seq = Some(first.seq);
@@ -321,12 +335,12 @@ impl Fleet {
             })
             .collect();
         if let Some(first) = others.first() {
-            eprintln!(
-                "latscope-host: warning: board name {name} of run {id:016x} from {peer} is also \
+            console::say(format_args!(
+                "warning: board name {name} of run {id:016x} from {peer} is also \
                  carried by {} other live run(s) (run {first}); told apart by run id and peer \
                  (give each board its own `latscope --name`)",
                 others.len()
-            );
+            ));
         }
     }
 

@@ -14,7 +14,7 @@
 //! connection thread sleeps in `read` between a target's reports (a tick
 //! of 500 ms checks its timeouts).
 
-use std::io::{self, Write};
+use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -26,6 +26,7 @@ use super::board::{Board, FleetStats};
 use super::conn::{self, Limits};
 use super::fleet::{Ending, Fleet, Settings};
 use super::{spawn_display, Plan};
+use crate::console;
 use crate::error::{Error, Result};
 use crate::report::{self, Decoded, Format, Options};
 use crate::session::Session;
@@ -72,15 +73,16 @@ pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>, stop: Arc<AtomicBool>)
         what: plan.out_dir.clone(),
         source,
     })?;
+    super::check_writable(&plan.out_dir)?;
     raise_fd_limit();
-    eprintln!(
-        "latscope-host: listening on {local}, recordings in {}",
+    console::say(format_args!(
+        "listening on {local}, recordings in {}",
         plan.out_dir.display()
-    );
+    ));
     if !local.ip().is_loopback() && fw.allow.is_empty() {
-        eprintln!(
-            "latscope-host: note: accepting targets from any address; restrict with --allow NET"
-        );
+        console::say(format_args!(
+            "note: accepting targets from any address; restrict with --allow NET"
+        ));
     }
     board.listening.store(true, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel();
@@ -125,7 +127,9 @@ fn supervise(
     tally: &mut Tally,
 ) {
     let idle = plan.fleet.limits.idle;
+    let mut refused = 0;
     loop {
+        refused = note_refusals(fleet, refused);
         match rx.recv_timeout(TICK) {
             Ok(id) => tally.retire(fleet, id, plan.quiet),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -134,13 +138,35 @@ fn supervise(
         fleet.time_out(idle);
         fleet.board.expire(Instant::now());
         if stop.load(Ordering::Acquire) {
-            eprintln!("latscope-host: stopping: closing every recording");
+            console::say(format_args!("stopping: closing every recording"));
             return;
         }
         if plan.exit_after.is_some_and(|n| tally.ended() >= n) {
             return;
         }
     }
+}
+
+/// Publish the recorder's memory budget in the metrics, and say when it
+/// refused something: the first time, then each time the count doubles
+/// since `said`; returns the count said last.
+fn note_refusals(fleet: &Fleet, said: u64) -> u64 {
+    let stats = &fleet.board.stats;
+    let now = fleet.budget.refused();
+    stats
+        .memory
+        .store(fleet.budget.used() as u64, Ordering::Relaxed);
+    stats.memory_refused.store(now, Ordering::Relaxed);
+    if now > said.saturating_mul(2) {
+        console::say(format_args!(
+            "warning: memory budget ({} MiB per connection, {} MiB for all) used up: {now} \
+             run(s), thread(s) or histogram page(s) refused so far",
+            crate::budget::STREAM_LIMIT >> 20,
+            fleet.budget.limit() >> 20
+        ));
+        return now;
+    }
+    said
 }
 
 /// The runs that ended, by how.
@@ -183,10 +209,10 @@ impl Tally {
             Ending::TimedOut => "timed out",
             Ending::Interrupted => "interrupted",
         };
-        eprintln!(
-            "latscope-host: run {id:016x} {how}; recorded {}",
+        console::say(format_args!(
+            "run {id:016x} {how}; recorded {}",
             path.display()
-        );
+        ));
         if !final_report(session, quiet) {
             self.failed += 1;
         }
@@ -195,10 +221,10 @@ impl Tally {
     /// The last line and the exit status: 0 when stopped by a signal,
     /// else 1 if a counted run failed or was incomplete.
     fn finish(&self, signalled: bool) -> u8 {
-        eprintln!(
-            "latscope-host: runs: {} ended with a bye, {} timed out, {} interrupted",
+        console::say(format_args!(
+            "runs: {} ended with a bye, {} timed out, {} interrupted",
             self.bye, self.timed_out, self.interrupted
-        );
+        ));
         u8::from(!signalled && self.failed > 0)
     }
 }
@@ -209,7 +235,7 @@ fn final_report(session: Session, quiet: bool) -> bool {
     let ok = session.fatal().is_none() && session.agg.runs.iter().all(report::run_ok);
     if quiet {
         for w in session.warnings() {
-            eprintln!("latscope-host: warning: {w}");
+            console::say(format_args!("warning: {w}"));
         }
         return ok;
     }
@@ -223,9 +249,7 @@ fn final_report(session: Session, quiet: bool) -> bool {
         histofall: false,
     };
     if let Ok(text) = report::render(&d, opts) {
-        let mut out = io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        console::Std::Out.write(text.as_bytes());
     }
     ok
 }
@@ -255,10 +279,10 @@ pub(crate) fn accept(
         }
         Err(e) if out_of_descriptors(&e) => {
             if backoff.is_zero() {
-                eprintln!(
-                    "latscope-host: cannot accept: {e}; backing off (raise the fd limit or \
+                console::say(format_args!(
+                    "cannot accept: {e}; backing off (raise the fd limit or \
                      lower --max-connections)"
-                );
+                ));
             }
             *backoff = (*backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
             thread::sleep(*backoff);
@@ -277,10 +301,10 @@ fn admit(stream: TcpStream, peer: SocketAddr, fleet: &Arc<Fleet>, fw: &Fleetwide
     }
     if stats.open.load(Ordering::Relaxed) >= fw.max_connections {
         if stats.refused_cap.fetch_add(1, Ordering::Relaxed) == 0 {
-            eprintln!(
-                "latscope-host: {} connections open (--max-connections): refusing more",
+            console::say(format_args!(
+                "{} connections open (--max-connections): refusing more",
                 fw.max_connections
-            );
+            ));
         }
         return;
     }

@@ -87,6 +87,37 @@ fn fleet_families(o: &mut String, st: &FleetStats) {
     ] {
         let _ = writeln!(o, "latscope_runs_ended_total{{how=\"{how}\"}} {}", get(c));
     }
+    memory_families(o, st);
+}
+
+/// The recorder's memory budget.
+fn memory_families(o: &mut String, st: &FleetStats) {
+    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+    for (name, kind, help, series, value) in [
+        (
+            "latscope_recorder_memory_bytes",
+            "gauge",
+            "What the decoding of the runs in progress holds, of the recorder's memory budget.",
+            "latscope_recorder_memory_bytes",
+            get(&st.memory),
+        ),
+        (
+            "latscope_recorder_memory_limit_bytes",
+            "gauge",
+            "The recorder's memory budget for all connections.",
+            "latscope_recorder_memory_limit_bytes",
+            crate::budget::GLOBAL_LIMIT as u64,
+        ),
+        (
+            "latscope_recorder_memory_refused",
+            "counter",
+            "Runs, threads or histogram pages refused because a connection's or the recorder's memory budget was used up.",
+            "latscope_recorder_memory_refused_total",
+            get(&st.memory_refused),
+        ),
+    ] {
+        let _ = writeln!(o, "# TYPE {name} {kind}\n# HELP {name} {help}\n{series} {value}");
+    }
 }
 
 /// The families of a target's series: name, type, help.

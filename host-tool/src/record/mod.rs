@@ -23,6 +23,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use board::{Board, TargetView};
 
+use crate::console;
 use crate::error::{Error, Result};
 use crate::input::{pump, Source};
 use crate::report::{self, Decoded, Format, Options};
@@ -174,6 +175,18 @@ impl Recording {
     }
 }
 
+/// Whether recordings can be created in `dir`: a probe file is created
+/// and removed, before any target connects.
+pub(crate) fn check_writable(dir: &Path) -> Result<()> {
+    let probe = dir.join(format!(".latscope-host-probe-{}", std::process::id()));
+    File::create(&probe).map_err(|source| Error::Output {
+        what: dir.to_path_buf(),
+        source,
+    })?;
+    let _ = fs::remove_file(&probe);
+    Ok(())
+}
+
 fn create(path: &Path) -> Result<File> {
     File::create(path).map_err(|source| Error::Output {
         what: path.to_path_buf(),
@@ -237,7 +250,7 @@ pub(crate) fn spawn_display(
         .name("live".into())
         .spawn(move || {
             let mut live = live::Live::new(tty);
-            let mut out = io::stdout();
+            let mut out = console::Stdout;
             loop {
                 let stopping = stop.load(Ordering::Acquire);
                 live.draw(&board.views(), &mut out);
@@ -260,7 +273,7 @@ pub fn run(plan: Plan) -> Result<u8> {
     let board = Board::new();
     if let Some(addr) = &plan.metrics {
         let local = metrics::serve(addr, Arc::clone(&board))?;
-        eprintln!("latscope-host: metrics at http://{local}/metrics");
+        console::say(format_args!("metrics at http://{local}/metrics"));
     }
     let signalled = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
@@ -300,9 +313,9 @@ fn single(plan: &Plan, board: Arc<Board>, signalled: Arc<AtomicBool>) -> Result<
     if let Some(Some(h)) = display {
         let _ = h.join();
     }
-    eprintln!("latscope-host: recorded {}", path.display());
+    console::say(format_args!("recorded {}", path.display()));
     if let Some(e) = err {
-        eprintln!("latscope-host: {}: read error: {e}", source.name());
+        console::say(format_args!("{}: read error: {e}", source.name()));
     }
     let code = finish(vec![session], plan.quiet)?;
     // Stopped by SIGINT/SIGTERM: the recording is closed and reported.
@@ -318,7 +331,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
     let mut decoded = Vec::new();
     for s in sessions {
         if let Some(e) = s.fatal() {
-            eprintln!("latscope-host: {e}");
+            console::say(&e);
             code = 1;
             continue;
         }
@@ -333,7 +346,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
     if quiet {
         for d in &decoded {
             for w in d.session.warnings() {
-                eprintln!("latscope-host: warning: {w}");
+                console::warn(&w);
             }
         }
     } else {
@@ -345,9 +358,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
                 histofall: false,
             },
         )?;
-        let mut out = io::stdout();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        console::Std::Out.write(text.as_bytes());
     }
     Ok(code)
 }

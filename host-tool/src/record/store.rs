@@ -2,6 +2,9 @@
 //! `NAME-STAMP-RUNID.lsr`, found again by its run id when the run's target
 //! reconnects, also after the recorder restarted.
 
+use std::sync::Arc;
+
+use crate::budget::Budget;
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -70,8 +73,8 @@ pub struct Resumed {
     pub last_seq: Option<u32>,
 }
 
-/// Reopen `path` to append to it.
-pub fn resume(path: &Path) -> Result<Resumed> {
+/// Reopen `path` to append to it; its decoding is charged to `budget`.
+pub fn resume(path: &Path, budget: Arc<Budget>) -> Result<Resumed> {
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -101,7 +104,7 @@ pub fn resume(path: &Path) -> Result<Resumed> {
         file.set_len(good_end).map_err(out_err(path))?;
     }
     // ... then the figures.
-    let mut session = Session::new(path.display().to_string());
+    let mut session = Session::with_budget(path.display().to_string(), budget);
     file.seek(SeekFrom::Start(0)).map_err(out_err(path))?;
     each_chunk(&mut file, path, good_end, |chunk| session.feed(chunk))?;
     file.seek(SeekFrom::End(0)).map_err(out_err(path))?;
@@ -154,7 +157,7 @@ mod tests {
         // The last frame written only in part, as by a killed recorder.
         let cut = bytes.len() - 3;
         fs::write(&path, &bytes[..cut]).unwrap();
-        let r = resume(&path).unwrap();
+        let r = resume(&path, crate::budget::Budget::stream()).unwrap();
         let whole = bytes[..cut].iter().rposition(|&b| b == 0).unwrap() + 1;
         assert_eq!(fs::metadata(&path).unwrap().len(), whole as u64);
         let frames = r.session.link().frames;

@@ -50,8 +50,13 @@ pub struct Decoded {
     pub end: SystemTime,
 }
 
-/// Whether a run ended as a good run should (for the exit status).
+/// Whether a run ended as a good run should (for the exit status): its
+/// hello and its bye arrived, without an error or self-check defects, and
+/// its memory budget held all of it.
 pub fn run_ok(run: &Run) -> bool {
+    if run.hello_lost || run.refused() > 0 {
+        return false;
+    }
     match run.bye {
         Some(b) => !matches!(b.reason, latscope_core::wire::ByeReason::Error) && b.defects == 0,
         None => false,
@@ -260,16 +265,28 @@ fn json_run(run: &Run) -> Value {
                 "cause": c.label, "count": c.count, "ns": c.ns, "spikes": c.spikes,
             })).collect::<Vec<_>>(),
         },
-        "logs": run.logs.iter().map(|l| json!({"level": format!("{:?}", l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
+        "logs": run.logs.iter().map(|l| json!({"level": text::level(l.level), "text": l.text.as_str()})).collect::<Vec<_>>(),
     });
-    // Only when there is something to say, so that reports of runs
-    // without either read as they always did.
+    json_notes(&mut v, run);
+    v
+}
+
+/// The keys a run's JSON has only when there is something to say, so that
+/// reports of other runs read as they always did.
+fn json_notes(v: &mut Value, run: &Run) {
+    if run.hello_lost {
+        // a stand-in hello: nothing of it is a fact
+        v["hello_lost"] = Value::Bool(true);
+        v["tool_version"] = Value::Null;
+        v["target"] = Value::Null;
+        v["config"] = Value::Null;
+        return;
+    }
     let missing = text::missing_devices(run);
     if !missing.is_empty() {
         v["config"]["missing_devices"] = json!(missing);
     }
-    if c.tracefs_mounted {
+    if run.hello.config.tracefs_mounted {
         v["config"]["tracefs_mounted"] = json!(true);
     }
-    v
 }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use latscope_core::explain::CauseKind;
-use latscope_core::wire::{ByeReason, LinkStats, Policy};
+use latscope_core::wire::{ByeReason, Level, LinkStats, Policy};
 
 use crate::aggregate::Run;
 use crate::summary::{avg_us, or_dash, summarize, us, us_opt, Summary, QUANTILES};
@@ -110,6 +110,15 @@ pub fn exactness(run: &Run) -> String {
     }
 }
 
+/// A target log line's level, in words.
+pub fn level(l: Level) -> &'static str {
+    match l {
+        Level::Info => "info",
+        Level::Warn => "warning",
+        Level::Error => "error",
+    }
+}
+
 fn policy(p: Policy, prio: u8) -> String {
     if p.is_rt() {
         format!("{}/{prio}", p.name())
@@ -132,6 +141,10 @@ fn clip(s: &str, n: usize) -> String {
 
 /// The header lines describing a run.
 pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
+    if run.hello_lost {
+        unknown_header(out, name, run, link);
+        return;
+    }
     let h = &run.hello;
     let t = &h.target;
     let c = &h.config;
@@ -202,11 +215,30 @@ pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
             "tracefs:  mounted by latscope at /sys/kernel/tracing (none was mounted; left in place)"
         );
     }
+    tail(out, run, link);
+}
+
+/// The header of a run whose hello was never decoded: nothing about the
+/// target or its settings is known, and nothing is made up.
+fn unknown_header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
+    let _ = writeln!(
+        out,
+        "== {name}: target unknown: the run's hello frame was never decoded (damaged or missing)"
+    );
+    let _ = writeln!(
+        out,
+        "config:   unknown (no hello); the default histogram layout is assumed"
+    );
+    tail(out, run, link);
+}
+
+/// The header lines after the target's: the end, the link, the data.
+fn tail(out: &mut String, run: &Run, link: &LinkStats) {
     let _ = writeln!(out, "end:      {}", ending(run));
     let _ = writeln!(out, "link:     {}", link_line(link));
     let _ = writeln!(out, "data:     {}", exactness(run));
     for l in run.warnings() {
-        let _ = writeln!(out, "target {:?}: {}", l.level, l.text);
+        let _ = writeln!(out, "target {}: {}", level(l.level), l.text);
     }
     if run.logs_total > run.logs.len() as u64 {
         let _ = writeln!(

@@ -1,5 +1,10 @@
 //! Step 4 of a run: the final summary in cyclictest's formats, latscope's
 //! notes, `--json`, and the exit status.
+//!
+//! Every output gets what was measured even if another one fails: a
+//! failed `--histfile` or `--json` write, or stream frames never
+//! delivered, are said in one line each and make the status
+//! [`EXIT_OUTPUT_LOST`] (unless the run failed).
 
 use std::sync::atomic::Ordering;
 
@@ -9,21 +14,24 @@ use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine
 use super::setup::Setup;
 use super::start::Ended;
 use crate::config::Config;
-use crate::error::{Error, EXIT_FAILED, EXIT_OK};
+use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
-use crate::linux::procfs;
-use crate::output::Std;
+use crate::linux::{procfs, write_all};
+use crate::output::{self, Std};
 
 /// Write the final outputs; the run's exit status (or the first error of a
 /// measuring thread).
 pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     let loop_error = s.shared.iter().find_map(|t| t.take_error());
     let defects = s.control.defects.load(Ordering::SeqCst);
-    let status = if loop_error.is_some() || defects > 0 {
-        EXIT_FAILED
-    } else {
-        EXIT_OK
+    let mut status = match (
+        loop_error.is_some() || defects > 0,
+        ended.outcome.frames_dropped,
+    ) {
+        (true, _) => EXIT_FAILED,
+        (false, 0) => EXIT_OK,
+        (false, _) => EXIT_OUTPUT_LOST,
     };
     let threads: Vec<Thread<'_>> = ended
         .outcome
@@ -42,13 +50,22 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
         hist_all: cfg.hist_all,
         nsecs: cfg.nsecs,
     };
+    let mut failed = Vec::new();
     // cyclictest writes --json before the end-of-run text
     if let Some(path) = &cfg.json {
-        write_json(cfg, s, ended, &threads, &opts, status, path)?;
+        if let Err(e) = write_json(cfg, s, ended, (&threads, &opts), status, path) {
+            failed.push(e);
+        }
     }
-    let summary = summary(cfg, s, ended, &threads, &opts)?;
-    s.console.human.write(summary.as_bytes());
+    let summary = summary(cfg, s, ended, &threads, &opts, &mut failed);
+    let _ = s.console.human.write(summary.as_bytes());
     notes(cfg, s, ended, defects);
+    for e in &failed {
+        output::note(&format!("latscope: {e}"));
+    }
+    if !failed.is_empty() && status == EXIT_OK {
+        status = EXIT_OUTPUT_LOST;
+    }
     match loop_error {
         Some(e) => Err(e),
         None => Ok(status),
@@ -57,14 +74,16 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
 
 /// cyclictest's end-of-run text: the `T:` lines (with `-q`, or when no
 /// terminal shows them already, and not with `-h`), latscope's `#` lines,
-/// the `--spike` lines, the histogram (or `--histfile`) and the `-b` lines.
+/// the `--spike` lines, the histogram (or `--histfile`, whose failure goes
+/// to `failed`) and the `-b` lines.
 fn summary(
     cfg: &Config,
     s: &Setup,
     ended: &Ended,
     threads: &[Thread<'_>],
     opts: &Options,
-) -> Result<String, Error> {
+    failed: &mut Vec<Error>,
+) -> String {
     let views = &ended.outcome.views;
     let mut spikes: Vec<_> = views
         .iter()
@@ -95,27 +114,28 @@ fn summary(
     let mut out = String::with_capacity(4096 + rows * (8 + 8 * threads.len()));
     // a String takes every write
     let _ = cyclictest::end_text(&mut out, &end);
-    if let Some(path) = &cfg.histfile {
+    if let (Some(path), Some(fd)) = (&cfg.histfile, &s.files.histfile) {
         let mut h = String::with_capacity(1024 + cfg.hist_us as usize * (8 + 8 * threads.len()));
         let _ = cyclictest::histogram(&mut h, threads, opts);
-        std::fs::write(path, h.as_bytes())
-            .map_err(|e| Error::output(format!("--histfile {path}"), e))?;
+        if let Err(e) = write_all(fd, h.as_bytes()) {
+            failed.push(Error::output(format!("--histfile {path}"), e));
+        }
     }
-    Ok(out)
+    out
 }
 
 /// latscope's notes on standard error: self-check, degradations, frames
 /// the stream could not deliver.
 fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
     if cfg.self_check {
-        eprintln!(
+        output::note(&format!(
             "# self-check: {defects} defect(s): process creation or exec {}",
             if defects == 0 {
                 "never attempted"
             } else {
                 "was attempted and refused"
             }
-        );
+        ));
     }
     let degraded: Vec<&str> = s
         .deg
@@ -124,14 +144,17 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
         .filter_map(|w| w.strip_prefix("degraded: "))
         .collect();
     if !degraded.is_empty() {
-        eprintln!("# degraded run: {}", degraded.join("; "));
+        output::note(&format!("# degraded run: {}", degraded.join("; ")));
     }
     for dev in &s.deg.missing_devices {
-        eprintln!("# missing device: {dev} (not on this kernel)");
+        output::note(&format!("# missing device: {dev} (not on this kernel)"));
     }
     let dropped = ended.outcome.frames_dropped;
     if dropped > 0 {
-        eprintln!("# stream: {dropped} frame(s) could not be delivered");
+        let why = ended.outcome.loss_reason.as_deref().unwrap_or("unknown");
+        output::note(&format!(
+            "latscope: stream: {dropped} frame(s) never delivered: {why}"
+        ));
     }
 }
 
@@ -140,8 +163,7 @@ fn write_json(
     cfg: &Config,
     s: &Setup,
     ended: &Ended,
-    threads: &[Thread<'_>],
-    opts: &Options,
+    (threads, opts): (&[Thread<'_>], &Options),
     status: i32,
     path: &str,
 ) -> Result<(), Error> {
@@ -165,12 +187,15 @@ fn write_json(
     let mut text = String::with_capacity(4096 + cfg.hist_us as usize * 24 * threads.len());
     // a String takes every write
     let _ = cyclictest::json(&mut text, &doc, threads, opts);
-    if path == "-" {
-        Std::Out.write(text.as_bytes());
-        Ok(())
-    } else {
-        std::fs::write(path, text.as_bytes())
-            .map_err(|e| Error::output(format!("--json {path}"), e))
+    let what = || format!("--json {path}");
+    match (path, &s.files.json) {
+        // a failed standard output is counted there
+        ("-", _) => {
+            let _ = Std::Out.write(text.as_bytes());
+            Ok(())
+        }
+        (_, Some(fd)) => write_all(fd, text.as_bytes()).map_err(|e| Error::output(what(), e)),
+        (_, None) => Err(Error::output(what(), "the file was not opened")),
     }
 }
 

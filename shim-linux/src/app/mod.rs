@@ -23,9 +23,9 @@ mod wait;
 
 use crate::bench;
 use crate::config::{self, Action, Config};
-use crate::error::{Error, EXIT_OK};
+use crate::error::{Error, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::linux::{self, exit, pid1};
-use crate::output::Std;
+use crate::output::{self, Std};
 
 /// The program: parse, run, leave. Never returns.
 pub fn main() -> ! {
@@ -36,11 +36,11 @@ pub fn main() -> ! {
         .collect();
     let status = match config::parse(argv.get(1..).unwrap_or_default()) {
         Ok(Action::Help) => {
-            Std::Out.write(config::help().as_bytes());
+            let _ = Std::Out.write(config::help().as_bytes());
             EXIT_OK
         }
         Ok(Action::Version) => {
-            Std::Out.write(format!("latscope {}\n", env!("CARGO_PKG_VERSION")).as_bytes());
+            let _ = Std::Out.write(format!("latscope {}\n", env!("CARGO_PKG_VERSION")).as_bytes());
             EXIT_OK
         }
         Ok(Action::Run(mut cfg)) => {
@@ -49,7 +49,7 @@ pub fn main() -> ! {
         }
         Err(e) => fail(&e),
     };
-    exit::leave(status)
+    exit::leave(with_lost_output(status))
 }
 
 /// cyclictest's `"cmdline:"`: all of argv from argv[0] as typed, joined by
@@ -63,8 +63,28 @@ fn cmdline(argv: &[String]) -> String {
 
 /// Say why the run failed; its exit status.
 fn fail(e: &Error) -> i32 {
-    eprintln!("latscope: {e}");
+    output::note(&format!("latscope: {e}"));
     e.exit_status()
+}
+
+/// A status of success becomes [`EXIT_OUTPUT_LOST`] when a write to
+/// standard output or standard error failed (said on standard error, if
+/// that works: standard output may carry the frame stream).
+fn with_lost_output(status: i32) -> i32 {
+    let out = Std::Out.lost();
+    if let Some(l) = out {
+        output::note(&format!(
+            "latscope: {}: {} write(s) lost ({})",
+            Std::Out.name(),
+            l.writes,
+            l.errno
+        ));
+    }
+    if (out.is_some() || Std::Err.lost().is_some()) && status == EXIT_OK {
+        EXIT_OUTPUT_LOST
+    } else {
+        status
+    }
 }
 
 /// Run a measurement; returns the exit status.
@@ -74,7 +94,8 @@ fn run(cfg: &Config) -> i32 {
         demote: !cfg.bench.no_exit_demote,
         ..exit::Held::default()
     };
-    let status = measure(cfg, &mut held).unwrap_or_else(|e| fail(&e));
+    let status = measure(cfg, &mut held)
+        .unwrap_or_else(|e| fail(&e.with_run_hint(cfg.unprivileged_flags())));
     if cfg.bench.no_exit_demote {
         let cpu = config::first_pinned_cpu(cfg, &linux::available_cpus());
         bench::naive_exit(cpu, cfg.policy, cfg.priority, &mut held);

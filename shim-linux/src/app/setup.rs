@@ -7,6 +7,8 @@ use latscope_core::cycle::CycleConfig;
 use latscope_core::layout::Layout;
 use latscope_core::tz::WallTime;
 use latscope_core::wire::Degraded;
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use super::startup;
@@ -87,6 +89,43 @@ pub struct Setup {
     pub snapshot: Option<Snapshot>,
     /// `-F`: the named pipe, if it could be made.
     pub fifo: Option<String>,
+    /// `--json` and `--histfile`, opened before measuring.
+    pub files: Files,
+}
+
+/// The output files of a run, opened before it measures: a bad path stops
+/// the run at once instead of throwing its measurement away at the end.
+#[derive(Default)]
+pub struct Files {
+    /// `--json FILE` (not `-`).
+    pub json: Option<OwnedFd>,
+    /// `--histfile FILE`.
+    pub histfile: Option<OwnedFd>,
+}
+
+impl Files {
+    /// Create (or truncate) the files `cfg` names.
+    pub fn open(cfg: &Config) -> Result<Files, Error> {
+        let create = |opt: &str, path: &str| {
+            rustix::fs::open(
+                path,
+                OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::CLOEXEC,
+                Mode::from_raw_mode(0o644),
+            )
+            .map_err(|e| Error::output(format!("{opt} {path}"), e))
+        };
+        Ok(Files {
+            json: match cfg.json.as_deref() {
+                Some("-") | None => None,
+                Some(p) => Some(create("--json", p)?),
+            },
+            histfile: cfg
+                .histfile
+                .as_deref()
+                .map(|p| create("--histfile", p))
+                .transpose()?,
+        })
+    }
 }
 
 /// What a run hands to its threads when they start.
@@ -126,6 +165,9 @@ impl Setup {
         startup::resolution(cfg, &clock);
         let layout = Layout::for_hist_us(cfg.hist_us)
             .ok_or_else(|| Error::usage(format!("-h {}: above latscope's cap", cfg.hist_us)))?;
+        // the outputs first: a bad path ends the run before anything else
+        let files = Files::open(cfg)?;
+        let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
         let console = Console::of(cfg);
         let mut deg = Degradations::default();
         lock_memory(cfg, held, &mut deg)?;
@@ -141,7 +183,6 @@ impl Setup {
         let tracefs_mounted = tracefs.is_some_and(|t| t.is_ok_and(|t| t.mounted));
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
         let n = plans.len();
-        let sink = cfg.stream.as_ref().map(Sink::open).transpose()?;
         let settings = loop_settings(cfg, clock);
         // the filter goes on now, inherited by every thread
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
@@ -176,6 +217,7 @@ impl Setup {
             console,
             snapshot,
             fifo,
+            files,
         };
         Ok((setup, handoff))
     }
@@ -195,12 +237,12 @@ fn lock_memory(cfg: &Config, held: &mut Held, deg: &mut Degradations) -> Result<
                 .push("degraded: memory not locked (page faults count as latency)".into());
         }
         Err(e) => {
-            return Err(Error::Privilege {
-                what: format!(
+            return Err(Error::privilege(
+                format!(
                     "mlockall failed: {e} (needs CAP_IPC_LOCK or a RLIMIT_MEMLOCK above the process size)"
                 ),
-                hint: "--no-mlock (or --best-effort)",
-            })
+                "--no-mlock (or --best-effort)",
+            ))
         }
     }
     Ok(())
@@ -257,10 +299,10 @@ fn dma_latency(
             ));
         }
         Err(e) => {
-            return Err(Error::Privilege {
-                what: format!("opening /dev/cpu_dma_latency for writing failed: {e}"),
-                hint: "--default-system (or --best-effort)",
-            })
+            return Err(Error::privilege(
+                format!("opening /dev/cpu_dma_latency for writing failed: {e}"),
+                "--default-system (or --best-effort)",
+            ))
         }
     }
     Ok(None)

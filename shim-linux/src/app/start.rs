@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::cpu_set;
 use crate::linux::tracefs::Marker;
+use crate::output;
 use crate::report::{self, Outcome, View};
 use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
 
@@ -80,7 +81,7 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         setup.control.gate.open();
         let start_ns = monotonic_ns();
         for w in &deg.warnings {
-            eprintln!("latscope: {w}");
+            output::note(&format!("latscope: {w}"));
         }
         let args = report::Args {
             shared: &setup.shared,
@@ -241,6 +242,7 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Option
         refresh_on_max: cfg.refresh_on_max,
         oscope: cfg.oscope,
         unbuffered: cfg.unbuffered,
+        files: cfg.json.as_deref().is_some_and(|j| j != "-") || cfg.histfile.is_some(),
     }
 }
 

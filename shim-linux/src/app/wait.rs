@@ -7,6 +7,7 @@ use super::setup::SIGNALS;
 use crate::linux::clock::timespec;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::sys::{self, sig};
+use crate::output;
 use crate::rt::Control;
 
 /// Wait for the end of the `n` measuring threads. SIGUSR1 asks the sender
@@ -55,7 +56,7 @@ fn self_check(control: &Control, sc: &SelfCheck, tick: &rustix::time::Timespec) 
     if matches!(rustix::event::poll(&mut fds, Some(tick)), Ok(k) if k > 0) {
         if let Some(msg) = sc.handle_one() {
             control.defects.fetch_add(1, Ordering::SeqCst);
-            eprintln!("latscope: {msg}");
+            output::note(&format!("latscope: {msg}"));
         }
     }
 }

@@ -130,10 +130,15 @@ Signals: SIGINT, SIGTERM and SIGHUP end the run cleanly (summary, stream, exit);
 SIGUSR1 prints the current status to stderr; SIGUSR2 writes it to
 /dev/shm/cyclictest<PID> (made at start-up, removed at exit), which rt-tests'
 get_cyclictest_snapshot reads.
-Exit status: 0 completed (also after -b), 1 failed run, self-check defects or a
-missing facility (--smi), 2 bad command line (also an unknown option: cyclictest
-prints its help and exits 0), 3 missing privilege (the message names the flags
-that run without it).
+SIGPIPE is ignored: a closed pipe is a failed write. A failed standard output
+or error is not written again; the run goes on (and ends if nothing else
+takes its output).
+Exit status: 0 completed (also after -b), 1 failed run, self-check defects,
+an output that cannot be opened or a missing facility (--smi), 2 bad command
+line (also an unknown option: cyclictest prints its help and exits 0), 3
+missing privilege (the message names the flags that run without it), 4
+completed but output lost (stream frames never delivered, or a write to
+stdout, stderr, --json or --histfile failed).
 When run as PID 1 (an init= binary), latscope mounts /dev, /dev/shm, /proc and
 /sys, takes its arguments from the kernel command line, and powers off at the
 end.

@@ -241,6 +241,34 @@ impl Config {
         }
     }
 
+    /// The flags that let this run go on without privilege, for an exit
+    /// status 3 message: one for each privileged step the command line
+    /// still asks for (memory locking, the root-only
+    /// `/dev/cpu_dma_latency`, a real-time policy), so that one retry with
+    /// all of them runs as any user.
+    pub fn unprivileged_flags(&self) -> String {
+        let mut f = Vec::new();
+        if self.mlock {
+            f.push("--no-mlock");
+        }
+        if !self.default_system {
+            f.push("--default-system");
+        }
+        if self.policy.is_rt() {
+            // `-p` with `--policy other` is a usage error
+            let gave_p = self
+                .cmdline
+                .split_whitespace()
+                .any(|t| t.starts_with("-p") || t.starts_with("--prio"));
+            f.push(if gave_p {
+                "--policy other (without -p/--priospread)"
+            } else {
+                "--policy other"
+            });
+        }
+        f.join(" ")
+    }
+
     /// SCHED_DEADLINE runtime, deadline and period in ns.
     pub fn deadline_ns(&self) -> (u64, u64, u64) {
         (

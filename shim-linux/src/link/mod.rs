@@ -19,6 +19,7 @@ use latscope_core::protocol::Pacer;
 use latscope_core::wire::Hello;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
 
 use crate::config::Dest;
 use crate::error::Error;
@@ -27,14 +28,15 @@ use crate::linux::{sleep_ns, write_all};
 use tcp::Tcp;
 
 enum Link {
-    /// Blocking writes to an fd (file; serial, paced).
+    /// Blocking writes to an fd (file; serial, paced); after the first
+    /// failed write (its error kept) nothing more is written.
     Fd {
         fd: OwnedFd,
-        broken: bool,
+        broken: Option<Errno>,
         pacer: Option<Pacer>,
     },
     /// Standard output, borrowed.
-    Stdout { broken: bool },
+    Stdout { broken: Option<Errno> },
     /// TCP with reconnects.
     Tcp(Box<Tcp>),
 }
@@ -50,7 +52,7 @@ impl Sink {
     /// Open `dest`. TCP does not connect here: the sender keeps trying.
     pub fn open(dest: &Dest) -> Result<Sink, Error> {
         let link = match dest {
-            Dest::Stdout => Link::Stdout { broken: false },
+            Dest::Stdout => Link::Stdout { broken: None },
             Dest::File(path) => {
                 let fd = rustix::fs::open(
                     path.as_str(),
@@ -60,13 +62,13 @@ impl Sink {
                 .map_err(|e| Error::output(format!("--stream {path}"), e))?;
                 Link::Fd {
                     fd,
-                    broken: false,
+                    broken: None,
                     pacer: None,
                 }
             }
             Dest::Serial { path, baud } => Link::Fd {
                 fd: serial::open(path, *baud)?,
-                broken: false,
+                broken: None,
                 pacer: Some(Pacer::half_of_baud(*baud)),
             },
             Dest::Tcp(addr) => Link::Tcp(Box::new(Tcp::new(*addr))),
@@ -109,17 +111,19 @@ impl Sink {
 
     /// Send frame `seq`, or count it as dropped.
     pub fn send(&mut self, frame: &[u8], seq: u32) {
-        let delivered = match &mut self.link {
-            Link::Stdout { broken } => {
-                *broken = *broken || write_all(rustix::stdio::stdout(), frame).is_err();
-                !*broken
+        let write = |fd: rustix::fd::BorrowedFd<'_>, broken: &mut Option<Errno>| {
+            if broken.is_none() {
+                *broken = write_all(fd, frame).err();
             }
+            broken.is_none()
+        };
+        let delivered = match &mut self.link {
+            Link::Stdout { broken } => write(rustix::stdio::stdout(), broken),
             Link::Fd { fd, broken, pacer } => {
-                if let Some(p) = pacer {
+                if let (Some(p), None) = (pacer, &broken) {
                     pace(p, frame.len());
                 }
-                *broken = *broken || write_all(fd.as_fd(), frame).is_err();
-                !*broken
+                write(fd.as_fd(), broken)
             }
             Link::Tcp(t) => {
                 t.enqueue(frame, seq);
@@ -128,6 +132,26 @@ impl Sink {
         };
         if !delivered {
             self.frames_dropped += 1;
+        }
+    }
+
+    /// Why frames were not delivered, for the message that counts them.
+    pub fn loss_reason(&self) -> String {
+        match &self.link {
+            Link::Stdout { broken } | Link::Fd { broken, .. } => match broken {
+                Some(e) => format!("a write failed: {e}"),
+                None => "they could not be encoded".into(),
+            },
+            Link::Tcp(t) => t.loss_reason(),
+        }
+    }
+
+    /// Whether nothing more can be delivered (a failed write to a file,
+    /// serial line or standard output; TCP reconnects, so never).
+    pub fn broken(&self) -> bool {
+        match &self.link {
+            Link::Stdout { broken } | Link::Fd { broken, .. } => broken.is_some(),
+            Link::Tcp(_) => false,
         }
     }
 

@@ -35,6 +35,10 @@ pub(super) struct Tcp {
     /// The run's hello, to start a connection that resumes it.
     hello: Option<Box<Hello>>,
     acks: AckReader,
+    /// Whether a connection was ever up.
+    ever_up: bool,
+    /// The last connect, send or receive error.
+    last_error: Option<Errno>,
 }
 
 enum TcpState {
@@ -55,6 +59,24 @@ impl Tcp {
             lead_sent: 0,
             hello: None,
             acks: AckReader::new(),
+            ever_up: false,
+            last_error: None,
+        }
+    }
+
+    /// Why frames were lost, in words.
+    pub(super) fn loss_reason(&self) -> String {
+        let err = self
+            .last_error
+            .map(|e| format!(" (last error: {e})"))
+            .unwrap_or_default();
+        if self.ever_up {
+            format!(
+                "{} did not acknowledge them: the connection was down, full or slow{err}",
+                self.addr
+            )
+        } else {
+            format!("nobody accepted a connection to {}{err}", self.addr)
         }
     }
 
@@ -139,17 +161,25 @@ impl Tcp {
                 if now >= self.retry_at {
                     match self.connect() {
                         Ok(fd) => self.state = TcpState::Connecting(fd),
-                        Err(_) => self.backoff(now),
+                        Err(e) => {
+                            self.last_error = Some(e);
+                            self.backoff(now);
+                        }
                     }
                 }
                 false
             }
             TcpState::Connecting(fd) => self.connecting(fd, now),
             TcpState::Up(fd) => {
-                if self.read_acks(fd.as_fd()).is_ok() && self.flush(fd.as_fd()).is_ok() {
-                    self.state = TcpState::Up(fd);
-                } else {
-                    self.backoff(now);
+                match self
+                    .read_acks(fd.as_fd())
+                    .and_then(|()| self.flush(fd.as_fd()))
+                {
+                    Ok(()) => self.state = TcpState::Up(fd),
+                    Err(e) => {
+                        self.last_error = Some(e);
+                        self.backoff(now);
+                    }
                 }
                 false
             }
@@ -171,6 +201,7 @@ impl Tcp {
         }
         match rustix::net::sockopt::socket_error(&fd) {
             Ok(Ok(())) => {
+                self.ever_up = true;
                 let _ = rustix::net::sockopt::set_tcp_nodelay(&fd, true);
                 self.backoff_ns = BACKOFF_MIN_NS;
                 self.lead.clear();
@@ -182,7 +213,8 @@ impl Tcp {
                 self.state = TcpState::Up(fd);
                 true
             }
-            _ => {
+            Ok(Err(e)) | Err(e) => {
+                self.last_error = Some(e);
                 self.backoff(now);
                 false
             }

@@ -38,7 +38,10 @@ fn mount_basics() {
         };
         match rustix::mount::mount(src, target, fs, flags, None) {
             Ok(()) | Err(rustix::io::Errno::BUSY) => {}
-            Err(e) => eprintln!("latscope: init: mounting {fs} on {target}: {e}"),
+            Err(e) => {
+                let line = format!("latscope: init: mounting {fs} on {target}: {e}\n");
+                let _ = crate::linux::write_all(rustix::stdio::stderr(), line.as_bytes());
+            }
         }
     }
 }

@@ -1,9 +1,21 @@
 //! Where what people and scripts read goes: the one place that decides
-//! which standard stream the human output goes to ([`Console`]). The
-//! formats themselves are cyclictest's, written by the core's formatter
+//! which standard stream the human output goes to ([`Console`]), and the
+//! one writer of the standard streams ([`Std::write`]). The formats
+//! themselves are cyclictest's, written by the core's formatter
 //! (`latscope_core::cyclictest`) that the host uses too.
+//!
+//! A write to standard output or standard error never aborts the program
+//! (`print!` would, under `panic = "abort"`): a failed one (EPIPE from a
+//! closed pipe, ENOSPC from a full disk, EIO) is counted, that stream gets
+//! no further writes, and the run goes on. SIGPIPE stays ignored, as the
+//! Rust runtime sets it before `main`, so a closed pipe is such an EPIPE
+//! and never kills the run. The exit status then says output was lost
+//! ([`crate::error::EXIT_OUTPUT_LOST`]).
+
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 use rustix::fd::BorrowedFd;
+use rustix::io::Errno;
 
 use crate::config::{Config, Dest};
 use crate::linux::write_all;
@@ -17,6 +29,20 @@ pub enum Std {
     Err,
 }
 
+/// Writes lost per standard stream (output, error).
+static LOST: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
+/// The error number of each stream's first failed write (0: none).
+static FIRST_ERRNO: [AtomicI32; 2] = [const { AtomicI32::new(0) }; 2];
+
+/// What a standard stream lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lost {
+    /// Writes that failed or were not attempted after the first failure.
+    pub writes: u64,
+    /// Why the first one failed.
+    pub errno: Errno,
+}
+
 impl Std {
     fn fd(self) -> BorrowedFd<'static> {
         match self {
@@ -25,11 +51,62 @@ impl Std {
         }
     }
 
-    /// Write all of `bytes` with plain `write`s (a failure is ignored: the
-    /// run goes on, and the stream and exit status still tell the result).
-    pub fn write(self, bytes: &[u8]) {
-        let _ = write_all(self.fd(), bytes);
+    fn slot(self) -> usize {
+        match self {
+            Std::Out => 0,
+            Std::Err => 1,
+        }
     }
+
+    /// The stream's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Std::Out => "standard output",
+            Std::Err => "standard error",
+        }
+    }
+
+    /// Write all of `bytes` with plain `write`s. Returns whether they were
+    /// written; a failure is counted (see [`Std::lost`]) and the stream is
+    /// not written again.
+    pub fn write(self, bytes: &[u8]) -> bool {
+        let i = self.slot();
+        if LOST[i].load(Ordering::Relaxed) > 0 {
+            LOST[i].fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        match write_all(self.fd(), bytes) {
+            Ok(()) => true,
+            Err(e) => {
+                let _ = FIRST_ERRNO[i].compare_exchange(
+                    0,
+                    e.raw_os_error(),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                LOST[i].fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// What this stream lost so far, if anything.
+    pub fn lost(self) -> Option<Lost> {
+        let i = self.slot();
+        let writes = LOST[i].load(Ordering::Relaxed);
+        (writes > 0).then(|| Lost {
+            writes,
+            errno: Errno::from_raw_os_error(FIRST_ERRNO[i].load(Ordering::Relaxed)),
+        })
+    }
+}
+
+/// One line on standard error (`line` without its newline).
+pub fn note(line: &str) {
+    let mut b = String::with_capacity(line.len() + 1);
+    b.push_str(line);
+    b.push('\n');
+    Std::Err.write(b.as_bytes());
 }
 
 /// Where the human output of a run goes.
@@ -78,7 +155,7 @@ impl TextOut {
     /// Write the text and empty the buffer.
     pub fn flush(&mut self) {
         if !self.buf.is_empty() {
-            self.std.write(self.buf.as_bytes());
+            let _ = self.std.write(self.buf.as_bytes());
             self.buf.clear();
         }
     }

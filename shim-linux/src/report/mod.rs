@@ -70,6 +70,8 @@ pub struct Options {
     pub oscope: u32,
     /// `-u`: write each `-v` line as it is formatted.
     pub unbuffered: bool,
+    /// Whether the run writes `--json` or `--histfile` files at its end.
+    pub files: bool,
 }
 
 /// Everything the sender thread gets.
@@ -121,6 +123,8 @@ pub struct Outcome {
     pub views: Vec<View>,
     /// Frames not delivered.
     pub frames_dropped: u64,
+    /// Why they were not.
+    pub loss_reason: Option<String>,
     /// Why the run ended.
     pub reason: ByeReason,
     /// When it ended (the bye's, and `--json`'s `end_time`).
@@ -221,12 +225,23 @@ impl Sender<'_> {
                 self.redraw();
             }
             self.live.flush();
+            if self.nowhere_to_write() {
+                // as SIGPIPE would, but through the run's own end
+                self.control.stop.store(true, Ordering::SeqCst);
+            }
             let wake = (now + TICK_NS).min(self.publish.next_due());
             let wait = wake
                 .saturating_sub(monotonic_ns())
                 .clamp(1_000_000, TICK_NS);
             sleep_ns(wait);
         }
+    }
+
+    /// Whether every output of the run is gone: the human output failed
+    /// (e.g. a closed pipe), and there is no stream that still works and
+    /// no file to write at the end. Measuring on would help nobody.
+    fn nowhere_to_write(&self) -> bool {
+        self.opts.console.human.lost().is_some() && !self.publish.link_works() && !self.opts.files
     }
 
     /// Whether the human output shows the live view (not `-q`, not `-v`).
@@ -308,6 +323,7 @@ impl Sender<'_> {
         self.live.flush();
         Outcome {
             frames_dropped: self.publish.frames_dropped(),
+            loss_reason: self.publish.loss_reason(),
             views: self.views,
             reason,
             ended,

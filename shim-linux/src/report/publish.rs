@@ -79,6 +79,19 @@ impl Publisher {
         self.sink.as_ref().map_or(0, |s| s.frames_dropped)
     }
 
+    /// Why frames were not delivered, if any were not.
+    pub fn loss_reason(&self) -> Option<String> {
+        self.sink
+            .as_ref()
+            .filter(|s| s.frames_dropped > 0)
+            .map(Sink::loss_reason)
+    }
+
+    /// Whether the run has a stream that can still deliver.
+    pub fn link_works(&self) -> bool {
+        self.sink.as_ref().is_some_and(|s| !s.broken())
+    }
+
     /// Connect or flush the link. At the start send the hello and the
     /// warnings (a TCP connection that later resumes the run starts with
     /// the hello by itself). Return `true` at the start and on every new

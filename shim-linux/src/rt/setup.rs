@@ -72,10 +72,7 @@ fn set_policy(a: &ThreadArgs<'_>) -> Result<(), Error> {
         });
     }
     if !s.best_effort {
-        return Err(Error::Privilege {
-            what,
-            hint: "--policy other (or --best-effort)",
-        });
+        return Err(Error::privilege(what, "--policy other (or --best-effort)"));
     }
     a.shared.no_rt_policy.store(true, Ordering::SeqCst);
     let _ = sys::demote(0);

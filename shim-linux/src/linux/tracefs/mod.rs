@@ -84,6 +84,24 @@ const MARK_PREFIX: &str = "latscope spike";
 /// from `/proc/mounts`, or `tracing/` under a debugfs mount. `None` if
 /// none of them has an `instances` directory.
 pub fn find_tracefs() -> Option<PathBuf> {
+    candidates()
+        .into_iter()
+        .find(|p| p.join("instances").is_dir() && p.join("trace_marker").exists())
+}
+
+/// A tracefs mount this process may not enter (tracefs is root's by
+/// default), when [`find_tracefs`] found none it may use: such a tracefs
+/// is not a missing one.
+pub fn denied_tracefs() -> Option<PathBuf> {
+    candidates().into_iter().find(|p| {
+        fs::metadata(p.join("instances"))
+            .is_err_and(|e| e.kind() == io::ErrorKind::PermissionDenied)
+    })
+}
+
+/// Where tracefs may be: its usual place, every tracefs mount, `tracing/`
+/// under every debugfs mount, debugfs's usual place.
+fn candidates() -> Vec<PathBuf> {
     let mut candidates = vec![PathBuf::from("/sys/kernel/tracing")];
     if let Ok(mounts) = fs::read_to_string("/proc/mounts") {
         for line in mounts.lines() {
@@ -101,8 +119,6 @@ pub fn find_tracefs() -> Option<PathBuf> {
     }
     candidates.push(PathBuf::from("/sys/kernel/debug/tracing"));
     candidates
-        .into_iter()
-        .find(|p| p.join("instances").is_dir() && p.join("trace_marker").exists())
 }
 
 /// `/proc/mounts` escapes space, tab, newline and backslash as `\ooo`.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use rustix::io::Errno;
 use rustix::mount::MountFlags;
 
-use super::find_tracefs;
+use super::{denied_tracefs, find_tracefs};
 
 /// Where latscope mounts tracefs when none is mounted.
 pub const MOUNT_POINT: &str = "/sys/kernel/tracing";
@@ -22,8 +22,10 @@ pub struct Tracefs {
 }
 
 /// Why a run has no tracefs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NoTracefs {
+    /// It is mounted at this path, but this process may not use it.
+    Denied(PathBuf),
     /// None is mounted, and mounting one needs `CAP_SYS_ADMIN`.
     NoPrivilege(Errno),
     /// None is mounted, and the kernel has no tracefs (or no tracing).
@@ -37,6 +39,11 @@ pub enum NoTracefs {
 impl core::fmt::Display for NoTracefs {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
+            NoTracefs::Denied(p) => write!(
+                f,
+                "permission denied on tracefs at {} (it needs root)",
+                p.display()
+            ),
             NoTracefs::NoPrivilege(_) => write!(
                 f,
                 "no privilege to mount tracefs at {MOUNT_POINT} (mounting needs CAP_SYS_ADMIN)"
@@ -60,7 +67,8 @@ impl Tracefs {
     ///
     /// # Errors
     ///
-    /// [`NoTracefs`] says why there is none: no privilege to mount it, a
+    /// [`NoTracefs`] says why there is none: no access to the mounted
+    /// one, no privilege to mount it, a
     /// kernel without it, another mount error, or no instance support.
     pub fn find_or_mount() -> Result<Tracefs, NoTracefs> {
         if let Some(root) = find_tracefs() {
@@ -68,6 +76,9 @@ impl Tracefs {
                 root,
                 mounted: false,
             });
+        }
+        if let Some(p) = denied_tracefs() {
+            return Err(NoTracefs::Denied(p));
         }
         let mounted = match mount_tracefs() {
             Ok(()) => true,

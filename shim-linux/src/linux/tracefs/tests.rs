@@ -1,8 +1,6 @@
 //! The tracefs unit tests; the live one needs root and tracefs.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use latscope_core::explain::{parse_line, Attribution, CauseKind};
@@ -88,13 +86,14 @@ fn an_unpinned_thread_is_found_where_it_was_switched_in() {
 /// like the measuring thread; this thread explains them like the sender.
 #[test]
 fn live_instance_flood_and_cleanup() {
-    let _lock = trace_lock();
-    let Some(root) = find_tracefs() else {
-        return missing("tracefs is not mounted");
-    };
+    // the preconditions first: the lock file is root's
     if !is_root() {
         return missing("trace instances need root");
     }
+    let Some(root) = find_tracefs() else {
+        return missing("tracefs is not mounted");
+    };
+    let _lock = trace_lock();
     // A stale instance of a dead process goes away on open.
     let stale = root.join("instances/latscope-2147483646");
     let _ = fs::create_dir(&stale);
@@ -107,16 +106,14 @@ fn live_instance_flood_and_cleanup() {
     let top_clock = fs::read_to_string(root.join("trace_clock")).unwrap();
     let procs_before = ProcInterrupts::snapshot(&[cpu]).unwrap();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let flood = udp_flood(cpu, stop.clone());
+    let flood = latscope_tests::disturb::UdpFlood::on(&[cpu]);
     let (spikes_tx, spikes_rx) = std::sync::mpsc::channel();
     let mut marker = tracer.marker().expect("marker");
     marker.set_min_interval_ns(2_000_000);
     let sleeper = marking_sleeper(cpu, marker, spikes_tx);
     let mut explained: Vec<Attribution> = explain_all(&mut tracer, cpu, &spikes_rx);
     let (mut marker, last) = sleeper.join().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    flood.join().unwrap();
+    drop(flood);
 
     // A quiet machine may give no spike: explain the last sample then.
     if explained.is_empty() {
@@ -179,27 +176,6 @@ fn assert_armed(tracer: &Tracer, dir: &Path) {
     ] {
         assert!(tracer.enabled_events().iter().any(|e| e == ev), "{ev}");
     }
-}
-
-/// Loopback UDP flood pinned to `cpu`, at the lowest priority: NET_RX
-/// softirqs, until `stop`.
-fn udp_flood(cpu: usize, stop: Arc<AtomicBool>) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        pin(cpu);
-        let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 19);
-        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        rx.set_nonblocking(true).unwrap();
-        let tx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let to = rx.local_addr().unwrap();
-        let msg = [0x5au8; 1400];
-        let mut buf = [0u8; 2048];
-        while !stop.load(Ordering::Relaxed) {
-            for _ in 0..64 {
-                let _ = tx.send_to(&msg, to);
-            }
-            while rx.recv_from(&mut buf).is_ok() {}
-        }
-    })
 }
 
 /// A sample: (cycle, deadline, wake-up) in monotonic ns.
