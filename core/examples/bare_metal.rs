@@ -25,7 +25,7 @@ use latscope_core::record::{Snapshot, ThreadRecord};
 use latscope_core::stats::Ppm;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Decoder, Degraded, Hello, Policy, RunConfig,
-    TargetInfo, ThreadInfo, MAX_FRAME, SCHEMA_KEY,
+    StartAlign, TargetInfo, ThreadInfo, WakeMode, MAX_FRAME, SCHEMA_KEY,
 };
 
 /// 200 µs at 1 µs resolution, then ≤ 1 % buckets up to 60 s.
@@ -116,6 +116,9 @@ fn hello() -> Hello {
             self_check: false,
             threads,
             tracefs_mounted: false,
+            wake: WakeMode::Absolute,
+            align: StartAlign::Own,
+            smi: false,
         },
     }
 }
