@@ -8,7 +8,8 @@
 //! * a [`Reporter`] in the reporting context that reads the record once a
 //!   second and writes the protocol's frames into a buffer (on a
 //!   microcontroller, the UART's DMA buffer), paced by a [`Pacer`] as on a
-//!   115200-baud line.
+//!   115200-baud line, its reports within that line's byte budget
+//!   ([`line_budget`]).
 //!
 //! It then decodes its own output with a [`Decoder`] and an [`Assembler`],
 //! as latscope-host does, and shows that the histogram round-trips exactly.
@@ -18,13 +19,13 @@
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, SleepError, Step};
 use latscope_core::layout::{buckets_for, Layout, MIN_TOP_US};
 use latscope_core::protocol::{
-    ArrayStore, Assembler, Extra, FrameSink, Pacer, Reporter, SliceSink, ThreadLog,
+    line_budget, ArrayStore, Assembler, Extra, FrameSink, Pacer, Reporter, SliceSink, ThreadLog,
 };
 use latscope_core::record::{Snapshot, ThreadRecord};
 use latscope_core::stats::Ppm;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Decoder, Degraded, Hello, Policy, RunConfig,
-    TargetInfo, ThreadInfo, MAX_FRAME, SCHEMA_KEY,
+    StartAlign, TargetInfo, ThreadInfo, WakeMode, MAX_FRAME, SCHEMA_KEY,
 };
 
 /// 200 µs at 1 µs resolution, then ≤ 1 % buckets up to 60 s.
@@ -115,6 +116,9 @@ fn hello() -> Hello {
             self_check: false,
             threads,
             tracefs_mounted: false,
+            wake: WakeMode::Absolute,
+            align: StartAlign::Own,
+            smi: false,
         },
     }
 }
@@ -179,7 +183,7 @@ fn main() {
     };
     let start = clock.now();
     // The reporting context's state: fixed size, made once.
-    let mut reporter = Reporter::new(start, SEC as u64);
+    let mut reporter = Reporter::new(start, SEC as u64).with_budget(line_budget(115_200));
     let mut log = Box::new(ThreadLog::<N>::new(0, LINEAR_US));
     let mut buf = vec![0u8; 64 * 1024];
     let mut sink = SliceSink::new(&mut buf);

@@ -338,6 +338,24 @@ impl Cycle {
         self.next
     }
 
+    /// Move the next deadline to `deadline` (ns), for the modes whose
+    /// deadlines are not the fixed grid: a relative sleep starts each period
+    /// from a fresh clock reading, and a POSIX timer skips the periods the
+    /// kernel counted as overruns.
+    pub fn set_deadline(&mut self, deadline: i64) {
+        self.next = deadline;
+        // the fast path's count bound counts from the deadline
+        if !self.warming {
+            self.fast_before =
+                Self::fast_before(self.end, self.interval, deadline, self.recorded, self.loops);
+        }
+    }
+
+    /// The period in ns.
+    pub const fn interval(&self) -> i64 {
+        self.interval
+    }
+
     /// Recorded wake-ups so far.
     pub const fn recorded(&self) -> u64 {
         self.recorded
@@ -732,6 +750,16 @@ mod tests {
         let c = Cycle::aligned(cfg(MS), 1_500_000_000, 1_000_000_000, 0).unwrap();
         assert_eq!(c.deadline(), 2_000_000_000);
         assert!(Cycle::new(cfg(0), 0).is_err());
+    }
+
+    #[test]
+    fn a_moved_deadline_is_the_next_one_slept_for() {
+        // a relative sleep: the period restarts from the clock reading
+        let mut c = Cycle::new(cfg(MS), 0).unwrap();
+        c.set_deadline(5 * MS + 7 + c.interval());
+        assert_eq!(c.deadline(), 6 * MS + 7);
+        assert_eq!(c.plain_wake(6 * MS + 20), Some(13));
+        assert_eq!(c.deadline(), 7 * MS + 7);
     }
 
     /// A seeded xorshift generator (no dependency, reproducible).

@@ -9,7 +9,8 @@ use latscope_core::protocol::{Extra, Reporter, ThreadLog};
 use latscope_core::record::Snapshot;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Policy, RunConfig,
-    SpikeFlags, SpikeRecord, TargetInfo, ThreadInfo, ThreadStats, WallTime, SCHEMA_KEY,
+    SpikeFlags, SpikeRecord, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
+    SCHEMA_KEY,
 };
 
 const SEC: i64 = 1_000_000_000;
@@ -158,6 +159,9 @@ impl Synth {
                 degraded: Degraded::default(),
                 self_check: false,
                 threads,
+                wake: WakeMode::Absolute,
+                align: StartAlign::Own,
+                smi: false,
                 tracefs_mounted: false,
             },
         }

@@ -25,13 +25,11 @@ pub struct Knobs {
     pub self_check_probe: bool,
 }
 
-/// The hidden options without a value.
-pub const FLAGS: &[&str] = &["self-check-probe", "no-exit-demote"];
 /// The hidden options with a whole number, and its largest value.
 pub const VALUES: &[(&str, u64)] = &[("ballast-mib", 1 << 20)];
 
 impl Knobs {
-    /// Set the flag `name` (one of [`FLAGS`]).
+    /// Set the flag `name` (`self-check-probe` or `no-exit-demote`).
     pub fn set_flag(&mut self, name: &str) {
         match name {
             "self-check-probe" => self.self_check_probe = true,

@@ -5,7 +5,7 @@ use std::sync::atomic::Ordering;
 
 use latscope_core::cycle::CycleConfig;
 use latscope_core::layout::Layout;
-use latscope_core::wire::{ClockKind, Policy};
+use latscope_core::wire::{ClockKind, Policy, StartAlign, WakeMode};
 
 use crate::config::ThreadPlan;
 use crate::error::Error;
@@ -79,6 +79,8 @@ pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) ->
             overflow_ns: opts.overflow_ns,
             ..CycleConfig::DEFAULT
         },
+        wake: WakeMode::Absolute,
+        align: StartAlign::Own,
         clock,
     };
     let plan = ThreadPlan {

@@ -39,6 +39,9 @@ fn runs_as_pid_1_and_powers_off() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // the tmpfs on /dev/shm is there for the snapshot file
+    assert!(!stderr.contains("snapshot file"), "{stderr}");
     // killed by SIGINT (the namespace's power-off), or unshare reporting it as 130
     let powered_off = out.status.signal() == Some(2) || out.status.code() == Some(128 + 2);
     assert!(

@@ -1,5 +1,6 @@
 //! System-call discipline, observed with strace: one clock_nanosleep per
-//! cycle and nothing else, thread clones only, and the exit order.
+//! cycle and nothing else (each other wake-up mode: its own wait once per
+//! cycle), thread clones only, and the exit order.
 //!
 //! These need strace (and root for the RT policy; without root they run
 //! with --best-effort). Under CI=true a missing strace fails the test.
@@ -36,14 +37,12 @@ fn strace(opts: &[&str], name: &str, args: &[&str]) -> String {
     text
 }
 
-/// `strace -f -c` call counts per syscall of one run.
-fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
+/// `strace -f -c` call counts per syscall of one run with `extra` options.
+fn syscall_counts(loops: u64, extra: &[&str]) -> BTreeMap<String, u64> {
     let l = loops.to_string();
-    let text = strace(
-        &["-c"],
-        &format!("c{loops}.txt"),
-        &["-t", "1", "-i", "200", "-l", &l, "-q"],
-    );
+    let mut args = vec!["-t", "1", "-i", "200", "-l", &l, "-q"];
+    args.extend(extra);
+    let text = strace(&["-c"], &format!("c{loops}.txt"), &args);
     let mut m = BTreeMap::new();
     for line in text.lines() {
         let f: Vec<&str> = line.split_whitespace().collect();
@@ -61,27 +60,71 @@ fn syscall_counts(loops: u64) -> BTreeMap<String, u64> {
     m
 }
 
+/// Calls per cycle of each system call: the counts of a run of `2 * n`
+/// cycles minus those of a run of `n`, over `n`.
+fn per_cycle(n: u64, extra: &[&str]) -> BTreeMap<String, f64> {
+    let short = syscall_counts(n, extra);
+    let long = syscall_counts(2 * n, extra);
+    long.keys()
+        .chain(short.keys())
+        .map(|name| {
+            let c = |m: &BTreeMap<String, u64>| *m.get(name).unwrap_or(&0) as f64;
+            (name.clone(), (c(&long) - c(&short)) / n as f64)
+        })
+        .collect()
+}
+
+/// `wait` once per cycle (within `rest`: the main thread's own waits, every
+/// 100 ms, count too), every other call at most `rest` per cycle.
+fn check_per_cycle(mode: &[&str], per: &BTreeMap<String, f64>, wait: &str, rest: f64) {
+    let w = per.get(wait).copied().unwrap_or(0.0);
+    assert!(
+        (1.0 - rest..=1.0 + rest).contains(&w),
+        "{mode:?}: {wait} per cycle: {w} ({per:?})"
+    );
+    for (name, p) in per {
+        if name != wait {
+            assert!(p.abs() <= rest, "{mode:?}: {name}: {p} per cycle");
+        }
+    }
+}
+
 #[test]
 fn one_clock_nanosleep_per_cycle_and_nothing_else() {
     require!(have("strace"), "strace is not installed");
     let _g = serial();
-    let short = syscall_counts(20_000);
-    let long = syscall_counts(40_000);
-    let cycles = 20_000f64;
-    let per = |name: &str| {
-        (*long.get(name).unwrap_or(&0) as f64 - *short.get(name).unwrap_or(&0) as f64) / cycles
-    };
-    let sleeps = per("clock_nanosleep");
-    assert!(
-        (0.99..=1.01).contains(&sleeps),
-        "clock_nanosleep per cycle: {sleeps} ({short:?} vs {long:?})"
-    );
-    for name in long.keys().chain(short.keys()) {
-        if name == "clock_nanosleep" {
-            continue;
-        }
-        let p = per(name);
-        assert!(p.abs() <= 0.01, "{name}: {p} per cycle");
+    check_per_cycle(&[], &per_cycle(20_000, &[]), "clock_nanosleep", 0.01);
+}
+
+/// Each wake-up mode and start alignment, its wait, and how often any
+/// other call may come per cycle.
+const MODES: [(&[&str], &str, f64); 6] = [
+    (&["-r"], "clock_nanosleep", 0.01),
+    // nanosleep(), or on architectures without it clock_nanosleep
+    (&["-s"], "nanosleep", 0.01),
+    // a -x cycle a period late asks the timer for its overruns: allow a
+    // few, and a period long enough that strace's own stops are rarely one
+    (&["-x", "-i", "1000"], "rt_sigtimedwait", 0.05),
+    (&["-x", "-r", "-i", "1000"], "rt_sigtimedwait", 0.05),
+    // aligned starts change the first deadline only
+    (&["-A", "50"], "clock_nanosleep", 0.01),
+    (&["--secaligned", "250"], "clock_nanosleep", 0.01),
+];
+
+#[test]
+fn each_mode_makes_its_own_wait_once_per_cycle() {
+    require!(have("strace"), "strace is not installed");
+    let _g = serial();
+    for (mode, wait, rest) in MODES {
+        let per = per_cycle(5_000, mode);
+        let wait = if per.contains_key(wait) {
+            wait
+        } else {
+            "clock_nanosleep"
+        };
+        check_per_cycle(mode, &per, wait, rest);
+        let others: Vec<_> = per.iter().filter(|(_, p)| p.abs() >= 0.0005).collect();
+        println!("{mode:?}: per cycle {others:?}");
     }
 }
 

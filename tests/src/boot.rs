@@ -82,16 +82,12 @@ pub struct Boot {
     pub console: String,
     /// The bytes the guest wrote to its second serial port (ttyAMA1).
     pub stream: Vec<u8>,
-    /// From starting qemu to the first stream byte (socket port only).
-    pub first_byte: Option<Duration>,
     /// From starting qemu to the end of the first complete frame
     /// (non-zero bytes followed by a 0x00 delimiter; socket port only).
     pub first_frame: Option<Duration>,
-    /// From starting qemu to the last stream byte (socket port only).
-    pub last_byte: Option<Duration>,
-    /// Stream bytes per second, from the second of the first byte on
-    /// (socket port only).
-    pub per_second: Vec<u64>,
+    /// Every read from the stream port: when it returned (since qemu
+    /// started) and how many bytes it brought (socket port only).
+    pub arrivals: Vec<(Duration, usize)>,
     /// Bytes written into the console's receive side.
     pub flood_bytes: u64,
     /// The recording host's stderr (pty port only).
@@ -101,16 +97,58 @@ pub struct Boot {
     pub status: ExitStatus,
 }
 
+/// The stream's load on the board's serial line, as its bytes arrived.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LineLoad {
+    /// Bytes per second from the first byte to the last.
+    pub average: f64,
+    /// From the first byte to the last.
+    pub span: Duration,
+    /// The most bytes in any window `[t, t + 1 s)`, and its `t` after the
+    /// first byte.
+    pub busiest: u64,
+    pub busiest_at: Duration,
+    /// The bytes of the last second, up to and including the last byte.
+    pub last: u64,
+}
+
 impl Boot {
-    /// Stream bytes per second: the average from the first to the last
-    /// byte, and the most in one second (`None` for a pty port, whose bytes
-    /// the host reads).
-    pub fn rates(&self) -> Option<(f64, u64)> {
-        let (a, b) = (self.first_byte?, self.last_byte?);
-        let span = (b - a).as_secs_f64().max(1e-3);
-        let peak = self.per_second.iter().copied().max().unwrap_or(0);
-        Some((self.stream.len() as f64 / span, peak))
+    /// The stream's load (`None` for a pty port, whose bytes the host
+    /// reads, or an empty stream).
+    pub fn load(&self) -> Option<LineLoad> {
+        line_load(&self.arrivals)
     }
+}
+
+/// See [`Boot::load`]; `arrivals` in time order.
+fn line_load(arrivals: &[(Duration, usize)]) -> Option<LineLoad> {
+    const SEC: Duration = Duration::from_secs(1);
+    let (first, last_t) = (arrivals.first()?.0, arrivals.last()?.0);
+    let total: usize = arrivals.iter().map(|a| a.1).sum();
+    let span = last_t - first;
+    let (mut busiest, mut busiest_at, mut sum, mut lo) = (0, Duration::ZERO, 0, 0);
+    for &(t, n) in arrivals {
+        sum += n;
+        while arrivals[lo].0 + SEC <= t {
+            sum -= arrivals[lo].1;
+            lo += 1;
+        }
+        if sum > busiest {
+            (busiest, busiest_at) = (sum, arrivals[lo].0 - first);
+        }
+    }
+    let last = arrivals
+        .iter()
+        .filter(|a| a.0 + SEC > last_t)
+        .map(|a| a.1)
+        .sum::<usize>();
+    Some(LineLoad {
+        average: total as f64 / span.as_secs_f64().max(1.0),
+        span,
+        busiest: busiest as u64,
+        busiest_at,
+        last: last as u64,
+    })
 }
 
 impl Board {
@@ -190,10 +228,8 @@ impl Board {
         Ok(Boot {
             console,
             stream: read.data,
-            first_byte: read.first_byte,
             first_frame: read.first_frame,
-            last_byte: read.last_byte,
-            per_second: read.per_second,
+            arrivals: read.arrivals,
             flood_bytes,
             host_log: read.host_log,
             total,
@@ -376,23 +412,15 @@ fn spawn_flood(mut w: TcpStream, on: &Arc<AtomicBool>, sent: &Arc<AtomicU64>) ->
 #[derive(Default)]
 struct StreamRead {
     data: Vec<u8>,
-    first_byte: Option<Duration>,
     first_frame: Option<Duration>,
-    last_byte: Option<Duration>,
-    per_second: Vec<u64>,
+    arrivals: Vec<(Duration, usize)>,
     host_log: String,
 }
 
 impl StreamRead {
     /// Adds `bytes` that arrived at `now` (since qemu started).
     fn add(&mut self, bytes: &[u8], now: Duration) {
-        let first = *self.first_byte.get_or_insert(now);
-        self.last_byte = Some(now);
-        let second = usize::try_from((now - first).as_secs()).unwrap_or(usize::MAX);
-        if self.per_second.len() <= second {
-            self.per_second.resize(second + 1, 0);
-        }
-        self.per_second[second] += bytes.len() as u64;
+        self.arrivals.push((now, bytes.len()));
         if self.first_frame.is_none() {
             let mut in_frame = self.data.last().is_some_and(|&b| b != 0);
             for &b in bytes {
@@ -558,15 +586,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stream_read_counts_seconds_and_the_first_frame() {
+    fn stream_read_times_the_first_frame_and_the_load() {
+        let ms = Duration::from_millis;
         let mut r = StreamRead::default();
-        r.add(&[0, 1, 2], Duration::from_millis(2_500));
+        r.add(&[0, 1, 2], ms(2_500));
         assert_eq!(r.first_frame, None);
-        r.add(&[3, 0, 9], Duration::from_millis(3_700));
-        r.add(&[9; 10], Duration::from_millis(5_100));
-        assert_eq!(r.first_byte, Some(Duration::from_millis(2_500)));
-        assert_eq!(r.first_frame, Some(Duration::from_millis(3_700)));
-        assert_eq!(r.per_second, vec![3, 3, 10]);
-        assert_eq!(r.data.len(), 16);
+        r.add(&[3, 0, 9], ms(3_700));
+        r.add(&[9; 10], ms(4_100));
+        r.add(&[9; 4], ms(6_500));
+        assert_eq!(r.first_frame, Some(ms(3_700)));
+        assert_eq!(r.data.len(), 20);
+        let load = line_load(&r.arrivals).expect("bytes arrived");
+        // 20 B over 4 s; the busiest window starts at 3.7 s (1.2 s after
+        // the first byte) and holds 13 B; the last second only the last 4.
+        assert_eq!(load.span, ms(4_000));
+        assert!((load.average - 5.0).abs() < 1e-9, "{load:?}");
+        assert_eq!((load.busiest, load.busiest_at), (13, ms(1_200)));
+        assert_eq!(load.last, 4);
+        assert_eq!(line_load(&[]), None);
     }
 }

@@ -149,6 +149,7 @@ impl Reaper {
                 Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(20)),
                 _ => {
                     let _ = c.kill();
+                    crate::procs::forget_snapshot_file(c.id());
                     let out = c.wait_with_output().expect("wait");
                     panic!(
                         "timed out after {timeout:?}; stderr: {}",
@@ -166,6 +167,7 @@ impl Drop for Reaper {
         if let Some(c) = &mut self.0 {
             let _ = c.kill();
             let _ = c.wait();
+            crate::procs::forget_snapshot_file(c.id());
         }
     }
 }

@@ -1,19 +1,23 @@
 //! Test support for every integration test of the workspace: running the
-//! target ([`target`]), decoding its stream, starting a recording host
+//! target ([`target`]) and calling it as cyclictest's callers do
+//! ([`callers`]), decoding its stream, starting a recording host
 //! ([`host`]), a listening recorder and its metrics ([`fleet`]), a private
 //! Prometheus ([`prometheus`]), comparing the target's cyclictest outputs
-//! with cyclictest's ([`compat`]), deciding what a test does when the
-//! machine lacks what it needs ([`precondition`]: under `CI=true` it fails,
-//! elsewhere it says `skipped:`), waiting for conditions with timeouts
-//! ([`wait`]), the disturbances tests make themselves ([`disturb`]),
-//! forged streams ([`forge`]) and a counting allocator ([`alloc`]).
+//! with cyclictest's ([`compat`]), looking at a running process from
+//! outside ([`procs`]), deciding what a test does when the machine lacks
+//! what it needs ([`precondition`]: under `CI=true` it fails, elsewhere it
+//! says `skipped:`), waiting for conditions with timeouts ([`wait`]), the
+//! disturbances tests make themselves ([`disturb`]), forged streams
+//! ([`forge`]) and a counting allocator ([`alloc`]).
 pub mod alloc;
+pub mod callers;
 pub mod compat;
 pub mod disturb;
 pub mod fleet;
 pub mod forge;
 pub mod host;
 pub mod precondition;
+pub mod procs;
 pub mod prometheus;
 pub mod target;
 pub mod wait;

@@ -6,6 +6,9 @@
 
 use std::process::{Command, Stdio};
 
+use latscope_tests::callers::{
+    check_rteval, rteval_args, rteval_parse, start_like_rteval, stop_like_rteval,
+};
 use latscope_tests::compat::split_json;
 use latscope_tests::host::{bins, host, Scratch};
 use latscope_tests::{is_root, require};
@@ -121,4 +124,32 @@ fn json_on_stdout_equals_the_targets() {
     assert_eq!(before, "# /dev/cpu_dma_latency set to 0us\n");
     assert_eq!(report(&dir, "cyclictest-json"), doc);
     assert_eq!(report(&dir, "cyclictest-hist"), after);
+}
+
+/// rteval's call, `-i100 -qmu "-h 3500" -p95 -tN -aLIST`, stopped by SIGINT
+/// as rteval stops it, with the stream recorded: the host's
+/// `cyclictest-hist` is the target's stdout, and rteval reads both alike.
+#[test]
+fn rtevals_call_reads_the_same_through_the_stream() {
+    require!(is_root(), "rteval runs cyclictest as root (-p95 -m)");
+    let dir = Scratch::new("ct-host-rteval");
+    let rec = dir.join("r.lsr");
+    let (mut args, n) = rteval_args(&[]);
+    args.push(format!("--stream={}", rec.display()));
+    let out = dir.join("stdout");
+    let mut child = start_like_rteval(
+        &bins().latscope,
+        &args,
+        std::fs::File::create(&out).expect("stdout file"),
+    );
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let status = stop_like_rteval(&mut child);
+    let stdout = std::fs::read_to_string(&out).expect("stdout");
+    assert!(status.success(), "{status:?}: {stdout}");
+    let live = rteval_parse(&stdout, n);
+    check_rteval(&live, n, "live");
+    assert!(live.samples.iter().all(|s| *s > 0), "{live:?}");
+    let hist = report(&dir, "cyclictest-hist");
+    assert_eq!(hist, end_text(&stdout), "the host's text");
+    assert_eq!(rteval_parse(&hist, n), live, "what rteval reads");
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use latscope_core::wire::Body;
 use latscope_tests::host::{first_run, host, host_report_json, spawn_target, Scratch};
+use latscope_tests::procs::forget_snapshot_file;
 use latscope_tests::wait::frame_in;
 
 #[test]
@@ -23,6 +24,7 @@ fn killed_target_leaves_a_decodable_recording() {
     );
     t.child().kill().unwrap(); // SIGKILL
     let _ = t.child().wait();
+    forget_snapshot_file(t.child().id());
     let (doc, code, stderr) = host_report_json(&rec);
     assert_eq!(code, 1, "an unfinished run exits 1");
     assert!(stderr.contains("without a bye"), "{stderr}");

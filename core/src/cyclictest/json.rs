@@ -9,6 +9,7 @@ use core::fmt::{self, Result, Write};
 use super::{Options, Rfc2822, Thread};
 use crate::stats::{quantile, Ppm};
 use crate::tz::WallTime;
+use crate::wire::WakeMode;
 
 /// `uname(2)`'s fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +43,9 @@ pub struct JsonDoc<'a> {
     pub uname: Uname<'a>,
     /// `/sys/kernel/realtime` reads `1`.
     pub realtime: bool,
+    /// How each cycle waited (`-r`, `-s`, `-x`): the `"latscope"` object
+    /// names it, with what it gives up.
+    pub wake: WakeMode,
 }
 
 /// Write `s` as a JSON string literal. cyclictest prints its strings raw;
@@ -205,6 +209,11 @@ pub fn json<W: Write>(
         thread(w, t, opts, k + 1 == threads.len())?;
     }
     w.write_str("  },\n  \"latscope\": {\n")?;
-    field(w, "    ", "version", doc.tool_version, true)?;
+    field(w, "    ", "version", doc.tool_version, false)?;
+    let caveat = doc.wake.caveat();
+    field(w, "    ", "wake_mode", doc.wake.name(), caveat.is_none())?;
+    if let Some(c) = caveat {
+        field(w, "    ", "wake_mode_caveat", c, true)?;
+    }
     w.write_str("  }\n}\n")
 }

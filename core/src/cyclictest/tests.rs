@@ -8,7 +8,7 @@ use std::vec::Vec;
 use super::*;
 use crate::hist::Totals;
 use crate::layout::{Layout, DEFAULT_BUCKETS};
-use crate::wire::SpikeFlags;
+use crate::wire::{SpikeFlags, WakeMode};
 
 const H100_TXT: &str = include_str!("fixtures/cyclictest-2.4-q-H100-t2.txt");
 const H100_JSON: &str = include_str!("fixtures/cyclictest-2.4-q-H100-t2.json");
@@ -169,6 +169,7 @@ fn doc_of(fixture: &str) -> JsonDoc<'_> {
             machine: s("machine"),
         },
         realtime: false,
+        wake: WakeMode::Absolute,
     }
 }
 
@@ -219,9 +220,38 @@ fn json_is_rt_tests_2_4_plus_documented_extras() {
         let mut ours = String::new();
         json(&mut ours, &doc_of(json_fixture), &t, &opts(us, us > 0)).unwrap();
         assert!(ours.contains("      \"quantiles_ns\": {\n        \"p50\": "));
-        assert!(ours.ends_with("  \"latscope\": {\n    \"version\": \"0.1.0\"\n  }\n}\n"));
+        assert!(ours.ends_with(
+            "  \"latscope\": {\n    \"version\": \"0.1.0\",\n    \
+             \"wake_mode\": \"clock_nanosleep_abstime\"\n  }\n}\n"
+        ));
         let ours = same_times(&without_extras(&ours), json_fixture);
         assert_eq!(ours, json_fixture);
+    }
+}
+
+/// A wake-up mode that gives up a guarantee says so in the `"latscope"`
+/// object, and the document stays what cyclictest writes besides.
+#[test]
+fn json_names_a_wake_mode_and_what_it_gives_up() {
+    let h = vec![vec![0; DEFAULT_BUCKETS]; 2];
+    let t = [
+        thread(0, counters(Q_JSON, 0), &h[0], &[]),
+        thread(1, counters(Q_JSON, 1), &h[1], &[]),
+    ];
+    for mode in [WakeMode::Relative, WakeMode::PosixTimer { relative: true }] {
+        let doc = JsonDoc {
+            wake: mode,
+            ..doc_of(Q_JSON)
+        };
+        let mut ours = String::new();
+        json(&mut ours, &doc, &t, &opts(0, false)).unwrap();
+        let tail = std::format!(
+            "    \"wake_mode\": \"{}\",\n    \"wake_mode_caveat\": \"{}\"\n  }}\n}}\n",
+            mode.name(),
+            mode.caveat().unwrap()
+        );
+        assert!(ours.ends_with(&tail), "{ours}");
+        assert_eq!(same_times(&without_extras(&ours), Q_JSON), Q_JSON);
     }
 }
 

@@ -38,11 +38,18 @@
 //!
 //! On a serial line the stream must leave room: 4 threads at 1 kHz
 //! average under 10 % of a 115200-baud line, and no second may carry more
-//! than half of it, the last one included. The rolling snapshot keeps the
-//! average flat however long the run and however wide its histograms; a
-//! [`Pacer`] on the line spreads the one large burst, the final report's
-//! full snapshots, over the following seconds. `bench/link-budget`
-//! measures both on a pseudo-terminal.
+//! than half of it, the last one included. The rolling snapshot keeps its
+//! share flat however long the run and however wide its histograms. The
+//! deltas grow with the histograms' spread (a board whose latencies cover
+//! hundreds of microseconds changes hundreds of buckets a second), so on a
+//! serial line the reporter has a byte budget ([`Reporter::with_budget`],
+//! [`line_budget`]: 7 % of the line): a report waits until the bytes sent
+//! before it are paid for, and wide histograms are reported every few
+//! seconds instead of every second, each report still exact. A [`Pacer`]
+//! on the line spreads the one large burst, the final report's full
+//! snapshots, over the following seconds. `bench/link-budget` measures
+//! both on a pseudo-terminal, and the board tests on an emulated board's
+//! own UART.
 //!
 //! # Exactness
 //!
@@ -73,7 +80,10 @@ mod store;
 
 pub use assembler::Assembler;
 pub use pacer::Pacer;
-pub use reporter::{Extra, Reporter, ThreadLog, ThreadLogIn, HELLO_EVERY_NS, ROLL_BYTES};
+pub use reporter::{
+    line_budget, Extra, Reporter, ThreadLog, ThreadLogIn, HELLO_EVERY_NS, MAX_BUDGET_WAIT_NS,
+    ROLL_BYTES,
+};
 pub use sink::{FrameSink, SliceSink};
 pub use store::{ArrayStore, BucketStore};
 

@@ -14,6 +14,34 @@ use super::FrameSink;
 /// A hello is resent this often (ns).
 pub const HELLO_EVERY_NS: u64 = 10_000_000_000;
 
+/// The longest a report waits for the stream's byte budget
+/// ([`Reporter::with_budget`]) past its due time (ns): frames the caller
+/// sends between reports (explained spikes) can use up a budget, and
+/// reports still go out.
+pub const MAX_BUDGET_WAIT_NS: u64 = 5_000_000_000;
+
+/// The byte budget of the reports on a serial line of `baud` (8N1: 10 bits
+/// a byte): 7 % of the line, so that with the final report's full
+/// snapshots (up to about 15 kB for 4 threads with wide histograms) a run
+/// of a minute stays within 10 % of it.
+pub const fn line_budget(baud: u32) -> u32 {
+    baud / 10 * 7 / 100
+}
+
+/// `until` moved on by the time `len` bytes take at `budget` bytes per
+/// second (0: no budget, no time).
+const fn paid(until: i64, budget: u32, len: usize) -> i64 {
+    if budget == 0 {
+        return until;
+    }
+    let ns = (len as u64).saturating_mul(1_000_000_000) / budget as u64;
+    until.saturating_add(if ns > i64::MAX as u64 {
+        i64::MAX
+    } else {
+        ns as i64
+    })
+}
+
 /// Bytes of runs in a thread's rolling snapshot chunk per report. At the
 /// default 1 s report this is what keeps a receiver's histograms
 /// recoverable after a loss; see the link budget in the README.
@@ -164,6 +192,11 @@ pub struct Reporter {
     full: bool,
     last: bool,
     resync: bool,
+    /// Bytes per second the stream may average (0: no budget).
+    budget: u32,
+    /// When everything sent so far is paid for at `budget` bytes per
+    /// second: no report starts before.
+    paid_until: i64,
 }
 
 impl Reporter {
@@ -186,7 +219,20 @@ impl Reporter {
             full: false,
             last: false,
             resync: false,
+            budget: 0,
+            paid_until: start_ns,
         }
+    }
+
+    /// The same reporter with a byte budget: the stream, every frame
+    /// counted, averages at most `bytes_per_s`. A report whose time has
+    /// come waits until the bytes sent before it are paid for (at most
+    /// [`MAX_BUDGET_WAIT_NS`]), so wide histograms, whose deltas are large,
+    /// are reported less often rather than filling a slow line. Time unused
+    /// is not saved up. The final report never waits. 0: no budget.
+    pub const fn with_budget(mut self, bytes_per_s: u32) -> Reporter {
+        self.budget = bytes_per_s;
+        self
     }
 
     /// The current report number (0 before the first report).
@@ -201,10 +247,24 @@ impl Reporter {
 
     /// When the next hello or report is due (ns, the caller's clock).
     pub const fn next_due(&self) -> i64 {
-        if self.next_report < self.next_hello {
-            self.next_report
+        let report = self.report_at();
+        if report < self.next_hello {
+            report
         } else {
             self.next_hello
+        }
+    }
+
+    /// When the next report may start: its due time, or later while the
+    /// bytes sent are not paid for.
+    const fn report_at(&self) -> i64 {
+        let limit = self.next_report.saturating_add(MAX_BUDGET_WAIT_NS as i64);
+        if self.paid_until <= self.next_report {
+            self.next_report
+        } else if self.paid_until < limit {
+            self.paid_until
+        } else {
+            limit
         }
     }
 
@@ -215,14 +275,17 @@ impl Reporter {
 
     /// Whether a report is due at `now`.
     pub const fn report_due(&self, now: i64) -> bool {
-        now >= self.next_report
+        now >= self.report_at()
     }
 
     /// Encode `body` as the next frame into `out`.
     pub fn send<S: FrameSink + ?Sized>(&mut self, body: Body, out: &mut S) {
         let seq = self.enc.next_seq();
         match self.enc.frame(body) {
-            Ok(bytes) => out.frame(seq, bytes),
+            Ok(bytes) => {
+                self.paid_until = paid(self.paid_until, self.budget, bytes.len());
+                out.frame(seq, bytes);
+            }
             Err(e) => out.failed(e),
         }
     }
@@ -259,6 +322,8 @@ impl Reporter {
     }
 
     fn begin(&mut self, now: i64, full: bool, last: bool) {
+        // time unused is not saved up
+        self.paid_until = self.paid_until.max(now);
         self.epoch = self.epoch.wrapping_add(1);
         self.elapsed_ns = now.saturating_sub(self.start_ns).max(0) as u64;
         self.full = full;

@@ -379,6 +379,67 @@ fn reports_follow_the_schedule() {
     assert_eq!(r.begin_final(22 * SEC), 3);
 }
 
+/// Sends log lines through `r` until at least `bytes` went out; returns
+/// how many did.
+fn send_bytes(r: &mut Reporter, bytes: usize) -> usize {
+    let mut sent = 0;
+    while sent < bytes {
+        let line = crate::wire::LogLine {
+            level: crate::wire::Level::Info,
+            text: crate::wire::bounded("forty bytes of log text, give or take."),
+        };
+        r.send(Body::Log(line), &mut |b: &[u8]| sent += b.len());
+    }
+    sent
+}
+
+/// Nanoseconds `bytes` take at `rate` bytes per second.
+fn at_rate(bytes: usize, rate: u64) -> i64 {
+    (bytes as u64 * SEC as u64 / rate) as i64
+}
+
+#[test]
+fn a_byte_budget_spaces_reports_out() {
+    let mut r = Reporter::new(0, SEC as u64).with_budget(1_000);
+    // 2.5 kB at the start are paid for after 2.5 s: the report due at 1 s waits
+    let paid = at_rate(send_bytes(&mut r, 2_500), 1_000);
+    assert!(paid >= 5 * SEC / 2);
+    assert_eq!(r.next_due(), paid);
+    assert!(!r.report_due(SEC) && !r.report_due(paid - 1) && r.report_due(paid));
+    r.begin_report(paid);
+    // nothing sent since: the next one an interval later
+    assert_eq!(r.next_due(), paid + SEC);
+    // ten idle seconds are not saved up for a burst after them
+    let later = paid + 11 * SEC;
+    assert!(r.report_due(later));
+    r.begin_report(later);
+    let paid = later + at_rate(send_bytes(&mut r, 1_500), 1_000);
+    assert!(paid > later + SEC);
+    assert!(!r.report_due(paid - 1) && r.report_due(paid));
+    // a report waits at most MAX_BUDGET_WAIT_NS past its time (the hello
+    // due since 10 s is what next_due names first)
+    send_bytes(&mut r, 20_000);
+    let limit = later + SEC + MAX_BUDGET_WAIT_NS as i64;
+    assert_eq!(r.next_due(), 10 * SEC);
+    assert!(!r.report_due(limit - 1) && r.report_due(limit));
+    // the final report never waits
+    assert_eq!(r.begin_final(limit - 1), 3);
+}
+
+#[test]
+fn without_a_budget_reports_keep_their_time() {
+    let mut r = Reporter::new(0, SEC as u64);
+    send_bytes(&mut r, 20_000);
+    assert_eq!(r.next_due(), SEC);
+    assert!(r.report_due(SEC));
+}
+
+#[test]
+fn the_line_budget_is_7_percent_of_the_line() {
+    // 115200 baud, 10 bits a byte: 11,520 B/s, of which 7 %
+    assert_eq!(line_budget(115_200), 806);
+}
+
 #[test]
 fn a_resync_sends_full_snapshots_once() {
     let rec: Box<ThreadRecord<N>> = Box::new(ThreadRecord::new(LINEAR));

@@ -84,6 +84,9 @@ pub(crate) fn hello() -> Hello {
             degraded: Degraded::default(),
             self_check: false,
             threads,
+            wake: WakeMode::Absolute,
+            align: StartAlign::Own,
+            smi: false,
             tracefs_mounted: true,
         },
     }
@@ -477,10 +480,12 @@ fn schema_keys_are_pinned() {
     // cyclictest's facts added (kernel_version, node, hist_all, nsecs,
     // started, ended), RunConfig::tracefs_mounted and
     // Degraded::no_dma_latency_device added, before version 2 was released
-    // (the version 1 upgrade fills them with documented defaults).
+    // (the version 1 upgrade fills them with documented defaults); then
+    // RunConfig::wake, align and smi (v1 upgrades them to the absolute
+    // sleep, own start and false).
     assert_eq!(
         SCHEMA_KEY,
-        [0xa8, 0x45, 0xe8, 0xa8, 0x8e, 0xf2, 0x6a, 0xf8],
+        [0x64, 0x24, 0x5d, 0x1d, 0xbc, 0xeb, 0xdc, 0x7c],
         "the frame types changed: pin the new key (see this test's docs)"
     );
 }

@@ -139,6 +139,80 @@ pub enum ClockKind {
     Realtime,
 }
 
+/// How a measuring thread waits for each period: cyclictest's `-r`, `-s`
+/// and `-x`. Only [`WakeMode::Absolute`] keeps every guarantee of latscope;
+/// [`WakeMode::caveat`] says what each other mode gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum WakeMode {
+    /// `clock_nanosleep(TIMER_ABSTIME)` until the next absolute deadline:
+    /// one system call per cycle, a fixed grid of deadlines (the default).
+    #[default]
+    Absolute,
+    /// `-r`: a relative `clock_nanosleep` of one interval, from the time read
+    /// just before it.
+    Relative,
+    /// `-s`: a relative `nanosleep()` of one interval (cyclictest's
+    /// "sys_nanosleep").
+    Nanosleep,
+    /// `-x`: a POSIX interval timer that signals the thread, which waits for
+    /// the signal with `rt_sigtimedwait`; `relative` (`-x -r`) arms the
+    /// first expiry relative to the arming call.
+    PosixTimer {
+        /// The first expiry is relative (`-r`).
+        relative: bool,
+    },
+}
+
+impl WakeMode {
+    /// A short name for reports and `--json`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            WakeMode::Absolute => "clock_nanosleep_abstime",
+            WakeMode::Relative => "clock_nanosleep_relative",
+            WakeMode::Nanosleep => "nanosleep",
+            WakeMode::PosixTimer { relative: false } => "posix_timer",
+            WakeMode::PosixTimer { relative: true } => "posix_timer_relative",
+        }
+    }
+
+    /// What this mode gives up of latscope's guarantees, in one sentence
+    /// (`None` for the default mode, which keeps them all).
+    pub const fn caveat(self) -> Option<&'static str> {
+        match self {
+            WakeMode::Absolute => None,
+            WakeMode::Relative | WakeMode::Nanosleep => Some(
+                "relative sleep: each period starts when the previous wake-up was read, so the period drifts by every latency and no period is ever counted as missed; not a periodic test",
+            ),
+            WakeMode::PosixTimer { .. } => Some(
+                "POSIX timer: each wake-up is a timer signal taken with rt_sigtimedwait, so every sample includes signal delivery, and a cycle more than one period late costs a second system call (timer_getoverrun)",
+            ),
+        }
+    }
+}
+
+/// When the measuring threads take their first deadline: cyclictest's
+/// `-A`/`--aligned` and `--secaligned`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StartAlign {
+    /// Each thread starts from its own clock reading (the default).
+    #[default]
+    Own,
+    /// `-A [US]`: all threads start from one common time; thread N is
+    /// offset by N times `offset_ns`.
+    Threads {
+        /// Offset per thread index in ns.
+        offset_ns: u64,
+    },
+    /// `--secaligned [US]`: all threads start at the next full second of
+    /// the clock plus `offset_ns`.
+    Second {
+        /// Offset after the full second in ns.
+        offset_ns: u64,
+    },
+}
+
 /// Facts about the target system.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -269,6 +343,13 @@ pub struct RunConfig {
     pub self_check: bool,
     /// The measuring threads.
     pub threads: Vec<ThreadInfo, MAX_THREADS>,
+    /// How each cycle waits (`-r`, `-s`, `-x`); see [`WakeMode::caveat`].
+    pub wake: WakeMode,
+    /// When the threads take their first deadline (`-A`, `--secaligned`).
+    pub align: StartAlign,
+    /// `--smi`: SMIs are counted, one MSR read (a second system call) per
+    /// cycle.
+    pub smi: bool,
     /// latscope mounted tracefs at `/sys/kernel/tracing` for `--explain`
     /// or `--tracemark` (none was mounted; the mount stays). Recordings of
     /// version 1 lack it (false).

@@ -21,6 +21,9 @@
 //! * `TargetInfo::name` (the board's name): empty; a host then goes by the
 //!   host name.
 //! * `RunConfig::tracefs_mounted`: false (version 1 never mounted tracefs).
+//! * `RunConfig::wake`: `WakeMode::Absolute`, `RunConfig::align`:
+//!   `StartAlign::Own`, `RunConfig::smi`: false (version 1 had only the
+//!   absolute sleep, each thread from its own clock reading, no SMI count).
 //! * `Degraded::no_dma_latency_device`: false (version 1 set
 //!   `no_dma_latency` for a missing device too; a host tells the two apart
 //!   by `--best-effort` on the command line).
@@ -405,6 +408,11 @@ fn config(c: RunConfig) -> now::RunConfig {
         threads,
         // version 1 never mounted tracefs
         tracefs_mounted: false,
+        // version 1 had only the absolute sleep, each thread from its own
+        // clock reading, and no SMI count
+        wake: now::WakeMode::Absolute,
+        align: now::StartAlign::Own,
+        smi: false,
     }
 }
 

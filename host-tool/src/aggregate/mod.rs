@@ -357,7 +357,9 @@ impl Aggregator {
 
 /// The stand-in hello of a run whose hello was never decoded.
 fn unknown_hello() -> Hello {
-    use latscope_core::wire::{bounded, ClockKind, Degraded, Policy, RunConfig, TargetInfo};
+    use latscope_core::wire::{
+        bounded, ClockKind, Degraded, Policy, RunConfig, StartAlign, TargetInfo, WakeMode,
+    };
     Hello {
         schema: SCHEMA_KEY,
         tool_version: bounded("?"),
@@ -392,6 +394,9 @@ fn unknown_hello() -> Hello {
             degraded: Degraded::default(),
             self_check: false,
             threads: heapless::Vec::new(),
+            wake: WakeMode::Absolute,
+            align: StartAlign::Own,
+            smi: false,
             tracefs_mounted: false,
         },
     }

@@ -199,6 +199,7 @@ pub fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String 
             machine: &h.target.arch,
         },
         realtime: h.target.preempt_rt,
+        wake: h.config.wake,
     };
     let h = hists(run);
     let t = threads(run, &h);

@@ -189,6 +189,15 @@ pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
         t.rt_runtime_us,
         clip(&t.cmdline, 120)
     );
+    if let Some(caveat) = c.wake.caveat() {
+        let _ = writeln!(out, "MODE:     {} ({caveat})", c.wake.name());
+    }
+    if c.smi {
+        let _ = writeln!(
+            out,
+            "MODE:     --smi (one MSR read, a second system call, per cycle)"
+        );
+    }
     let d = degraded(run);
     if !d.is_empty() {
         let _ = writeln!(

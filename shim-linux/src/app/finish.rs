@@ -90,6 +90,8 @@ fn summary(
         .flat_map(|v| v.spikes.iter().copied())
         .collect();
     cyclictest::sort_spikes(&mut spikes);
+    // cyclictest lists the first --spike-nodes of all threads
+    spikes.truncate(cfg.spike_nodes);
     let total = views.iter().map(|v| v.spikes_total).sum();
     let broke = match ended.outcome.reason {
         ByeReason::Break { thread, latency_ns } => Some((thread, latency_ns)),
@@ -180,6 +182,7 @@ fn write_json(
             machine: &u.machine,
         },
         realtime: procfs::is_realtime(),
+        wake: cfg.wake,
     };
     let mut text = String::with_capacity(4096 + cfg.hist_us as usize * 24 * threads.len());
     // a String takes every write

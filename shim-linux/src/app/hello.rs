@@ -26,7 +26,10 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
         target: procfs::target_info(&cfg.cmdline, cfg.name.as_deref()),
         config: RunConfig {
             policy: if rt { cfg.policy } else { Policy::Other },
-            priority: if rt { cfg.priority.min(255) as u8 } else { 0 },
+            priority: match s.plans.first() {
+                Some(p) if rt => p.priority.min(255) as u8,
+                _ => 0,
+            },
             interval_ns: cfg.interval_us * 1000,
             distance_ns: cfg.distance() * 1000,
             clock: cfg.clock,
@@ -47,6 +50,9 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
             degraded: *degraded,
             self_check: cfg.self_check,
             threads: threads(s, degraded),
+            wake: cfg.wake,
+            align: cfg.align,
+            smi: cfg.smi,
             tracefs_mounted: s.tracefs_mounted,
         },
     }

@@ -18,6 +18,7 @@ mod finish;
 mod hello;
 mod setup;
 mod start;
+mod startup;
 mod wait;
 
 use crate::bench;
@@ -88,6 +89,7 @@ fn with_lost_output(status: i32) -> i32 {
 
 /// Run a measurement; returns the exit status.
 fn run(cfg: &Config) -> i32 {
+    startup::notes(cfg);
     let mut held = exit::Held {
         demote: !cfg.bench.no_exit_demote,
         ..exit::Held::default()
@@ -97,6 +99,7 @@ fn run(cfg: &Config) -> i32 {
     if cfg.bench.no_exit_demote {
         let cpu = config::first_pinned_cpu(cfg, &linux::available_cpus());
         bench::naive_exit(cpu, cfg.policy, cfg.priority, &mut held);
+        linux::status_files::remove_all();
     } else {
         exit::teardown(&mut held);
     }

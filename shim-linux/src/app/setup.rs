@@ -11,6 +11,7 @@ use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
+use super::startup;
 use crate::bench;
 use crate::config::{self, Config, ThreadPlan};
 use crate::error::Error;
@@ -19,6 +20,7 @@ use crate::linux::clock::LinuxClock;
 use crate::linux::exit::Held;
 use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
+use crate::linux::status_files::Snapshot;
 use crate::linux::sys::{self, sig, sigbit};
 use crate::linux::tracefs::{Marker, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT_POINT};
 use crate::linux::{self, hold_dma_latency};
@@ -32,7 +34,10 @@ const MALLOC_TOP_PAD: i32 = 0;
 
 /// The signals latscope handles synchronously in its main thread.
 pub const SIGNALS: sys::SigSet =
-    sigbit(sig::INT) | sigbit(sig::TERM) | sigbit(sig::USR1) | sigbit(sig::HUP);
+    sigbit(sig::INT) | sigbit(sig::TERM) | sigbit(sig::USR1) | sigbit(sig::USR2) | sigbit(sig::HUP);
+/// Blocked too, in every thread: the timer signal of `-x`, which each
+/// measuring thread takes itself.
+const TIMER_SIGNAL: sys::SigSet = sigbit(sig::ALRM);
 
 /// What the run does without, and the warnings that say so.
 #[derive(Default)]
@@ -80,6 +85,10 @@ pub struct Setup {
     pub selfcheck: Option<SelfCheck>,
     /// Where the human output goes.
     pub console: Console,
+    /// `/dev/shm/cyclictest<PID>`, if it could be made.
+    pub snapshot: Option<Snapshot>,
+    /// `-F`: the named pipe, if it could be made.
+    pub fifo: Option<String>,
     /// `--json` and `--histfile`, opened before measuring.
     pub files: Files,
 }
@@ -141,7 +150,9 @@ impl Setup {
         // one small allocator heap: nothing locked for arenas no thread uses
         sys::malloc_single_arena(MALLOC_TOP_PAD);
         // before any thread exists (threads inherit the mask)
-        sys::block_signals(SIGNALS).map_err(|e| Error::sys("blocking signals", e))?;
+        sys::block_signals(SIGNALS | TIMER_SIGNAL)
+            .map_err(|e| Error::sys("blocking signals", e))?;
+        startup::check_smi(cfg)?;
         // the vDSO clock, whose first call can allocate
         let clock = LinuxClock::new(cfg.clock);
         clock.warm_up();
@@ -150,6 +161,8 @@ impl Setup {
         let available = linux::available_cpus();
         let plans = config::plan(cfg, &available)?;
         let mainaffinity = config::mainaffinity(cfg, &available)?;
+        startup::plan_facts(cfg, &plans);
+        startup::resolution(cfg, &clock);
         let layout = Layout::for_hist_us(cfg.hist_us)
             .ok_or_else(|| Error::usage(format!("-h {}: above latscope's cap", cfg.hist_us)))?;
         // the outputs first: a bad path ends the run before anything else
@@ -162,6 +175,8 @@ impl Setup {
             held.ballast = bench::ballast(cfg.bench.ballast_mib);
         }
         let dma_latency = dma_latency(cfg, held, &mut deg)?;
+        let snapshot = startup::snapshot();
+        let fifo = startup::fifo(cfg);
         let tracefs = find_or_mount_tracefs(cfg, &mut deg);
         let tracemark = open_tracemark(cfg, tracefs.as_ref(), &mut deg);
         let (tracer, markers) = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);
@@ -200,6 +215,8 @@ impl Setup {
             settings,
             selfcheck,
             console,
+            snapshot,
+            fifo,
             files,
         };
         Ok((setup, handoff))
@@ -254,6 +271,12 @@ fn dma_latency(
     deg: &mut Degradations,
 ) -> Result<Option<i32>, Error> {
     if cfg.default_system {
+        // cyclictest's words for its two spellings
+        if cfg.laptop {
+            eprintln!("latscope: not setting cpu_dma_latency to save battery power");
+        } else {
+            eprintln!("latscope: not setting cpu_dma_latency (--default-system)");
+        }
         return Ok(None);
     }
     match hold_dma_latency(cfg.latency_us) {
@@ -392,6 +415,8 @@ fn loop_settings(cfg: &Config, clock: LinuxClock) -> LoopSettings {
             spike_ns: cfg.flag_us() * 1000,
             overflow_ns: cfg.hist_us as u64 * 1000,
         },
+        wake: cfg.wake,
+        align: cfg.align,
         clock,
     }
 }

@@ -76,6 +76,8 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         announce(cfg, setup);
         collect_degradations(cfg, &setup.shared, &mut deg);
         let effective = effective_plans(&setup.plans, &setup.shared);
+        let common = rt::common_start(cfg.align, setup.settings.clock);
+        setup.control.start.store(common, Ordering::SeqCst);
         setup.control.gate.open();
         let start_ns = monotonic_ns();
         for w in &deg.warnings {
@@ -99,6 +101,8 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
             coarse_cpus: setup.coarse_cpus.clone(),
             warmup_ns: cfg.warmup_ns,
             start_ns,
+            snapshot: setup.snapshot.as_ref(),
+            fifo: setup.fifo.clone(),
         };
         let sender = spawn_sender(scope, setup, args)?;
         if let Some(c) = &setup.mainaffinity {
@@ -192,7 +196,8 @@ fn views(cfg: &Config, s: &Setup) -> Result<Vec<View>, Error> {
         .enumerate()
         .map(|(i, t)| {
             let tid = t.tid.load(Ordering::SeqCst);
-            View::new(i, tid, s.layout, cfg.hist_us, cfg.spike_us > 0)
+            let spikes = if cfg.spike_us > 0 { cfg.spike_nodes } else { 0 };
+            View::new(i, tid, s.layout, cfg.hist_us, spikes)
         })
         .collect()
 }
@@ -229,10 +234,14 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Option
         quiet: cfg.quiet,
         verbose: cfg.verbose,
         spike_ns: cfg.spike_us * 1000,
+        spike_nodes: cfg.spike_nodes,
         report_ns: cfg.report_ns as i64,
         console: s.console,
         policy: policy_label(cfg, &deg.flags),
         self_check_probe: cfg.bench.self_check_probe,
+        refresh_on_max: cfg.refresh_on_max,
+        oscope: cfg.oscope,
+        unbuffered: cfg.unbuffered,
         files: cfg.json.as_deref().is_some_and(|j| j != "-") || cfg.histfile.is_some(),
     }
 }

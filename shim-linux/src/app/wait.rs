@@ -11,7 +11,8 @@ use crate::output;
 use crate::rt::Control;
 
 /// Wait for the end of the `n` measuring threads. SIGUSR1 asks the sender
-/// for the status; SIGINT, SIGTERM and SIGHUP stop the run.
+/// for the status on stderr, SIGUSR2 for a snapshot in the shared-memory
+/// file; SIGINT, SIGTERM and SIGHUP stop the run.
 pub fn wait_for_end(control: &Control, n: usize, selfcheck: Option<&SelfCheck>) {
     let tick = timespec(100_000_000);
     let zero = timespec(0);
@@ -19,13 +20,16 @@ pub fn wait_for_end(control: &Control, n: usize, selfcheck: Option<&SelfCheck>) 
         let got = match selfcheck {
             Some(sc) => {
                 self_check(control, sc, &tick);
-                sys::wait_signal(SIGNALS, &zero)
+                sys::wait_signal(SIGNALS, Some(&zero))
             }
-            None => sys::wait_signal(SIGNALS, &tick),
+            None => sys::wait_signal(SIGNALS, Some(&tick)),
         };
         match got {
             Ok(Some(s)) if s == sig::USR1 => {
                 control.status_requested.store(true, Ordering::SeqCst);
+            }
+            Ok(Some(s)) if s == sig::USR2 => {
+                control.snapshot_requested.store(true, Ordering::SeqCst);
             }
             Ok(Some(s)) => {
                 let _ = control

@@ -9,20 +9,36 @@ pub enum CpuList {
     Only(Vec<usize>),
     /// Every available CPU except these (`!` prefix).
     Except(Vec<usize>),
+    /// The available CPUs at these positions (`+` prefix, as libnuma
+    /// reads it: `+0-1` = the first two CPUs this process may use).
+    Relative(Vec<usize>),
 }
 
 /// Highest CPU number accepted.
 const MAX_CPU: usize = 1023;
 
-/// Parse `0,2-3`, `!1` or `all`.
+/// Parse `0,2-3`, `!1`, `+0-1` or `all`.
 pub(super) fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
     if s == "all" {
         return Ok(CpuList::All);
+    }
+    if let Some(body) = s.strip_prefix('+') {
+        return numbers(body).map(CpuList::Relative);
     }
     let (neg, body) = match s.strip_prefix('!') {
         Some(b) => (true, b),
         None => (false, s),
     };
+    let cpus = numbers(body)?;
+    Ok(if neg {
+        CpuList::Except(cpus)
+    } else {
+        CpuList::Only(cpus)
+    })
+}
+
+/// `0,2-3`: the numbers in order, each once.
+fn numbers(body: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for item in body.split(',') {
         let (a, b) = match item.split_once('-') {
@@ -43,11 +59,7 @@ pub(super) fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
     if cpus.is_empty() {
         return Err("empty CPU list".into());
     }
-    Ok(if neg {
-        CpuList::Except(cpus)
-    } else {
-        CpuList::Only(cpus)
-    })
+    Ok(cpus)
 }
 
 impl CpuList {
@@ -70,6 +82,16 @@ impl CpuList {
                 .copied()
                 .filter(|a| !c.contains(a))
                 .collect(),
+            CpuList::Relative(c) => {
+                if let Some(bad) = c.iter().find(|&&i| i >= available.len()) {
+                    return Err(format!(
+                        "+{bad}: only {} CPUs are available ({})",
+                        available.len(),
+                        list_text(available)
+                    ));
+                }
+                c.iter().map(|&i| available[i]).collect()
+            }
         };
         if v.is_empty() {
             return Err("the CPU set selects no available CPU".into());
@@ -100,6 +122,12 @@ mod tests {
         assert!(parse_cpu_list("0,99999").is_err());
         let avail = [0, 1, 2, 3];
         assert_eq!(CpuList::Except(vec![1]).resolve(&avail), Ok(vec![0, 2, 3]));
+        assert_eq!(parse_cpu_list("+1-2"), Ok(CpuList::Relative(vec![1, 2])));
+        assert_eq!(
+            CpuList::Relative(vec![1, 2]).resolve(&[4, 5, 6]),
+            Ok(vec![5, 6])
+        );
+        assert!(CpuList::Relative(vec![3]).resolve(&[4, 5, 6]).is_err());
         assert!(CpuList::Only(vec![7]).resolve(&avail).is_err());
     }
 }

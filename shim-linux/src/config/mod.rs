@@ -5,13 +5,18 @@
 //! Everything else reads the configuration; nothing here depends on the
 //! threads that use it.
 
+mod checks;
 mod cpus;
+mod getopt;
 mod help;
 mod name;
+mod numbers;
+mod options;
 mod parse;
 mod plan;
+mod values;
 
-use latscope_core::wire::{ClockKind, Policy};
+use latscope_core::wire::{ClockKind, Policy, StartAlign, WakeMode};
 
 use crate::bench::Knobs;
 
@@ -44,7 +49,7 @@ pub enum Dest {
 pub enum Threads {
     /// `-t N`.
     Count(usize),
-    /// `-t` without a number: one per available CPU.
+    /// `-t` without a number (or `-t 0`): one per available CPU.
     PerCpu,
 }
 
@@ -62,7 +67,8 @@ pub struct Config {
     pub interval_us: u64,
     /// `-d` in µs (`None` = cyclictest's default: 500, or 0 with `-h`).
     pub distance_us: Option<u64>,
-    /// `-p`.
+    /// `-p` (0 with a real-time policy: the number of threads + 1, as
+    /// cyclictest defaults it).
     pub priority: u32,
     /// `--policy`.
     pub policy: Policy,
@@ -118,6 +124,33 @@ pub struct Config {
     pub explain_us: u64,
     /// `--self-check`.
     pub self_check: bool,
+    /// `-r`, `-s`, `-x`: how each cycle waits.
+    pub wake: WakeMode,
+    /// `-A`, `--secaligned`: when the threads take their first deadline.
+    pub align: StartAlign,
+    /// `-F`: the named pipe that hands out the status.
+    pub fifo: Option<String>,
+    /// `-M`: redraw the live view only on a new maximum.
+    pub refresh_on_max: bool,
+    /// `-o`: with `-v`, print only the largest of each RED samples.
+    pub oscope: u32,
+    /// `-R`: measure the clock's resolution at start-up.
+    pub resolution: bool,
+    /// `--smi`: count SMIs.
+    pub smi: bool,
+    /// `--spike-nodes`: how many `--spike` samples are listed.
+    pub spike_nodes: usize,
+    /// `-u`: write each line of human output as soon as it is formatted.
+    pub unbuffered: bool,
+    /// `--laptop`: as `--default-system`, said as cyclictest says it.
+    pub laptop: bool,
+    /// `--dbg_cyclictest`: print what helps debugging (the thread plan, the
+    /// `-R` readings).
+    pub debug: bool,
+    /// How the command line was read where cyclictest's rules surprise
+    /// (ignored characters, ignored options): one line each, printed at
+    /// start-up.
+    pub notes: Vec<String>,
     /// The hidden options of the proof scripts and tests.
     pub bench: Knobs,
     /// `--stream`.
@@ -166,6 +199,18 @@ impl Default for Config {
             dl_period_us: 0,
             explain_us: 0,
             self_check: false,
+            wake: WakeMode::Absolute,
+            align: StartAlign::Own,
+            fifo: None,
+            refresh_on_max: false,
+            oscope: 1,
+            resolution: false,
+            smi: false,
+            spike_nodes: 1024,
+            unbuffered: false,
+            laptop: false,
+            debug: false,
+            notes: Vec::new(),
             bench: Knobs::default(),
             stream: None,
             name: None,
@@ -175,12 +220,13 @@ impl Default for Config {
 }
 
 impl Config {
-    /// The effective distance in µs: `-d`, or 500, or 0 when `-h` is given
-    /// (as cyclictest does, so that every thread fills the same rows).
+    /// The effective distance in µs: 0 when `-h` is given (as cyclictest
+    /// does, so that every thread fills the same rows, even with `-d`),
+    /// else `-d` or 500.
     pub fn distance(&self) -> u64 {
         match self.distance_us {
+            _ if self.hist_us > 0 => 0,
             Some(d) => d,
-            None if self.hist_us > 0 => 0,
             None => 500,
         }
     }
@@ -255,3 +301,6 @@ pub fn policy_upper(p: Policy) -> &'static str {
         Policy::Deadline => "DEADLINE",
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,9 @@
 //! The plan of which measuring thread runs where, with which priority and
 //! interval, as cyclictest's `-t`, `-a`, `-S`, `-d` and `--priospread`
-//! define it.
+//! define it. As in cyclictest 2.4, every thread is pinned: to the CPUs of
+//! `-a` in turn, or without `-a` thread N to the N-th CPU (modulo their
+//! number) this process may run on. (SCHED_DEADLINE threads stay unpinned
+//! without `-a`: see `--help`.)
 
 use latscope_core::wire::{Policy, MAX_THREADS};
 
@@ -29,9 +32,13 @@ pub fn plan(cfg: &Config, available: &[usize]) -> Result<Vec<ThreadPlan>, Error>
         Some(a) => Some(a.resolve(available).map_err(Error::Usage)?),
         None => None,
     };
-    let per_cpu = pin_set.as_deref().unwrap_or(available);
+    let per_cpu = pin_set.as_ref().map_or(available.len(), Vec::len);
+    let pin_set = match pin_set {
+        None if cfg.policy != Policy::Deadline => Some(available.to_vec()),
+        p => p,
+    };
     let n = match (cfg.threads, cfg.smp) {
-        (_, true) | (Some(Threads::PerCpu), _) => per_cpu.len(),
+        (_, true) | (Some(Threads::PerCpu), _) => per_cpu,
         (Some(Threads::Count(n)), _) => n,
         (None, false) => 1,
     };
@@ -41,15 +48,16 @@ pub fn plan(cfg: &Config, available: &[usize]) -> Result<Vec<ThreadPlan>, Error>
         )));
     }
     let distance = cfg.distance();
+    let first = first_priority(cfg, n);
     let mut out = Vec::with_capacity(n);
     for i in 0..n {
         let cpu = pin_set
             .as_ref()
             .and_then(|s| s.get(i % s.len().max(1)).copied());
         let priority = if cfg.priospread && cfg.policy != Policy::Deadline {
-            cfg.priority.saturating_sub(i as u32).max(1)
+            first.saturating_sub(i as u32).max(1)
         } else {
-            cfg.priority
+            first
         };
         let interval_us = cfg
             .interval_us
@@ -62,6 +70,15 @@ pub fn plan(cfg: &Config, available: &[usize]) -> Result<Vec<ThreadPlan>, Error>
         });
     }
     Ok(out)
+}
+
+/// The priority of thread 0: `-p`, or for a real-time policy without one
+/// (`-p 0`) the number of threads + 1, as cyclictest defaults it.
+pub fn first_priority(cfg: &Config, threads: usize) -> u32 {
+    match cfg.policy {
+        Policy::Fifo | Policy::Rr if cfg.priority == 0 => (threads as u32 + 1).min(99),
+        _ => cfg.priority,
+    }
 }
 
 /// `--mainaffinity` among the `available` CPUs.
@@ -100,11 +117,21 @@ mod tests {
         assert_eq!(
             p,
             vec![ThreadPlan {
-                cpu: None,
+                cpu: Some(0),
                 priority: 80,
                 interval_us: 1000
             }]
         );
+        // without -a, thread N on the N-th available CPU, modulo
+        let p = plan(&cfg(&["-t", "3"]), &[2, 5]).unwrap();
+        assert_eq!(
+            p.iter().map(|t| t.cpu).collect::<Vec<_>>(),
+            [Some(2), Some(5), Some(2)]
+        );
+        let p = plan(&cfg(&["-t", "2", "--policy", "deadline"]), &avail).unwrap();
+        assert!(p.iter().all(|t| t.cpu.is_none()), "deadline: unpinned");
+        let p = plan(&cfg(&["-t", "3", "-p", "0"]), &avail).unwrap();
+        assert!(p.iter().all(|t| t.priority == 4), "-p 0: threads + 1");
         let p = plan(&cfg(&["-t", "2", "-a", "0,1", "-d", "0"]), &avail).unwrap();
         assert_eq!(
             p.iter().map(|t| t.cpu).collect::<Vec<_>>(),
@@ -116,7 +143,9 @@ mod tests {
         assert_eq!(p[1].interval_us, 1500);
         let p = plan(&cfg(&["-t", "-h", "50"]), &avail).unwrap();
         assert_eq!(p.len(), 2);
-        assert!(p.iter().all(|t| t.cpu.is_none() && t.interval_us == 1000));
+        assert!(p.iter().all(|t| t.interval_us == 1000));
+        let p = plan(&cfg(&["-t", "-a", "+1"]), &avail).unwrap();
+        assert_eq!(p.iter().map(|t| t.cpu).collect::<Vec<_>>(), [Some(1)]);
         let p = plan(&cfg(&["-t3", "-a1"]), &avail).unwrap();
         assert_eq!(p.iter().map(|t| t.cpu).collect::<Vec<_>>(), [Some(1); 3]);
     }

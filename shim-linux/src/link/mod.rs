@@ -9,13 +9,14 @@
 //! A serial line is paced ([`Pacer`]): no second carries more than half of
 //! what the line can, so the one large burst of a run, its final report
 //! with every thread's full histogram, is spread over the next seconds
-//! rather than filling the line.
+//! rather than filling the line. Its reports also keep to a byte budget
+//! ([`Sink::byte_budget`]), which the sender's reporter enforces.
 
 mod resend;
 mod serial;
 mod tcp;
 
-use latscope_core::protocol::Pacer;
+use latscope_core::protocol::{line_budget, Pacer};
 use latscope_core::wire::Hello;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
@@ -44,6 +45,8 @@ enum Link {
 /// A stream destination.
 pub struct Sink {
     link: Link,
+    /// Bytes per second the stream may average (0: no limit).
+    budget: u32,
     /// Frames that could not be delivered.
     pub frames_dropped: u64,
 }
@@ -51,6 +54,10 @@ pub struct Sink {
 impl Sink {
     /// Open `dest`. TCP does not connect here: the sender keeps trying.
     pub fn open(dest: &Dest) -> Result<Sink, Error> {
+        let budget = match dest {
+            Dest::Serial { baud, .. } => line_budget(*baud),
+            _ => 0,
+        };
         let link = match dest {
             Dest::Stdout => Link::Stdout { broken: None },
             Dest::File(path) => {
@@ -75,8 +82,16 @@ impl Sink {
         };
         Ok(Sink {
             link,
+            budget,
             frames_dropped: 0,
         })
+    }
+
+    /// Bytes per second the stream's reports keep to on average (0: no
+    /// limit): on a serial line 7 % of it, the rest of the 10 % left for
+    /// the final report.
+    pub fn byte_budget(&self) -> u32 {
+        self.budget
     }
 
     /// Make progress on a TCP link (connect, read acks, send). Returns

@@ -4,6 +4,7 @@
 use latscope_core::cycle::{Clock, SleepError};
 use latscope_core::wire::ClockKind;
 use rustix::io::Errno;
+use rustix::thread::NanosleepRelativeResult;
 use rustix::time::{ClockId, Timespec};
 
 const NS: i64 = 1_000_000_000;
@@ -115,6 +116,84 @@ impl LinuxClock {
     }
 }
 
+impl LinuxClock {
+    /// The kernel's id of the clock.
+    pub const fn id(&self) -> ClockId {
+        self.id
+    }
+
+    /// `clock_nanosleep(clock, 0, ns)`: sleep `ns` on this clock, relative
+    /// to now (`-r`); an interruption sleeps the rest.
+    pub fn sleep_relative(&self, ns: i64) -> Result<(), Errno> {
+        let mut left = timespec(ns);
+        loop {
+            match rustix::thread::clock_nanosleep_relative(self.id, &left) {
+                NanosleepRelativeResult::Ok => return Ok(()),
+                NanosleepRelativeResult::Interrupted(rest) => left = rest,
+                NanosleepRelativeResult::Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// `-R`: the clock's resolution as `clock_getres` reports it and as
+/// consecutive readings show it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// What `clock_getres` says, in ns.
+    pub reported_ns: i64,
+    /// The smallest non-zero step between consecutive readings, in ns (0:
+    /// none seen).
+    pub measured_ns: i64,
+    /// The readings (about a millisecond's worth), in ns.
+    pub readings: Vec<i64>,
+}
+
+impl LinuxClock {
+    /// Measure the resolution as cyclictest's `-R` does: time 1000 readings
+    /// to learn how many fit in a millisecond (1000 to 100000), take that
+    /// many, and find the smallest step.
+    pub fn resolution(&self) -> Resolution {
+        let read = || ns_of(&rustix::time::clock_gettime(self.id));
+        let first = read();
+        let mut last = first;
+        for _ in 0..1000 {
+            last = read();
+        }
+        let per_call = (last - first) / 1000;
+        let times = if per_call > 0 {
+            (NS / per_call / 1000).clamp(1000, 100_000) as usize
+        } else {
+            100_000
+        };
+        let readings: Vec<i64> = (0..times).map(|_| read()).collect();
+        let measured_ns = readings
+            .windows(2)
+            .map(|w| w[1] - w[0])
+            .filter(|d| *d > 0)
+            .min()
+            .unwrap_or(0);
+        Resolution {
+            reported_ns: ns_of(&rustix::time::clock_getres(self.id)),
+            measured_ns,
+            readings,
+        }
+    }
+}
+
+/// `nanosleep(ns)`: sleep `ns`, relative to now, with the system call
+/// cyclictest's `-s` makes; an interruption sleeps the rest.
+pub fn nanosleep(ns: i64) -> Result<(), Errno> {
+    let mut left = timespec(ns);
+    loop {
+        match rustix::thread::nanosleep(&left) {
+            NanosleepRelativeResult::Ok => return Ok(()),
+            NanosleepRelativeResult::Interrupted(rest) => left = rest,
+            NanosleepRelativeResult::Err(e) => return Err(e),
+        }
+    }
+}
+
 impl Clock for LinuxClock {
     #[inline]
     fn now(&mut self) -> i64 {
@@ -181,6 +260,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn resolution_of_the_monotonic_clock() {
+        let r = LinuxClock::new(ClockKind::Monotonic).resolution();
+        assert!(r.reported_ns >= 1, "{}", r.reported_ns);
+        assert!((1000..=100_000).contains(&r.readings.len()));
+        assert!(r.readings.windows(2).all(|w| w[1] >= w[0]), "monotonic");
+        assert!(r.measured_ns > 0, "the clock moved in a millisecond");
     }
 
     #[test]

@@ -9,13 +9,16 @@
 //!    `/dev/cpu_dma_latency` fd, and only then exits ([`teardown`]);
 //! 3. a panic hook demotes every measuring thread by its TID and calls
 //!    `munlockall` before the process aborts ([`install_panic_hook`]).
+//!
+//! Both ends also remove the status files other programs look for
+//! (`/dev/shm/cyclictest<PID>`, the `-F` pipe).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use latscope_core::wire::MAX_THREADS;
 use rustix::fd::OwnedFd;
 
-use super::sys;
+use super::{status_files, sys};
 
 /// TIDs of the measuring threads, for the panic hook (0 = empty slot).
 static TIDS: [AtomicI32; MAX_THREADS] = [const { AtomicI32::new(0) }; MAX_THREADS];
@@ -64,6 +67,7 @@ pub fn install_panic_hook() {
         demote_all_registered();
         let _ = sys::demote(0);
         let _ = rustix::mm::munlockall();
+        status_files::remove_all();
         default(info);
         if is_pid1() {
             power_off();
@@ -84,8 +88,9 @@ pub struct Held {
     pub ballast: Vec<u8>,
 }
 
-/// The end of every run after threads started: demote the main thread,
-/// unlock memory, drop the latency request, in that order.
+/// The end of every run after set-up began: demote the main thread,
+/// unlock memory, drop the latency request, in that order; then remove the
+/// status files (`/dev/shm/cyclictest<PID>`, `-F`).
 pub fn teardown(held: &mut Held) {
     if held.demote {
         demote_all_registered();
@@ -96,6 +101,7 @@ pub fn teardown(held: &mut Held) {
         held.locked = false;
     }
     drop(held.dma.take());
+    status_files::remove_all();
 }
 
 /// Leave with `status`: exit normally, or as PID 1 sync and power off.

@@ -12,6 +12,8 @@ pub mod pid1;
 pub mod procfs;
 pub mod sched;
 pub mod seccomp;
+pub mod smi;
+pub mod status_files;
 pub mod sys;
 pub mod tracefs;
 

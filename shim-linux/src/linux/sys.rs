@@ -221,6 +221,10 @@ pub mod sig {
     pub const HUP: u32 = g::SIGHUP;
     /// SIGCHLD.
     pub const CHLD: u32 = g::SIGCHLD;
+    /// SIGUSR2.
+    pub const USR2: u32 = g::SIGUSR2;
+    /// SIGALRM (the POSIX timers' signal of `-x`, as cyclictest's).
+    pub const ALRM: u32 = g::SIGALRM;
 }
 
 /// `rt_sigprocmask(SIG_BLOCK, set, NULL, 8)`—blocks `set` in the calling
@@ -240,29 +244,112 @@ pub fn block_signals(set: SigSet) -> Result<(), Errno> {
     .map(drop)
 }
 
-/// `rt_sigtimedwait(set, NULL, timeout, 8)`—waits up to `timeout` for one of
-/// the (blocked) signals in `set`; `Ok(None)` on timeout or interruption.
-pub fn wait_signal(set: SigSet, timeout: &Timespec) -> Result<Option<u32>, Errno> {
+/// `rt_sigtimedwait(set, NULL, timeout, 8)`—waits up to `timeout` (`None`:
+/// for ever) for one of the (blocked) signals in `set`; `Ok(None)` on
+/// timeout or interruption.
+pub fn wait_signal(set: SigSet, timeout: Option<&Timespec>) -> Result<Option<u32>, Errno> {
     #[cfg(target_pointer_width = "64")]
     let nr = g::__NR_rt_sigtimedwait;
     // rustix's Timespec is the 64-bit `__kernel_timespec` on 32-bit too.
     #[cfg(target_pointer_width = "32")]
     let nr = g::__NR_rt_sigtimedwait_time64;
-    // SAFETY: `set` and `timeout` are live for the call and sized as the
-    // kernel expects (8-byte sigset, 64-bit timespec); the siginfo pointer
-    // is NULL.
-    match check(unsafe {
-        syscall4(
-            nr,
-            &set as *const SigSet as usize,
-            0,
-            timeout as *const Timespec as usize,
-            SIGSET_SIZE,
-        )
-    }) {
+    let timeout = timeout.map_or(0, |t| t as *const Timespec as usize);
+    // SAFETY: `set` and `timeout` (or NULL) are live for the call and sized
+    // as the kernel expects (8-byte sigset, 64-bit timespec); the siginfo
+    // pointer is NULL.
+    match check(unsafe { syscall4(nr, &set as *const SigSet as usize, 0, timeout, SIGSET_SIZE) }) {
         Ok(sig) => Ok(Some(sig as u32)),
         Err(Errno::AGAIN) | Err(Errno::INTR) => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+/// The ints after `struct sigevent`'s preamble (value, signo, notify): the
+/// kernel's structure is 64 bytes.
+const SIGEV_PAD: usize = (64 - 2 * 4 - core::mem::size_of::<usize>()) / 4;
+const _: () = assert!(core::mem::size_of::<g::sigevent>() == 64);
+
+/// A POSIX timer of the kernel (`timer_t`), deleted when dropped.
+#[derive(Debug)]
+pub struct Timer(i32);
+
+/// `timer_create(clock, {SIGEV_THREAD_ID | SIGEV_SIGNAL, signo, tid}, &id)`
+/// —a timer that sends `signo` to thread `tid` (not the process) when it
+/// expires.
+pub fn timer_create(clock: rustix::time::ClockId, signo: u32, tid: i32) -> Result<Timer, Errno> {
+    let mut ev = g::sigevent {
+        sigev_value: g::sigval { sival_int: 0 },
+        sigev_signo: signo as i32,
+        sigev_notify: (g::SIGEV_THREAD_ID | g::SIGEV_SIGNAL) as i32,
+        _sigev_un: g::sigevent__bindgen_ty_1 {
+            _pad: [0; SIGEV_PAD],
+        },
+    };
+    ev._sigev_un._tid = tid;
+    let mut id: g::__kernel_timer_t = 0;
+    // SAFETY: `ev` is a live, fully initialised `struct sigevent` (64
+    // bytes) the kernel only reads; `id` is a live `timer_t` it writes.
+    check(unsafe {
+        syscall4(
+            g::__NR_timer_create,
+            clock as usize,
+            &ev as *const g::sigevent as usize,
+            &mut id as *mut g::__kernel_timer_t as usize,
+            0,
+        )
+    })?;
+    Ok(Timer(id))
+}
+
+/// `timer_settime(timer, flags, {interval, first}, NULL)`—arms the timer
+/// to expire at `first` (absolute with `TIMER_ABSTIME`, else relative to
+/// now) and then every `interval`.
+pub fn timer_settime(
+    timer: &Timer,
+    absolute: bool,
+    first: &Timespec,
+    interval: &Timespec,
+) -> Result<(), Errno> {
+    let ts = |t: &Timespec| g::__kernel_timespec {
+        tv_sec: t.tv_sec,
+        tv_nsec: t.tv_nsec as _,
+    };
+    let spec = g::__kernel_itimerspec {
+        it_interval: ts(interval),
+        it_value: ts(first),
+    };
+    let flags = if absolute { g::TIMER_ABSTIME } else { 0 };
+    #[cfg(target_pointer_width = "64")]
+    let nr = g::__NR_timer_settime;
+    #[cfg(target_pointer_width = "32")]
+    let nr = g::__NR_timer_settime64;
+    // SAFETY: `spec` is a live 64-bit `struct itimerspec` the kernel only
+    // reads; the old-value pointer is NULL.
+    check(unsafe {
+        syscall4(
+            nr,
+            timer.0 as usize,
+            flags as usize,
+            &spec as *const g::__kernel_itimerspec as usize,
+            0,
+        )
+    })
+    .map(drop)
+}
+
+/// `timer_getoverrun(timer)`—the expirations that found the timer's
+/// signal still pending, since it was last taken.
+pub fn timer_getoverrun(timer: &Timer) -> Result<u64, Errno> {
+    // SAFETY: no pointer argument.
+    check(unsafe { syscall4(g::__NR_timer_getoverrun, timer.0 as usize, 0, 0, 0) })
+        .map(|n| n as u64)
+}
+
+impl Drop for Timer {
+    /// `timer_delete(timer)`.
+    fn drop(&mut self) {
+        // SAFETY: no pointer argument; the id is ours and deleted once.
+        let _ = unsafe { syscall4(g::__NR_timer_delete, self.0 as usize, 0, 0, 0) };
     }
 }
 
@@ -517,7 +604,43 @@ mod tests {
                 tv_sec: 0,
                 tv_nsec: 1_000_000,
             };
-            assert_eq!(wait_signal(set, &t), Ok(None));
+            assert_eq!(wait_signal(set, Some(&t)), Ok(None));
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn a_thread_timer_signals_its_thread_and_counts_overruns() {
+        std::thread::spawn(|| {
+            let set = sigbit(sig::ALRM);
+            block_signals(set).unwrap();
+            let tid = rustix::thread::gettid().as_raw_nonzero().get();
+            let t = timer_create(rustix::time::ClockId::Monotonic, sig::ALRM, tid).unwrap();
+            let ms = Timespec {
+                tv_sec: 0,
+                tv_nsec: 1_000_000,
+            };
+            timer_settime(&t, false, &ms, &ms).unwrap();
+            let long = Timespec {
+                tv_sec: 5,
+                tv_nsec: 0,
+            };
+            assert_eq!(wait_signal(set, Some(&long)), Ok(Some(sig::ALRM)));
+            assert_eq!(wait_signal(set, None), Ok(Some(sig::ALRM)));
+            // asleep for 20 periods: the pending signal merges the others
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(wait_signal(set, None), Ok(Some(sig::ALRM)));
+            let over = timer_getoverrun(&t).unwrap();
+            assert!((10..=30).contains(&over), "{over} overruns");
+            drop(t);
+            // deleted: after one that may have been pending, no more
+            let five_ms = Timespec {
+                tv_sec: 0,
+                tv_nsec: 5_000_000,
+            };
+            let _ = wait_signal(set, Some(&Timespec::default()));
+            assert_eq!(wait_signal(set, Some(&five_ms)), Ok(None));
         })
         .join()
         .unwrap();

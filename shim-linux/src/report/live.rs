@@ -65,7 +65,7 @@ pub(super) fn threads<'v>(
 }
 
 /// One `T:` line per thread.
-fn thread_lines(out: &mut String, threads: &[Thread<'_>], nsecs: bool) {
+pub(super) fn thread_lines(out: &mut String, threads: &[Thread<'_>], nsecs: bool) {
     for t in threads {
         // a String takes every write
         let _ = cyclictest::status_line(out, t, nsecs);
@@ -80,7 +80,7 @@ impl Sender<'_> {
     }
 
     /// Fresh counters of every thread.
-    fn live_counters(&mut self) {
+    pub(super) fn live_counters(&mut self) {
         for (v, s) in self.views.iter_mut().zip(self.shared) {
             if v.snapshot(s) {
                 v.counters = v.cur.counters;

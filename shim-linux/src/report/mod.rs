@@ -15,13 +15,14 @@ mod attribution;
 mod live;
 mod probe;
 mod publish;
+mod status;
 mod verbose;
 mod view;
 
 use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
-use latscope_core::cyclictest::{is_spike, SPIKE_NODES};
+use latscope_core::cyclictest::is_spike;
 use latscope_core::tz::WallTime;
 use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeRecord};
 
@@ -30,6 +31,7 @@ use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::localtime::LocalZone;
 use crate::linux::sleep_ns;
+use crate::linux::status_files::Snapshot;
 use crate::linux::tracefs::Tracer;
 use crate::output::Console;
 use crate::rt::{Control, Shared, VerboseSample};
@@ -52,6 +54,8 @@ pub struct Options {
     pub verbose: bool,
     /// `--spike` threshold in ns (0 = off).
     pub spike_ns: u64,
+    /// `--spike-nodes`: how many `--spike` samples are listed.
+    pub spike_nodes: usize,
     /// Report interval.
     pub report_ns: i64,
     /// Where the human output goes.
@@ -60,6 +64,12 @@ pub struct Options {
     pub policy: &'static str,
     /// Make every forbidden request once under `--self-check`.
     pub self_check_probe: bool,
+    /// `-M`: redraw the live view only when a maximum grew.
+    pub refresh_on_max: bool,
+    /// `-o`: with `-v`, one line per this many samples (the largest).
+    pub oscope: u32,
+    /// `-u`: write each `-v` line as it is formatted.
+    pub unbuffered: bool,
     /// Whether the run writes `--json` or `--histfile` files at its end.
     pub files: bool,
 }
@@ -101,6 +111,10 @@ pub struct Args<'a> {
     pub warmup_ns: u64,
     /// Measuring start (monotonic ns).
     pub start_ns: i64,
+    /// `/dev/shm/cyclictest<PID>`, rewritten on SIGUSR2.
+    pub snapshot: Option<&'a Snapshot>,
+    /// `-F`: the named pipe that hands out the status.
+    pub fifo: Option<String>,
 }
 
 /// What the sender hands back at the end.
@@ -134,6 +148,12 @@ struct Sender<'a> {
     views: Vec<View>,
     /// Fault baselines re-taken at the end of the warm-up.
     rebased: bool,
+    /// SIGUSR2 and `-F`.
+    status: status::StatusFiles<'a>,
+    /// `-o`: per thread, the window's samples so far and its largest.
+    oscope: Vec<verbose::Window>,
+    /// `-M`: the largest maximum shown so far.
+    shown_max: Option<u64>,
 }
 
 /// The sender thread's body.
@@ -156,6 +176,9 @@ pub fn run(a: Args<'_>) -> Outcome {
         warmup_ns: a.warmup_ns,
         views: a.views,
         rebased: a.warmup_ns == 0,
+        status: status::StatusFiles::new(a.snapshot, a.fifo),
+        oscope: vec![verbose::Window::default(); n],
+        shown_max: None,
     };
     s.main_loop();
     s.finish()
@@ -182,6 +205,14 @@ impl Sender<'_> {
             if self.control.status_requested.swap(false, Ordering::SeqCst) {
                 self.status_to_stderr();
             }
+            if self
+                .control
+                .snapshot_requested
+                .swap(false, Ordering::SeqCst)
+            {
+                self.snapshot();
+            }
+            self.offer_fifo();
             if !self.rebased && now >= self.start_ns.saturating_add(self.warmup_ns as i64) {
                 self.rebase_faults();
             }
@@ -190,7 +221,7 @@ impl Sender<'_> {
             }
             self.publish.hello_if_due(now);
             self.report_if_due(now);
-            if self.live_view() && self.opts.console.tty {
+            if self.live_view() && self.opts.console.tty && self.show_now() {
                 self.redraw();
             }
             self.live.flush();
@@ -218,6 +249,31 @@ impl Sender<'_> {
         !self.opts.quiet && !self.opts.verbose
     }
 
+    /// Whether to show the live view now: always, or with `-M` only when
+    /// some thread's maximum grew since it was last shown (the first time
+    /// too), as cyclictest's refresh-on-max.
+    fn show_now(&mut self) -> bool {
+        if !self.opts.refresh_on_max {
+            return true;
+        }
+        if self.opts.console.tty {
+            self.live_counters();
+        }
+        // in the unit shown, as cyclictest compares its maxima
+        let unit = if self.opts.nsecs { 1 } else { 1000 };
+        let max = self
+            .views
+            .iter()
+            .map(|v| v.counters.totals.max / unit)
+            .max()
+            .unwrap_or(0);
+        let grew = self.shown_max.is_none_or(|m| max > m);
+        if grew {
+            self.shown_max = Some(max);
+        }
+        grew
+    }
+
     /// A new connection: every thread's latest statistics and histogram.
     fn restart_stream(&mut self) {
         for v in &self.views {
@@ -230,7 +286,7 @@ impl Sender<'_> {
             return;
         }
         self.report();
-        if !self.opts.console.tty && self.live_view() {
+        if !self.opts.console.tty && self.live_view() && self.show_now() {
             self.plain_lines();
         }
     }
@@ -330,7 +386,7 @@ impl Sender<'_> {
         }
         if is_spike(r, self.opts.spike_ns) {
             v.spikes_total += 1;
-            if v.spikes.len() < SPIKE_NODES {
+            if v.spikes.len() < self.opts.spike_nodes {
                 v.spikes.push(*r);
             }
         }

@@ -47,7 +47,8 @@ impl FrameSink for Out<'_> {
 
 impl Publisher {
     /// The stream to `sink` (none: nothing is sent) of a run that started
-    /// measuring at `start_ns` and reports every `report_ns`.
+    /// measuring at `start_ns` and reports every `report_ns`, or less often
+    /// where the link has a byte budget and wide histograms use it up.
     pub fn new(
         sink: Option<Sink>,
         hello: Hello,
@@ -55,8 +56,9 @@ impl Publisher {
         start_ns: i64,
         report_ns: i64,
     ) -> Publisher {
+        let budget = sink.as_ref().map_or(0, Sink::byte_budget);
         Publisher {
-            rep: Reporter::new(start_ns, report_ns.max(1) as u64),
+            rep: Reporter::new(start_ns, report_ns.max(1) as u64).with_budget(budget),
             sink,
             hello,
             warnings,

@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use latscope_core::cyclictest::{Thread, SPIKE_NODES};
+use latscope_core::cyclictest::Thread;
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Extra;
 use latscope_core::record::Counters;
@@ -43,13 +43,13 @@ pub struct View {
 impl View {
     /// Fresh view of thread `index` for a record of `layout`; its copies
     /// are sized by the layout and lists by what the run asked for (`-h`
-    /// overflows, `--spike` lines), all prefaulted, so nothing grows later.
+    /// overflows, `spikes` `--spike` lines), all prefaulted, so nothing grows later.
     pub fn new(
         index: usize,
         tid: i32,
         layout: Layout,
         hist_us: u32,
-        spikes: bool,
+        spikes: usize,
     ) -> Result<View, Error> {
         let n = layout.len();
         Ok(View {
@@ -59,7 +59,7 @@ impl View {
             faults: Faults::default(),
             dropped: 0,
             overflow_cycles: Vec::with_capacity(hist_us as usize),
-            spikes: Vec::with_capacity(if spikes { SPIKE_NODES } else { 0 }),
+            spikes: Vec::with_capacity(spikes),
             spikes_total: 0,
             stat_path: format!("/proc/self/task/{tid}/stat"),
         })

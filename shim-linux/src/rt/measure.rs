@@ -1,19 +1,21 @@
 //! The hot loop of a measuring thread, and its rare paths (flagged
-//! samples, `-v`, `-b`), kept out of line.
+//! samples, `-v`, `-b`), kept out of line. The loop is generic over how it
+//! waits ([`Wake`]): each mode gets its own copy, and the default mode's
+//! is the same code as if it were the only one.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, Sample, Step, StopReason};
-use latscope_core::wire::{SpikeFlags, SpikeRecord};
-
 use latscope_core::record::Writer;
+use latscope_core::wire::{SpikeFlags, SpikeRecord, StartAlign, WakeMode};
 
+use super::wake::{Absolute, Nanosleep, PosixTimer, Relative, Wake};
 use super::ThreadArgs;
 use crate::error::Error;
 use crate::linux::clock::LinuxClock;
 use crate::linux::procfs;
 
-/// The measuring loop.
+/// Set up the cycle and run the loop of the run's wake-up mode.
 pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
     let mut w = a
         .shared
@@ -31,35 +33,51 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
             *g = f;
         }
     }
-    let start = clock.now();
-    let cycle = Cycle::new(cfg, start)?;
-    // `-v` is decided once, outside the loop: the plain loop then has no
-    // test for it at all.
-    if a.verbose.is_some() {
-        run::<true>(a, &mut w, clock, cycle)
-    } else {
-        run::<false>(a, &mut w, clock, cycle)
+    let start = start_time(a, &mut clock);
+    let mut cycle = Cycle::new(cfg, start)?;
+    match a.settings.wake {
+        WakeMode::Absolute => run(a, &mut w, clock, cycle, Absolute),
+        WakeMode::Relative => run(a, &mut w, clock, cycle, Relative),
+        WakeMode::Nanosleep => run(a, &mut w, clock, cycle, Nanosleep),
+        WakeMode::PosixTimer { relative } => {
+            let timer = PosixTimer::arm(&mut clock, &mut cycle, relative)?;
+            run(a, &mut w, clock, cycle, timer)
+        }
     }
 }
 
-/// The loop itself; `VERBOSE`: queue every sample for `-v`.
-#[inline(always)]
-fn run<const VERBOSE: bool>(
+/// The start of this thread's first period: its own clock reading, or
+/// with `-A`/`--secaligned` the run's common start (plus this thread's
+/// offset with `-A`).
+fn start_time(a: &ThreadArgs<'_>, clock: &mut LinuxClock) -> i64 {
+    let common = || a.control.start.load(Ordering::SeqCst);
+    match a.settings.align {
+        StartAlign::Own => clock.now(),
+        StartAlign::Threads { offset_ns } => {
+            common().saturating_add((offset_ns as i64).saturating_mul(a.index as i64))
+        }
+        StartAlign::Second { offset_ns } => common().saturating_add(offset_ns as i64),
+    }
+}
+
+/// The measuring loop.
+fn run<W: Wake>(
     a: &mut ThreadArgs<'_>,
     w: &mut Writer<'_, Box<[AtomicU32]>>,
     mut clock: LinuxClock,
     mut cycle: Cycle,
+    mut wake: W,
 ) -> Result<(), Error> {
     let stop = &a.control.stop;
     loop {
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        let now = cycle.sleep(&mut clock)?;
+        let now = wake.wait(&mut cycle, &mut clock)?;
         // the common case: a plain sample, nothing else to do
         if let Some(latency) = cycle.plain_wake(now) {
             w.record_plain(latency);
-            if VERBOSE {
+            if a.verbose.is_some() {
                 verbose(a, cycle.recorded() - 1, latency as i64);
             }
             continue;
@@ -68,11 +86,12 @@ fn run<const VERBOSE: bool>(
             Step::Warmup => continue,
             Step::Sample { sample, stop } => (sample, stop),
         };
-        w.record(sample.latency, sample.missed);
+        let missed = wake.missed(&mut cycle, &sample);
+        w.record(sample.latency, missed);
         if sample.flags.any() {
             flagged(a, &sample);
         }
-        if VERBOSE {
+        if a.verbose.is_some() {
             verbose(a, sample.cycle, sample.latency);
         }
         if let Some(reason) = end {

@@ -1,17 +1,20 @@
 //! The measuring threads: their set-up, the start handshake, the hot loop,
 //! and what they share with the sender and main threads.
 //!
-//! The loop makes exactly one system call per cycle (`clock_nanosleep`)
-//! plus the vDSO clock read. It never allocates, takes no lock, does no I/O
-//! and never waits on another thread: it publishes each sample into its
-//! lock-free [`Record`] and pushes flagged samples into a wait-free
-//! single-producer queue. It polls the stop flag once per cycle.
+//! In the default mode the loop makes exactly one system call per cycle
+//! (`clock_nanosleep`) plus the vDSO clock read; cyclictest's other modes
+//! (`-r`, `-s`, `-x`) have loops of their own (see `wake`). No loop
+//! allocates, takes a lock, does I/O or waits on another thread: each
+//! publishes every sample into its lock-free [`Record`] and pushes
+//! flagged samples into a wait-free single-producer queue. It polls the
+//! stop flag once per cycle.
 
 mod measure;
 mod setup;
 mod start;
+mod wake;
 
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use heapless::spsc::{Producer, Queue};
@@ -19,7 +22,7 @@ use latscope_core::cycle::{CycleConfig, StopReason};
 use latscope_core::layout::Layout;
 use latscope_core::protocol::ThreadLogIn;
 use latscope_core::record::{SnapshotIn, ThreadRecordIn};
-use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord};
+use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord, StartAlign, WakeMode};
 
 use crate::config::ThreadPlan;
 use crate::error::Error;
@@ -28,7 +31,7 @@ use crate::linux::procfs::Faults;
 use crate::linux::tracefs::{Marker, Tracemark};
 use crate::linux::{exit, sys};
 
-pub use start::{Phase, PhaseCell, StartGate};
+pub use start::{common_start, Phase, PhaseCell, StartGate};
 
 /// A thread's record: its counters in memory sized by the run's layout.
 pub type Record = ThreadRecordIn<Box<[AtomicU32]>>;
@@ -187,6 +190,12 @@ pub struct Control {
     pub stop: AtomicBool,
     /// Set when a signal asked for the current status (SIGUSR1).
     pub status_requested: AtomicBool,
+    /// Set when a signal asked for a snapshot in the shared-memory file
+    /// (SIGUSR2).
+    pub snapshot_requested: AtomicBool,
+    /// The common start of `-A`/`--secaligned` (clock ns), set before the
+    /// gate opens.
+    pub start: AtomicI64,
     /// Thread index + 1 of the first break (0 = none).
     pub break_thread: AtomicU32,
     /// Its latency in ns.
@@ -206,6 +215,8 @@ impl Control {
             gate: StartGate::new(),
             stop: AtomicBool::new(false),
             status_requested: AtomicBool::new(false),
+            snapshot_requested: AtomicBool::new(false),
+            start: AtomicI64::new(0),
             break_thread: AtomicU32::new(0),
             break_ns: AtomicU64::new(0),
             signal: AtomicU32::new(0),
@@ -233,6 +244,10 @@ pub struct LoopSettings {
     pub exit_demote: bool,
     /// Cycle settings except the interval.
     pub cycle: CycleConfig,
+    /// How each cycle waits.
+    pub wake: WakeMode,
+    /// When the first period starts.
+    pub align: StartAlign,
     /// The clock.
     pub clock: LinuxClock,
 }

@@ -5,11 +5,42 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 
+use latscope_core::cycle::Clock;
+use latscope_core::wire::StartAlign;
+
+use crate::linux::clock::LinuxClock;
 use crate::linux::sleep_ns;
 
 /// How often a waiting side looks again (before measuring, so sleeping is
 /// fine).
 const POLL_NS: i64 = 1_000_000;
+/// How far after the gate opens a common start lies: every thread is past
+/// the gate (it looks every [`POLL_NS`]) before its first deadline.
+const START_MARGIN_NS: i64 = 10 * POLL_NS;
+/// A second in ns.
+const SECOND: i64 = 1_000_000_000;
+
+/// The common start of `-A` and `--secaligned` on `clock`, taken by the
+/// main thread just before it opens the gate: a little ahead of now
+/// ([`START_MARGIN_NS`]), and with `--secaligned` the next full second
+/// after that, two if less than 0.1 s remain (as cyclictest 2.4 rounds
+/// it). 0 for other runs.
+pub fn common_start(align: StartAlign, mut clock: LinuxClock) -> i64 {
+    let soon = clock.now().saturating_add(START_MARGIN_NS);
+    match align {
+        StartAlign::Own => 0,
+        StartAlign::Threads { .. } => soon,
+        StartAlign::Second { .. } => {
+            let secs = soon.div_euclid(SECOND);
+            let extra = if soon.rem_euclid(SECOND) > 900_000_000 {
+                2
+            } else {
+                1
+            };
+            (secs + extra).saturating_mul(SECOND)
+        }
+    }
+}
 
 /// Where a measuring thread is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -17,7 +17,7 @@
 //! * `link_meter [--baud B] --relay OUT`: a serial line stood in for by two
 //!   pseudo-terminals. Prints `target: PTS` and `host: PTS`, then relays
 //!   what the target writes to the host side, paced at the line's rate,
-//!   timing each frame when it arrived from the target. Stops 3 s after the
+//!   timing each frame when it arrived from the target. Stops 8 s after the
 //!   target side went quiet, writes what it relayed to OUT and prints the
 //!   figures, plus how long the line took to drain after the last byte.
 //!
@@ -28,12 +28,17 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use latscope_core::layout::{Layout, DEFAULT_BUCKETS};
-use latscope_core::protocol::{ArrayStore, Assembler, Extra, Reporter, ThreadLog};
+use latscope_core::protocol::{
+    ArrayStore, Assembler, Extra, Reporter, ThreadLog, MAX_BUDGET_WAIT_NS,
+};
 use latscope_core::record::Snapshot;
 use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
 use latscope_tests::host::Pty;
 
 const SEC: u64 = 1_000_000_000;
+
+/// See [`relay`].
+const QUIET: Duration = Duration::from_nanos(MAX_BUDGET_WAIT_NS + 3 * SEC);
 
 /// One frame on the line: when it was sent, its kind, its bytes with both
 /// delimiters.
@@ -194,6 +199,9 @@ fn time_of(marks: &[(usize, u64)], i: usize) -> u64 {
 /// reader thread takes the target's bytes as they come (so the times are
 /// the target's, not the line's); the line hands them on in pieces, each
 /// leaving when the line is free.
+///
+/// The target is done when it has been quiet for [`QUIET`]: longer than a
+/// report can wait for the line's byte budget.
 fn relay(line: u64, out: &str) -> std::io::Result<()> {
     let target = Pty::open()?;
     let host = Pty::open()?;
@@ -219,7 +227,7 @@ fn relay(line: u64, out: &str) -> std::io::Result<()> {
                     (seen, quiet_since) = (true, Instant::now());
                 }
                 _ => {
-                    if seen && quiet_since.elapsed() > Duration::from_secs(3) {
+                    if seen && quiet_since.elapsed() > QUIET {
                         return;
                     }
                     std::thread::sleep(Duration::from_millis(1));

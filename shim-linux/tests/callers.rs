@@ -1,0 +1,294 @@
+//! cyclictest's real callers, with latscope in its place, run as their
+//! users run them: rteval's measurement module, OSADL's latency plot
+//! script, lab wrappers' `-t 0 -a all`, rt-tests' `get_cyclictest_snapshot`
+//! on a live run, and where cyclictest 2.4 places threads without `-a`.
+//!
+//! The callers' parsing is reproduced here from how they read cyclictest's
+//! output (see the reference notes), not copied.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use latscope_tests::callers::{
+    check_rteval, online, rteval_args, rteval_parse, start_like_rteval, stop_like_rteval, Rteval,
+};
+use latscope_tests::procs::{taskset_cpus, threads_named, wait_until};
+use latscope_tests::target::{serial, tool};
+use latscope_tests::{have, is_root, require};
+use rustix::process::{kill_process, Pid, Signal};
+
+/// The binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_latscope");
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("latscope-callers-{}-{name}", std::process::id()))
+}
+
+/// One rteval run of `secs` seconds with `extra` options.
+fn rteval(extra: &[&str], secs: u64) -> Rteval {
+    let out = scratch("rteval.out");
+    let (args, n) = rteval_args(extra);
+    let mut child = start_like_rteval(
+        std::path::Path::new(BIN),
+        &args,
+        std::fs::File::create(&out).unwrap(),
+    );
+    std::thread::sleep(Duration::from_secs(secs));
+    let status = stop_like_rteval(&mut child);
+    let stdout = std::fs::read_to_string(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert!(status.success(), "{status:?}\n{stdout}");
+    let r = rteval_parse(&stdout, n);
+    check_rteval(&r, n, &format!("{extra:?}"));
+    r
+}
+
+#[test]
+fn rteval_gets_samples_with_its_command_lines() {
+    require!(is_root(), "rteval runs cyclictest as root (-p95 -m)");
+    let _g = serial();
+    for extra in [&[][..], &["--default-system"]] {
+        let r = rteval(extra, 2);
+        assert!(r.samples.iter().all(|s| *s > 0), "{extra:?}: {r:?}");
+        assert_eq!(r.break_value, None);
+        // 100 us for 2 s: thousands of samples per core (beyond the range
+        // they are overflows, which rteval does not count)
+        let total: u64 = r.samples.iter().sum();
+        assert!(total > 1000 * r.samples.len() as u64, "{extra:?}: {r:?}");
+    }
+}
+
+#[test]
+fn rteval_breaktrace_with_tracemark_stops_tracing() {
+    require!(is_root(), "rteval runs cyclictest as root");
+    let Some(tracefs) = latscope_tests::precondition::tracefs() else {
+        latscope_tests::missing("tracefs is not mounted");
+        return;
+    };
+    let _g = serial();
+    let on = tracefs.join("tracing_on");
+    let before = std::fs::read_to_string(&on).unwrap();
+    std::fs::write(&on, "1").unwrap();
+    // -b1: the first sample above 1 us ends the run (before SIGINT)
+    let r = rteval(&["-b1", "--tracemark"], 1);
+    let stopped = std::fs::read_to_string(&on).unwrap();
+    let trace = std::fs::read_to_string(tracefs.join("trace")).unwrap_or_default();
+    std::fs::write(&on, before.trim()).unwrap();
+    let value = r.break_value.expect("rteval reads # Break value:");
+    assert!(value > 1, "{r:?}");
+    assert!(r.samples.iter().sum::<u64>() > 0, "{r:?}");
+    assert_eq!(stopped.trim(), "0", "--tracemark stops tracing");
+    assert!(
+        trace.contains(&format!("hit latency threshold ({value} > 1)")),
+        "the trace marker of the break"
+    );
+}
+
+/// OSADL's `mklatencyplot.bash`: the histogram is every line that is
+/// neither a comment nor empty, spaces turned into tabs, one column per
+/// core after the index; the maximum is the largest number on the
+/// `Max Latencies` line.
+fn osadl_parse(output: &str, cores: usize) -> (Vec<Vec<u64>>, u64) {
+    let max = output
+        .lines()
+        .filter(|l| l.contains("Max Latencies"))
+        .flat_map(|l| l.split(' '))
+        .filter_map(|w| w.parse::<u64>().ok())
+        .max()
+        .expect("a Max Latencies line");
+    let rows: Vec<Vec<u64>> = output
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .map(|l| l.replace(' ', "\t"))
+        .map(|l| {
+            let cols: Vec<u64> = l.split('\t').map(|c| c.parse().unwrap()).collect();
+            assert_eq!(cols.len(), cores + 1, "gnuplot's columns: {l:?}");
+            cols
+        })
+        .collect();
+    (rows, max)
+}
+
+#[test]
+fn osadl_latency_plot_reads_the_histogram() {
+    require!(is_root(), "OSADL's run uses -m and -p90");
+    let _g = serial();
+    let (_, n) = online();
+    let args = [
+        "-l100000000",
+        "-m",
+        "-Sp90",
+        "-i200",
+        "-h400",
+        "-q",
+        "-D",
+        "2",
+    ];
+    let out = tool(BIN).args(args).stdin(Stdio::null()).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (rows, max) = osadl_parse(&text, n);
+    assert_eq!(rows.len(), 400, "{text}");
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r[0], i as u64, "x column");
+    }
+    for core in 1..=n {
+        let samples: u64 = rows.iter().map(|r| r[core]).sum();
+        assert!(samples > 0, "core {core}: {text}");
+    }
+    assert!(max > 0);
+}
+
+#[test]
+fn lab_wrappers_all_cpus() {
+    require!(is_root(), "a real-time run");
+    let _g = serial();
+    let (_, n) = online();
+    let json = scratch("all.json");
+    let j = format!("--json={}", json.display());
+    let out = tool(BIN)
+        .args(["-t", "0", "-a", "all", "-D", "1", "-q", &j])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("T:")).count(),
+        n,
+        "{text}"
+    );
+    let doc = std::fs::read_to_string(&json).unwrap();
+    let _ = std::fs::remove_file(&json);
+    for cpu in 0..n {
+        assert!(
+            doc.contains(&format!("\"cpu\": {cpu},")),
+            "thread on CPU {cpu}: {doc}"
+        );
+    }
+}
+
+/// The measuring threads of a running program, waiting until `count` exist.
+fn measuring_threads(pid: u32, name: &str, count: usize) -> Vec<i32> {
+    let mut tids = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(5), || {
+            tids = threads_named(pid, name);
+            tids.len() >= count
+        }),
+        "{count} threads named {name} in {pid}"
+    );
+    tids
+}
+
+#[test]
+fn threads_are_placed_as_cyclictest_2_4_places_them() {
+    require!(is_root(), "real-time runs");
+    require!(have("cyclictest"), "cyclictest (rt-tests) is not installed");
+    require!(have("taskset"), "taskset is not installed");
+    let _g = serial();
+    let (_, n) = online();
+    let threads = (n + 1).to_string();
+    let mut placements = Vec::new();
+    for (program, thread_name) in [("cyclictest", "cyclictest"), (BIN, "latscope-rt")] {
+        let mut child = tool(program)
+            .args(["-t", &threads, "-q", "-D", "3"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // cyclictest names every thread like the process; skip the main one
+        let main = usize::from(program == "cyclictest");
+        let tids = measuring_threads(child.id(), thread_name, n + 1 + main);
+        std::thread::sleep(Duration::from_millis(300));
+        let cpus: Vec<Vec<usize>> = tids[main..].iter().map(|t| taskset_cpus(*t)).collect();
+        let _ = child.wait();
+        placements.push(cpus);
+    }
+    let expected: Vec<Vec<usize>> = (0..=n).map(|i| vec![i % n]).collect();
+    assert_eq!(placements[0], expected, "cyclictest 2.4 itself");
+    assert_eq!(placements[1], expected, "latscope");
+}
+
+#[test]
+fn get_cyclictest_snapshot_lists_and_reads_a_live_run() {
+    require!(is_root(), "a real-time run");
+    require!(
+        have("get_cyclictest_snapshot"),
+        "get_cyclictest_snapshot (rt-tests) is not installed"
+    );
+    let _g = serial();
+    let mut child = tool(BIN)
+        .args(["-t", "2", "-q", "-D", "20"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id().to_string();
+    let file = format!("/dev/shm/cyclictest{pid}");
+    assert!(wait_until(Duration::from_secs(5), || std::path::Path::new(
+        &file
+    )
+    .exists()));
+    let snap = |args: &[&str]| {
+        let out = tool("get_cyclictest_snapshot").args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(snap(&["-l"]).lines().any(|l| l == pid), "listed");
+    let before = std::fs::read(&file).unwrap();
+    snap(&["-s", &pid]);
+    let changed = wait_until(Duration::from_secs(5), || {
+        std::fs::read(&file).is_ok_and(|now| now != before)
+    });
+    assert!(changed, "the file changed after SIGUSR2");
+    let text = snap(&["-p", &pid]);
+    let tids = threads_named(child.id(), "latscope-rt");
+    let _ = kill_process(Pid::from_child(&child), Signal::INT);
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(
+        text.starts_with("#---------------------------\n# cyclictest current status:\n"),
+        "{text}"
+    );
+    let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("T:")).collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    for (i, tid) in tids.iter().enumerate() {
+        assert!(
+            lines[i].starts_with(&format!("T:{i:2} ({tid:5}) P:80 I:")),
+            "{text}"
+        );
+    }
+    assert!(!std::path::Path::new(&file).exists(), "removed at exit");
+    assert!(!snap(&["-l"]).lines().any(|l| l == pid), "no longer listed");
+}
+
+#[test]
+fn without_dev_shm_one_line_and_the_run_goes_on() {
+    require!(is_root(), "a mount namespace needs root");
+    require!(have("unshare"), "unshare is not installed");
+    let _g = serial();
+    // an empty /dev, as on a minimal image without /dev/shm
+    let script = format!("mount -t tmpfs none /dev && exec {BIN} -l 200 -q");
+    let out = tool("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("/dev/shm")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("# no /dev/shm"), "{err}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("C:    200"), "{stdout}");
+}
