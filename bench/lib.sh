@@ -138,3 +138,47 @@ scrub_paths() {
 	done
 	return 0
 }
+
+# Paired statistics of a ratio A/B. Reads "A B" lines (one per pair, "-"
+# for a missing value) and prints one line:
+#   MEDIAN LO HI BELOW ABOVE N P RATIOS
+# MEDIAN: the median of the per-pair ratios A/B; LO HI: its bootstrap 95 %
+# interval (percentile method, 4000 resamples of the pairs, fixed seed so a
+# table rebuilt from the same raw outputs is the same); BELOW/ABOVE: pairs
+# whose ratio is below / above 1 (ties dropped); P: the two-sided sign test
+# (exact binomial, p = 1/2) of BELOW against ABOVE; RATIOS: the per-pair
+# ratios joined by commas. Pairs with a missing value or B = 0 are left
+# out; with no pair left every field is "-".
+pair_stats() {
+	awk -v seed="${STATS_SEED:-16}" '
+	function med(v, n,   i, j, t, w) {
+		for (i = 1; i <= n; i++) w[i] = v[i]
+		for (i = 2; i <= n; i++) { t = w[i]; for (j = i - 1; j >= 1 && w[j] > t; j--) w[j+1] = w[j]; w[j+1] = t }
+		return n % 2 ? w[(n+1)/2] : (w[n/2] + w[n/2+1]) / 2
+	}
+	function binom_le(k, n,   i, c, s) { # P(X <= k), X ~ Binomial(n, 1/2)
+		c = 1; s = 0
+		for (i = 0; i <= k; i++) { s += c; c = c * (n - i) / (i + 1) }
+		return s / 2 ^ n
+	}
+	$1 != "-" && $2 != "-" && $2 + 0 != 0 { n++; r[n] = $1 / $2 }
+	END {
+		if (!n) { print "- - - - - - - -"; exit }
+		m = med(r, n)
+		srand(seed); B = 4000
+		for (b = 1; b <= B; b++) {
+			for (i = 1; i <= n; i++) s[i] = r[int(rand() * n) + 1]
+			bm[b] = med(s, n)
+		}
+		# sort the bootstrap medians (shell sort: B is 4000)
+		for (g = int(B / 2); g > 0; g = int(g / 2))
+			for (i = g + 1; i <= B; i++) { t = bm[i]; for (j = i; j > g && bm[j-g] > t; j -= g) bm[j] = bm[j-g]; bm[j] = t }
+		lo = bm[int(0.025 * B) + 1]; hi = bm[int(0.975 * B)]
+		for (i = 1; i <= n; i++) { if (r[i] < 1) below++; else if (r[i] > 1) above++ }
+		k = below < above ? below : above; t = below + above
+		p = t ? 2 * binom_le(k, t) : 1; if (p > 1) p = 1
+		list = ""
+		for (i = 1; i <= n; i++) list = list (i > 1 ? "," : "") sprintf("%.2f", r[i])
+		printf "%.2f %.2f %.2f %d %d %d %.3g %s\n", m, lo, hi, below, above, n, p, list
+	}'
+}

@@ -204,8 +204,11 @@ pub struct Cycle {
     /// Latencies at or above this cross some threshold (`u64::MAX`: none).
     flag_from: u64,
     /// The fast path of [`Cycle::plain_wake`] holds for deadlines before
-    /// this: warm-up is over, and the next deadline neither passes the end
-    /// nor overflows (`i64::MIN` while warming up).
+    /// this: warm-up is over, the next deadline neither passes the end nor
+    /// overflows, and the wake-up is not the last by count (`i64::MIN`
+    /// while warming up). A plain wake-up advances the deadline by one
+    /// interval and the count by one, so one comparison of the deadline
+    /// checks both limits; [`Cycle::on_wake_full`] sets it anew.
     fast_before: i64,
     /// ... and for latencies from 0 up to this: no period missed and no
     /// threshold crossed.
@@ -250,9 +253,11 @@ impl Cycle {
         };
         let interval = cfg.interval_ns as i64;
         let warming = cfg.warmup_cycles > 0 || cfg.warmup_ns > 0;
+        let next = start.saturating_add(interval);
+        let loops = if cfg.loops == 0 { u64::MAX } else { cfg.loops };
         Ok(Cycle {
             cfg,
-            next: start.saturating_add(interval),
+            next,
             wakeups: 0,
             recorded: 0,
             interval,
@@ -263,21 +268,36 @@ impl Cycle {
                 start.saturating_add(cfg.warmup_ns as i64)
             },
             warming,
-            loops: if cfg.loops == 0 { u64::MAX } else { cfg.loops },
+            loops,
             flag_from,
             fast_before: if warming {
                 i64::MIN
             } else {
-                Self::fast_before(end, interval)
+                Self::fast_before(end, interval, next, 0, loops)
             },
             // flag_from >= 1: every threshold is positive or off
             fast_max: lower(cfg.interval_ns, flag_from - 1),
         })
     }
 
-    /// The first deadline whose successor could pass `end` (or `i64::MAX`).
-    const fn fast_before(end: i64, interval: i64) -> i64 {
-        end.saturating_sub(interval).saturating_add(1)
+    /// The first deadline whose successor could pass `end` (or `i64::MAX`),
+    /// or whose wake-up would be the last by count: `next + (loops -
+    /// recorded - 1) * interval`, for the deadline `next` after `recorded`
+    /// recorded wake-ups.
+    const fn fast_before(end: i64, interval: i64, next: i64, recorded: u64, loops: u64) -> i64 {
+        let by_end = end.saturating_sub(interval).saturating_add(1);
+        let left = loops.saturating_sub(recorded).saturating_sub(1);
+        let left = if left > i64::MAX as u64 {
+            i64::MAX
+        } else {
+            left as i64
+        };
+        let by_count = next.saturating_add(left.saturating_mul(interval));
+        if by_count < by_end {
+            by_count
+        } else {
+            by_end
+        }
     }
 
     /// A cycle whose first deadline is aligned to a multiple of `align_ns`
@@ -324,6 +344,11 @@ impl Cycle {
     /// kernel counted as overruns.
     pub fn set_deadline(&mut self, deadline: i64) {
         self.next = deadline;
+        // the fast path's count bound counts from the deadline
+        if !self.warming {
+            self.fast_before =
+                Self::fast_before(self.end, self.interval, deadline, self.recorded, self.loops);
+        }
     }
 
     /// The period in ns.
@@ -347,8 +372,9 @@ impl Cycle {
         // wraps only for far-apart times, which then fail the range check
         let latency = now.wrapping_sub(deadline) as u64;
         let recorded = self.recorded.wrapping_add(1);
-        if deadline < self.fast_before && latency <= self.fast_max && recorded < self.loops {
-            // cannot overflow: deadline < fast_before <= i64::MAX - interval + 1
+        if deadline < self.fast_before && latency <= self.fast_max {
+            // cannot overflow: deadline < fast_before <= i64::MAX - interval + 1;
+            // not the last by count: fast_before says so
             self.next = deadline.wrapping_add(self.interval);
             self.recorded = recorded;
             Some(latency)
@@ -400,7 +426,6 @@ impl Cycle {
                 return Step::Warmup;
             }
             self.warming = false;
-            self.fast_before = Self::fast_before(self.end, interval);
         }
 
         let lat_u = if latency > 0 { latency as u64 } else { 0 };
@@ -423,6 +448,8 @@ impl Cycle {
             flags,
         };
         self.recorded = self.recorded.wrapping_add(1);
+        self.fast_before =
+            Self::fast_before(self.end, interval, self.next, self.recorded, self.loops);
 
         let stop = if flags.brk {
             Some(StopReason::Break)
@@ -767,6 +794,11 @@ mod tests {
             CycleConfig {
                 duration_ns: 1_000 * MS as u64,
                 ..cfg(250_000)
+            },
+            // the count limit without warm-up, with missed periods before it
+            CycleConfig {
+                loops: 300,
+                ..cfg(MS)
             },
         ];
         for (n, c) in configs.into_iter().enumerate() {

@@ -276,9 +276,9 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
         }
         Some(Writer {
             rec: self,
-            local: Counters::ZERO,
-            seq: self.seq.load(Relaxed),
             linear: linear_part(self.buckets.as_ref(), &self.layout),
+            min: self.min.load(),
+            max: self.max.load(),
         })
     }
 
@@ -327,13 +327,20 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
 }
 
 /// The single writer of a [`ThreadRecordIn`], owned by the measuring thread.
+///
+/// Being their only writer, it reads the counters back from the record
+/// (each update is one read-modify-write of a field it alone writes, which
+/// x86 does in one instruction) instead of keeping a copy to store twice.
+/// Only the minimum and maximum have a copy here: they are compared on
+/// every sample but rarely stored.
 pub struct Writer<'a, B> {
     rec: &'a ThreadRecordIn<B>,
-    local: Counters,
-    seq: u32,
     /// The counters of the linear range (looked up once): a latency of
     /// `us` whole µs below its end counts in `linear[us]`.
     linear: &'a [AtomicU32],
+    /// The published minimum and maximum.
+    min: u64,
+    max: u64,
 }
 
 /// Count a latency past the 1 µs range of `r` in its log-linear bucket.
@@ -376,7 +383,6 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
     pub fn record_plain(&mut self, latency_ns: u64) {
         self.section(|w| {
             w.add_latency(latency_ns);
-            w.local.last = latency_ns as i64;
             w.rec.last.store(latency_ns);
         });
     }
@@ -385,30 +391,27 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
     /// odd while it runs, and a reader that overlaps it retries.
     #[inline(always)]
     fn section(&mut self, publish: impl FnOnce(&mut Self)) {
-        let (r, s) = (self.rec, self.seq);
-        r.seq.store(s.wrapping_add(1), Relaxed);
+        let r = self.rec;
+        r.seq.store(r.seq.load(Relaxed).wrapping_add(1), Relaxed);
         fence(Release);
         publish(self);
-        self.seq = s.wrapping_add(2);
-        r.seq.store(self.seq, Release);
+        r.seq.store(r.seq.load(Relaxed).wrapping_add(1), Release);
     }
 
     /// The rare samples: early, or late by whole periods.
     #[inline(never)]
     fn record_other(&mut self, latency_ns: i64, missed: u64) {
         self.section(|w| {
+            let r = w.rec;
             if latency_ns >= 0 {
                 w.add_latency(latency_ns as u64);
             } else {
-                w.local.early = w.local.early.wrapping_add(1);
-                w.rec.early.store(w.local.early);
+                r.early.store(r.early.load().wrapping_add(1));
             }
             if missed > 0 {
-                w.local.missed = w.local.missed.saturating_add(missed);
-                w.rec.missed.store(w.local.missed);
+                r.missed.store(r.missed.load().saturating_add(missed));
             }
-            w.local.last = latency_ns;
-            w.rec.last.store(latency_ns as u64);
+            r.last.store(latency_ns as u64);
         });
     }
 
@@ -417,9 +420,8 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
     #[inline]
     fn add_latency(&mut self, ns: u64) {
         let r = self.rec;
-        let t = &mut self.local.totals;
-        t.count = t.count.wrapping_add(1);
-        t.sum = t.sum.saturating_add(ns);
+        r.count.store(r.count.load().wrapping_add(1));
+        r.sum.store(r.sum.load().saturating_add(ns));
         // the common case: a 1 µs bucket, found with one bounds check
         match usize::try_from(ns / 1000)
             .ok()
@@ -428,14 +430,12 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
             Some(b) => bump(b),
             None => add_beyond_linear(r, ns),
         }
-        r.count.store(t.count);
-        r.sum.store(t.sum);
-        if ns < t.min {
-            t.min = ns;
+        if ns < self.min {
+            self.min = ns;
             r.min.store(ns);
         }
-        if ns > t.max {
-            t.max = ns;
+        if ns > self.max {
+            self.max = ns;
             r.max.store(ns);
         }
     }
@@ -445,9 +445,10 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
     /// all of them except `cycles`, which snapshots derive from the count
     /// and the early wake-ups.
     pub fn seed(&mut self, counters: Counters) {
-        self.local = counters;
+        self.min = counters.totals.min;
+        self.max = counters.totals.max;
         self.section(|w| {
-            let (r, l) = (w.rec, &w.local);
+            let (r, l) = (w.rec, &counters);
             r.count.store(l.totals.count);
             r.sum.store(l.totals.sum);
             r.min.store(l.totals.min);

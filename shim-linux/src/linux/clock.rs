@@ -24,13 +24,23 @@ pub fn timespec(ns: i64) -> Timespec {
     }
 }
 
-/// [`timespec`] before the clock's epoch, kept out of the hot path.
+/// [`timespec`] before the clock's epoch, kept out of the hot path (not
+/// inlined: inlined, the compiler computes both cases and selects one).
 #[cold]
+#[inline(never)]
 fn negative_timespec(ns: i64) -> Timespec {
     Timespec {
         tv_sec: ns.div_euclid(NS),
         tv_nsec: ns.rem_euclid(NS),
     }
+}
+
+/// [`timespec`] of a deadline a second or more from the last one, out of
+/// line: inlined, the compiler computes its division on every cycle.
+#[cold]
+#[inline(never)]
+fn far_timespec(ns: i64) -> Timespec {
+    timespec(ns)
 }
 
 /// A timespec as ns. Clock readings are below 2^63 ns (292 years) since
@@ -42,9 +52,15 @@ pub fn ns_of(t: &Timespec) -> i64 {
 }
 
 /// A clock of the given kind.
+///
+/// It remembers the last deadline it slept until, as ns and as a timespec:
+/// the next deadline of a measuring loop is one interval later, so its
+/// timespec is the last one plus that step, without a 64-bit division.
 #[derive(Debug, Clone, Copy)]
 pub struct LinuxClock {
     id: ClockId,
+    last_ns: i64,
+    last: Timespec,
 }
 
 impl LinuxClock {
@@ -55,7 +71,39 @@ impl LinuxClock {
                 ClockKind::Monotonic => ClockId::Monotonic,
                 ClockKind::Realtime => ClockId::Realtime,
             },
+            last_ns: 0,
+            last: Timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
         }
+    }
+
+    /// `deadline` as a timespec: from the last one when it is less than a
+    /// second later (the measuring loop's case), else by [`timespec`].
+    #[inline]
+    fn deadline(&mut self, deadline: i64) -> Timespec {
+        let step = deadline.wrapping_sub(self.last_ns) as u64;
+        let t = if step < NS as u64 {
+            // tv_nsec < NS and step < NS: no overflow, at most one carry
+            let nsec = self.last.tv_nsec + step as i64;
+            if nsec >= NS {
+                Timespec {
+                    tv_sec: self.last.tv_sec + 1,
+                    tv_nsec: nsec - NS,
+                }
+            } else {
+                Timespec {
+                    tv_sec: self.last.tv_sec,
+                    tv_nsec: nsec,
+                }
+            }
+        } else {
+            far_timespec(deadline)
+        };
+        self.last_ns = deadline;
+        self.last = t;
+        t
     }
 
     /// Warm the vDSO: its first use can allocate (rustix reads the auxv),
@@ -154,7 +202,7 @@ impl Clock for LinuxClock {
 
     #[inline]
     fn sleep_until(&mut self, deadline: i64) -> Result<(), SleepError> {
-        match rustix::thread::clock_nanosleep_absolute(self.id, &timespec(deadline)) {
+        match rustix::thread::clock_nanosleep_absolute(self.id, &self.deadline(deadline)) {
             Ok(()) => Ok(()),
             Err(Errno::INTR) => Err(SleepError::Interrupted),
             Err(e) => Err(SleepError::Os(e.raw_os_error())),
@@ -182,6 +230,35 @@ mod tests {
             let t = timespec(ns);
             assert!((0..NS).contains(&t.tv_nsec));
             assert_eq!(ns_of(&t), ns);
+        }
+    }
+
+    #[test]
+    fn deadlines_in_steps_match_the_division() {
+        let mut c = LinuxClock::new(ClockKind::Monotonic);
+        let mut d = -3 * NS - 7;
+        for step in [
+            0,
+            1,
+            999,
+            NS - 1,
+            NS,
+            3 * NS + 1,
+            200_000,
+            1_000_000,
+            7,
+            -5,
+            -NS - 1,
+        ] {
+            for _ in 0..2500 {
+                d += step;
+                let t = c.deadline(d);
+                assert_eq!(
+                    (t.tv_sec, t.tv_nsec),
+                    (timespec(d).tv_sec, timespec(d).tv_nsec),
+                    "{d}"
+                );
+            }
         }
     }
 
