@@ -1,1 +1,0 @@
-/usr/bin/cyclictest -t 2 -a 0,1 -d 0 -p 80 -i 200  -l 5000 -q -h 20000 --histfile bench/results/raw/lat-reclaim-cyclictest-nomlock-6.hist

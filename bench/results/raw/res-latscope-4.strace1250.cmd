@@ -1,1 +1,0 @@
-strace -f -c -o bench/results/raw/res-latscope-4.strace1250 target/release/latscope -t 2 -a 0,1 -d 0 -p 80 -i 200 -m -l 1250 -q

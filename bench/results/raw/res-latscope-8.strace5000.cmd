@@ -1,1 +1,0 @@
-strace -f -c -o bench/results/raw/res-latscope-8.strace5000 target/release/latscope -t 2 -a 0,1 -d 0 -p 80 -i 200 -m -l 5000 -q
