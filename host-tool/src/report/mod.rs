@@ -7,6 +7,7 @@ pub mod text;
 mod golden;
 
 use std::fmt::Write;
+use std::io;
 use std::time::SystemTime;
 
 use serde::ser::{SerializeMap, SerializeSeq};
@@ -104,16 +105,11 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
             };
         }
         Format::Json => {
-            let docs: Vec<InputJson> = inputs.iter().map(InputJson).collect();
-            let bytes = match docs.as_slice() {
-                [one] => serde_json::to_vec_pretty(one),
-                all => serde_json::to_vec_pretty(all),
-            };
-            out = bytes
+            let mut bytes = Vec::new();
+            out = write_json(inputs, &mut bytes)
                 .ok()
-                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|()| String::from_utf8(bytes).ok())
                 .unwrap_or_default();
-            out.push('\n');
         }
         Format::Csv => {
             out.push_str(
@@ -127,6 +123,19 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// Write the JSON report of every run of every input to `w` as it is
+/// serialised: one input's document, or an array of them, and a newline.
+/// Nothing report-sized is held: a 64-thread run's buckets go straight to
+/// `w` (give it a buffer).
+pub fn write_json(inputs: &[Decoded], mut w: impl io::Write) -> io::Result<()> {
+    let docs: Vec<InputJson> = inputs.iter().map(InputJson).collect();
+    match docs.as_slice() {
+        [one] => serde_json::to_writer_pretty(&mut w, one),
+        all => serde_json::to_writer_pretty(&mut w, all),
+    }?;
+    w.write_all(b"\n")
 }
 
 fn csv_field(s: &str) -> String {
