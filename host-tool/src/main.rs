@@ -269,6 +269,35 @@ fn write_out(file: Option<(&PathBuf, std::fs::File)>, text: &str) -> Result<()> 
     }
 }
 
+/// The JSON report to `file` (created by [`create_out`]) or standard
+/// output, written as it is serialised (a failure on standard output is
+/// counted by [`console`]).
+fn write_json(file: Option<(&PathBuf, std::fs::File)>, decoded: &[Decoded]) -> Result<()> {
+    match file {
+        Some((p, f)) => {
+            let mut w = std::io::BufWriter::with_capacity(64 * 1024, f);
+            report::write_json(decoded, &mut w)
+                .and_then(|()| w.flush())
+                .map_err(|source| Error::Output {
+                    what: p.clone(),
+                    source,
+                })
+        }
+        None => {
+            let mut w = std::io::BufWriter::with_capacity(64 * 1024, console::Stdout);
+            // a failed write is counted by console::Stdout, once: what is
+            // still buffered is dropped, not written again
+            if report::write_json(decoded, &mut w)
+                .and_then(|()| w.flush())
+                .is_err()
+            {
+                drop(w.into_parts());
+            }
+            Ok(())
+        }
+    }
+}
+
 fn report(a: ReportArgs) -> Result<u8> {
     let sources: Vec<Source> = match &a.serial.serial {
         Some(dev) => vec![Source::Serial {
@@ -297,15 +326,19 @@ fn report(a: ReportArgs) -> Result<u8> {
     if decoded.is_empty() {
         return Ok(1);
     }
-    let text = report::render(
-        &decoded,
-        Options {
-            format: a.format,
-            hist_us: a.hist_us,
-            histofall: a.histofall,
-        },
-    )?;
-    write_out(out, &text)?;
+    if a.format == Format::Json {
+        write_json(out, &decoded)?;
+    } else {
+        let text = report::render(
+            &decoded,
+            Options {
+                format: a.format,
+                hist_us: a.hist_us,
+                histofall: a.histofall,
+            },
+        )?;
+        write_out(out, &text)?;
+    }
     if let Some(file) = &a.plot {
         plot_runs(file, &decoded)?;
     }

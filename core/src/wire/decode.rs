@@ -1,12 +1,8 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
+use super::crc32;
 use super::{v1, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
-
-/// CRC-32 (ISO-HDLC) with a 16-way table: the same checksum as the
-/// encoder's, computed faster for the host.
-const CRC_FAST: crc::Crc<u32, crc::Table<16>> =
-    crc::Crc::<u32, crc::Table<16>>::new(&crc::CRC_32_ISO_HDLC);
 
 /// Why a delimited frame was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,7 +261,7 @@ impl<const N: usize> Decoder<N> {
         }
         let (body, crc) = payload.split_at(n - 4);
         let want = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
-        if CRC_FAST.checksum(body) != want {
+        if crc32::checksum(body) != want {
             return Err(DecodeError::Crc);
         }
         let version = match body.first() {

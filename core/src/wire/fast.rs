@@ -1,5 +1,6 @@
 //! A hand-written postcard decoder for the frequent frame bodies (stats,
-//! deltas, snapshot chunks), writing straight into the decoder's slot.
+//! deltas, snapshot chunks, spike records), writing straight into the
+//! decoder's slot.
 //!
 //! Through serde every nested `Result<T>` of a 2.4 KiB [`Frame`] is moved
 //! several times per frame; these bodies are small, so decoding them by hand
@@ -8,12 +9,16 @@
 //! upgraded); on anything else it returns `None` and the caller falls back
 //! to postcard, which then gives the verdict.
 
-use super::{v1, Body, Frame, HistDelta, RunWriter, Runs, SnapshotChunk, ThreadStats, RUN_BYTES};
+use super::{
+    v1, Body, Frame, HistDelta, RunWriter, Runs, SnapshotChunk, SpikeFlags, SpikeRecord,
+    ThreadStats, RUN_BYTES,
+};
 
 /// Postcard's variant indices of the fast bodies (declaration order).
 const STATS: u32 = 1;
 const DELTA: u32 = 2;
 const CHUNK: u32 = 3;
+const SPIKE: u32 = 4;
 
 /// A cursor over a postcard payload.
 struct Reader<'a>(&'a [u8]);
@@ -147,6 +152,11 @@ pub(super) fn decode_into(payload: &[u8], slot: &mut Option<Frame>) -> bool {
             Some(c) => store!(slot, version, seq, Chunk, c),
             None => return false,
         },
+        // the same fields in both versions (version 1's upgrade copies them)
+        (Some(SPIKE), _) => match spike(&mut r) {
+            Some(s) => store!(slot, version, seq, Spike, s),
+            None => return false,
+        },
         _ => return false,
     }
     true
@@ -183,6 +193,22 @@ fn chunk(r: &mut Reader<'_>) -> Option<SnapshotChunk> {
         start: r.u16()?,
         end: r.u16()?,
         runs: runs(r)?,
+    })
+}
+
+#[inline(always)]
+fn spike(r: &mut Reader<'_>) -> Option<SpikeRecord> {
+    Some(SpikeRecord {
+        thread: r.u16()?,
+        cycle: r.u64()?,
+        deadline_ns: r.i64()?,
+        latency_ns: r.i64()?,
+        missed: r.u64()?,
+        flags: SpikeFlags {
+            spike: r.bool()?,
+            overflow: r.bool()?,
+            brk: r.bool()?,
+        },
     })
 }
 
@@ -351,7 +377,11 @@ mod tests {
             Some(1) => v1::upgrade(postcard::from_bytes::<v1::Frame>(payload).ok()?)?,
             _ => return None,
         };
-        matches!(f.body, Body::Stats(_) | Body::Delta(_) | Body::Chunk(_)).then_some(f)
+        matches!(
+            f.body,
+            Body::Stats(_) | Body::Delta(_) | Body::Chunk(_) | Body::Spike(_)
+        )
+        .then_some(f)
     }
 
     fn payload<T: serde::Serialize>(frame: &T) -> Vec<u8> {
@@ -399,7 +429,10 @@ mod tests {
                 decode_fast(&p).is_some()
                     == matches!(
                         f.body,
-                        v1::Body::Stats(_) | v1::Body::Delta(_) | v1::Body::Chunk(_)
+                        v1::Body::Stats(_)
+                            | v1::Body::Delta(_)
+                            | v1::Body::Chunk(_)
+                            | v1::Body::Spike(_)
                     )
             );
             agrees_everywhere(&p);
@@ -519,6 +552,32 @@ mod tests {
                     runs,
                 })
             }),
+            (
+                (
+                    any::<u16>(),
+                    any::<u64>(),
+                    any::<i64>(),
+                    any::<i64>(),
+                    any::<u64>()
+                ),
+                any::<[bool; 3]>(),
+            )
+                .prop_map(
+                    |((thread, cycle, deadline_ns, latency_ns, missed), [spike, overflow, brk])| {
+                        Body::Spike(SpikeRecord {
+                            thread,
+                            cycle,
+                            deadline_ns,
+                            latency_ns,
+                            missed,
+                            flags: SpikeFlags {
+                                spike,
+                                overflow,
+                                brk,
+                            },
+                        })
+                    }
+                ),
         ]
     }
 

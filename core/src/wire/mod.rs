@@ -30,6 +30,7 @@
 
 mod ack;
 mod cobs_fast;
+mod crc32;
 mod decode;
 mod encode;
 mod fast;

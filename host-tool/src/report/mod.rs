@@ -7,8 +7,11 @@ pub mod text;
 mod golden;
 
 use std::fmt::Write;
+use std::io;
 use std::time::SystemTime;
 
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
 use crate::aggregate::Run;
@@ -102,14 +105,11 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
             };
         }
         Format::Json => {
-            let docs: Vec<Value> = inputs.iter().map(json_input).collect();
-            let v = if docs.len() == 1 {
-                docs.into_iter().next().unwrap_or(Value::Null)
-            } else {
-                Value::Array(docs)
-            };
-            out = serde_json::to_string_pretty(&v).unwrap_or_default();
-            out.push('\n');
+            let mut bytes = Vec::new();
+            out = write_json(inputs, &mut bytes)
+                .ok()
+                .and_then(|()| String::from_utf8(bytes).ok())
+                .unwrap_or_default();
         }
         Format::Csv => {
             out.push_str(
@@ -123,6 +123,19 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
         }
     }
     Ok(out)
+}
+
+/// Write the JSON report of every run of every input to `w` as it is
+/// serialised: one input's document, or an array of them, and a newline.
+/// Nothing report-sized is held: a 64-thread run's buckets go straight to
+/// `w` (give it a buffer).
+pub fn write_json(inputs: &[Decoded], mut w: impl io::Write) -> io::Result<()> {
+    let docs: Vec<InputJson> = inputs.iter().map(InputJson).collect();
+    match docs.as_slice() {
+        [one] => serde_json::to_writer_pretty(&mut w, one),
+        all => serde_json::to_writer_pretty(&mut w, all),
+    }?;
+    w.write_all(b"\n")
 }
 
 fn csv_field(s: &str) -> String {
@@ -167,32 +180,114 @@ fn csv_run(out: &mut String, name: &str, run: &Run) {
     }
 }
 
-fn summary_json(s: &Summary, run: &Run) -> Value {
-    let mut v = serde_json::to_value(s).unwrap_or(Value::Null);
-    let buckets: Vec<Value> = s
-        .hist
-        .iter()
-        .enumerate()
-        .filter(|(_, &c)| c > 0)
-        .map(|(b, &c)| {
-            json!({
-                "bucket": b,
-                "lower_us": run.layout.lower_us(b),
-                "upper_us": run.layout.upper_us(b),
-                "count": c,
-            })
-        })
-        .collect();
-    if let Value::Object(m) = &mut v {
-        m.insert("buckets".into(), Value::Array(buckets));
+/// A summary's JSON: its figures, then `buckets`, every non-empty bucket,
+/// written as they are serialised (a tree of them was most of a 64-thread
+/// report's memory).
+struct SummaryJson<'a>(&'a Summary, &'a Run);
+
+impl Serialize for SummaryJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let SummaryJson(sum, run) = *self;
+        let figures = serde_json::to_value(sum).unwrap_or(Value::Null);
+        let Value::Object(m) = figures else {
+            return figures.serialize(s);
+        };
+        let mut map = s.serialize_map(Some(m.len() + 1))?;
+        for (k, v) in &m {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry("buckets", &BucketsJson(&sum.hist, run))?;
+        map.end()
     }
-    v
 }
 
+/// The non-empty buckets of a histogram.
+struct BucketsJson<'a>(&'a [u64], &'a Run);
+
+/// One bucket as the JSON report shows it.
+#[derive(Serialize)]
+struct BucketJson {
+    bucket: usize,
+    lower_us: u64,
+    upper_us: Option<u64>,
+    count: u64,
+}
+
+impl Serialize for BucketsJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let BucketsJson(hist, run) = *self;
+        let n = hist.iter().filter(|&&c| c > 0).count();
+        let mut seq = s.serialize_seq(Some(n))?;
+        for (b, &c) in hist.iter().enumerate().filter(|(_, &c)| c > 0) {
+            seq.serialize_element(&BucketJson {
+                bucket: b,
+                lower_us: run.layout.lower_us(b),
+                upper_us: run.layout.upper_us(b),
+                count: c,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// Serialise the object `head` with the entries named in `lazy` written
+/// by the given function instead of the placeholder `head` holds for them
+/// (so the key order stays the one `head` was built in).
+fn with_lazy<S: Serializer>(
+    head: &Value,
+    s: S,
+    mut lazy: impl FnMut(&str, &mut S::SerializeMap) -> Option<std::result::Result<(), S::Error>>,
+) -> std::result::Result<S::Ok, S::Error> {
+    let Value::Object(m) = head else {
+        return head.serialize(s);
+    };
+    let mut map = s.serialize_map(Some(m.len()))?;
+    for (k, v) in m {
+        match lazy(k, &mut map) {
+            Some(r) => r?,
+            None => map.serialize_entry(k, v)?,
+        }
+    }
+    map.end()
+}
+
+/// One input's JSON document, its runs serialised one at a time.
+struct InputJson<'a>(&'a Decoded);
+
+impl Serialize for InputJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let d = self.0;
+        with_lazy(&json_input(d), s, |k, map| {
+            (k == "runs").then(|| {
+                let runs: Vec<RunJson> = d.session.agg.runs.iter().map(RunJson).collect();
+                map.serialize_entry(k, &runs)
+            })
+        })
+    }
+}
+
+/// One run's JSON, its summaries computed when it is serialised.
+struct RunJson<'a>(&'a Run);
+
+impl Serialize for RunJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let run = self.0;
+        let (per, all) = summarize(run);
+        with_lazy(&json_run(run), s, |k, map| match k {
+            "threads" => {
+                let t: Vec<SummaryJson> = per.iter().map(|x| SummaryJson(x, run)).collect();
+                Some(map.serialize_entry(k, &t))
+            }
+            "all" => Some(map.serialize_entry(k, &SummaryJson(&all, run))),
+            _ => None,
+        })
+    }
+}
+
+/// An input's JSON with `runs` a placeholder ([`InputJson`] writes them).
 fn json_input(d: &Decoded) -> Value {
     let s = &d.session;
     let l = s.link();
-    let runs: Vec<Value> = s.agg.runs.iter().map(json_run).collect();
     json!({
         "input": s.name,
         "warnings": s.warnings(),
@@ -203,12 +298,13 @@ fn json_input(d: &Decoded) -> Value {
             "restarts": l.restarts, "bytes_skipped": l.bytes_skipped,
             "truncated_bytes": s.truncated,
         },
-        "runs": runs,
+        "runs": Value::Null,
     })
 }
 
+/// A run's JSON with `threads` and `all` placeholders ([`RunJson`] writes
+/// them).
 fn json_run(run: &Run) -> Value {
-    let (per, all) = summarize(run);
     let h = &run.hello;
     let c = &h.config;
     let spikes: Vec<Value> = run
@@ -249,8 +345,8 @@ fn json_run(run: &Run) -> Value {
         })),
         "exact_at_end": run.exact_at_end(),
         "exact_epoch": run.exact_epoch(),
-        "threads": per.iter().map(|s| summary_json(s, run)).collect::<Vec<_>>(),
-        "all": summary_json(&all, run),
+        "threads": Value::Null,
+        "all": Value::Null,
         "spikes": spikes,
         "explained": {
             "total": run.explained.total,
