@@ -182,3 +182,36 @@ pair_stats() {
 		printf "%.2f %.2f %.2f %d %d %d %.3g %s\n", m, lo, hi, below, above, n, p, list
 	}'
 }
+
+# hist_summary FILE H: "min avg p99 p99.9 max" (us) from a cyclictest-format
+# histogram file (rows "%06d count...", then "# Min/Avg/Max Latencies" and
+# "# Histogram Overflows"), as both cyclictest and latscope write it with
+# `-h H --histfile FILE`. Every sample there is truncated to whole
+# microseconds, so figures from two programs compare like for like.
+# p99, p99.9 and max: the worse thread; min: the better. avg: the mean of
+# the threads' bucket means (overflows counted at the thread's max), not
+# the "# Avg Latencies" line, which cyclictest truncates once more to an
+# integer (about 0.5 us low on average).
+hist_summary() {
+	awk -v H="$2" '
+		/^[0-9]/ { for (t = 2; t <= NF; t++) { c[t-1, $1+0] += $t; n[t-1] += $t; s[t-1] += $t * ($1+0) } next }
+		/^# Min Latencies/ { for (t = 4; t <= NF; t++) mins[t-3] = $t+0 }
+		/^# Max Latencies/ { for (t = 4; t <= NF; t++) maxs[t-3] = $t+0; T = NF - 3 }
+		/^# Histogram Overflows/ { for (t = 4; t <= NF; t++) ov[t-3] = $t+0 }
+		function q(t, f,   tot, need, sum, b) {
+			tot = n[t] + ov[t]; need = f * tot; sum = 0
+			for (b = 0; b < H; b++) { sum += c[t, b]; if (sum >= need) return b }
+			return maxs[t]
+		}
+		END {
+			if (!T) { print "- - - - -"; exit }
+			mn = mins[1]; p = 0; pp = 0; mx = 0; av = 0
+			for (t = 1; t <= T; t++) {
+				if (mins[t] < mn) mn = mins[t]
+				tot = n[t] + ov[t]; av += tot ? (s[t] + ov[t] * maxs[t]) / tot : 0
+				if (q(t, .99) > p) p = q(t, .99); if (q(t, .999) > pp) pp = q(t, .999)
+				if (maxs[t] > mx) mx = maxs[t]
+			}
+			printf "%.1f %.2f %.1f %.1f %.1f\n", mn, av / T, p, pp, mx
+		}' "$1"
+}
