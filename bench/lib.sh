@@ -215,3 +215,14 @@ hist_summary() {
 			printf "%.1f %.2f %.1f %.1f %.1f\n", mn, av / T, p, pp, mx
 		}' "$1"
 }
+
+# locked CMD...: run a timing-sensitive command under the lock file named by
+# $LATSCOPE_LOCK (flock), so that benchmarks sharing a machine take turns;
+# without it, run CMD as it is.
+locked() {
+	if [[ -n ${LATSCOPE_LOCK:-} ]]; then
+		flock "$LATSCOPE_LOCK" "$@"
+	else
+		"$@"
+	fi
+}
