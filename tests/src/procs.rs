@@ -3,7 +3,7 @@
 //! placement), their scheduling policy (`chrt -p`), and waiting for
 //! something to happen.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::target::tool;
 
@@ -63,16 +63,7 @@ pub fn chrt(tid: i32) -> (String, u32) {
 /// Poll `cond` every 20 ms until it holds or `limit` passes; whether it
 /// held.
 pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + limit;
-    loop {
-        if cond() {
-            return true;
-        }
-        if Instant::now() >= end {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    crate::wait::poll(limit, || cond().then_some(())).is_some()
 }
 
 /// Remove the snapshot file `/dev/shm/cyclictest<PID>` of a killed

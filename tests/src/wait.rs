@@ -10,20 +10,27 @@ use std::time::{Duration, Instant};
 
 use latscope_core::wire::Frame;
 
-/// Poll `f` every 20 ms until it gives a value; panic naming `what` after
-/// `timeout`.
-#[track_caller]
-pub fn until<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+/// Poll `f` every 20 ms until it gives a value, or `timeout` passes.
+pub fn poll<T>(timeout: Duration, mut f: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = f() {
-            return v;
+            return Some(v);
         }
-        assert!(
-            Instant::now() < deadline,
-            "waited {timeout:?} for {what}, in vain"
-        );
+        if Instant::now() >= deadline {
+            return None;
+        }
         thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Poll `f` every 20 ms until it gives a value; panic naming `what` after
+/// `timeout`.
+#[track_caller]
+pub fn until<T>(timeout: Duration, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    match poll(timeout, f) {
+        Some(v) => v,
+        None => panic!("waited {timeout:?} for {what}, in vain"),
     }
 }
 
