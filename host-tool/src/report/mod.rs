@@ -1,6 +1,7 @@
 //! `latscope-host report`: the outputs made from decoded runs.
 
 pub mod cyclictest;
+mod pretty;
 pub mod text;
 
 #[cfg(test)]
@@ -131,9 +132,10 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
 /// `w` (give it a buffer).
 pub fn write_json(inputs: &[Decoded], mut w: impl io::Write) -> io::Result<()> {
     let docs: Vec<InputJson> = inputs.iter().map(InputJson).collect();
+    let mut s = serde_json::Serializer::with_formatter(&mut w, pretty::Pretty::default());
     match docs.as_slice() {
-        [one] => serde_json::to_writer_pretty(&mut w, one),
-        all => serde_json::to_writer_pretty(&mut w, all),
+        [one] => one.serialize(&mut s),
+        all => all.serialize(&mut s),
     }?;
     w.write_all(b"\n")
 }
