@@ -58,12 +58,15 @@ pub(crate) fn checksum(data: &[u8]) -> u32 {
     let mut crc = !0u32;
     let (blocks, rest) = data.as_chunks::<16>();
     for b in blocks {
-        let a = crc ^ u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        let mut x = at(15, a) ^ at(14, a >> 8) ^ at(13, a >> 16) ^ at(12, a >> 24);
+        // The twelve bytes after the first four do not depend on the CRC
+        // so far: combined on their own, they are ready (out of order)
+        // before it is, and only the first four's lookups wait for it.
+        let mut rest = 0;
         for (i, &byte) in b[4..].iter().enumerate() {
-            x ^= at(11 - i, u32::from(byte));
+            rest ^= at(11 - i, u32::from(byte));
         }
-        crc = x;
+        let a = crc ^ u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        crc = ((at(15, a) ^ at(14, a >> 8)) ^ (at(13, a >> 16) ^ at(12, a >> 24))) ^ rest;
     }
     let (words, rest) = rest.as_chunks::<4>();
     for w in words {
