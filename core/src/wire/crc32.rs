@@ -59,11 +59,14 @@ pub(crate) fn checksum(data: &[u8]) -> u32 {
     let (blocks, rest) = data.as_chunks::<16>();
     for b in blocks {
         let a = crc ^ u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        let mut x = at(15, a) ^ at(14, a >> 8) ^ at(13, a >> 16) ^ at(12, a >> 24);
-        for (i, &byte) in b[4..].iter().enumerate() {
-            x ^= at(11 - i, u32::from(byte));
-        }
-        crc = x;
+        // written out, not a loop over the 12 bytes: each table number
+        // is then a constant whatever the optimizer unrolls (at opt-level
+        // "s" it does not, and the lookups cost twice as much)
+        let lo = at(15, a) ^ at(14, a >> 8) ^ at(13, a >> 16) ^ at(12, a >> 24);
+        let b = |i: usize| u32::from(b[i]);
+        let mid = at(11, b(4)) ^ at(10, b(5)) ^ at(9, b(6)) ^ at(8, b(7));
+        let hi = at(7, b(8)) ^ at(6, b(9)) ^ at(5, b(10)) ^ at(4, b(11));
+        crc = lo ^ mid ^ hi ^ at(3, b(12)) ^ at(2, b(13)) ^ at(1, b(14)) ^ at(0, b(15));
     }
     let (words, rest) = rest.as_chunks::<4>();
     for w in words {
