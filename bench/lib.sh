@@ -8,6 +8,7 @@ LATSCOPE_MUSL=$TARGET_DIR/x86_64-unknown-linux-musl/release/latscope
 HOST=$TARGET_DIR/release/latscope-host
 EVICT=$TARGET_DIR/release/evict
 FORK_REPRO=$TARGET_DIR/release/fork_repro
+STD_FLOOR=$TARGET_DIR/release/examples/std_floor
 
 log() { printf '# %s\n' "$*" >&2; }
 die() {
@@ -33,12 +34,13 @@ need_tools() {
 build_release() {
 	# BENCH_NO_BUILD=1: use the binaries already built (e.g. while others
 	# keep changing the tree).
-	if [[ ${BENCH_NO_BUILD:-0} == 1 && -x $LATSCOPE && -x $EVICT && -x $FORK_REPRO ]]; then
+	if [[ ${BENCH_NO_BUILD:-0} == 1 && -x $LATSCOPE && -x $EVICT && -x $FORK_REPRO && -x $STD_FLOOR ]]; then
 		log "BENCH_NO_BUILD=1: using the binaries in $TARGET_DIR/release"
 		return 0
 	fi
 	log "building latscope, latscope-host and the test helpers (release)"
-	(cd "$ROOT" && cargo build -q --release -p latscope -p latscope-host -p latscope-tests --bins) ||
+	(cd "$ROOT" && cargo build -q --release -p latscope -p latscope-host -p latscope-tests --bins &&
+		cargo build -q --release -p latscope --example std_floor) ||
 		die "cargo build failed"
 }
 

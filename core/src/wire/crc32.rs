@@ -89,13 +89,16 @@ const fn heads() -> [u32; 16] {
 fn block(crc: u32, b: &[u8; 16]) -> u32 {
     // The twelve bytes after the first four do not depend on the CRC so
     // far: combined on their own, they are ready (out of order) before it
-    // is, and only the first four's lookups wait for it.
-    let mut rest = 0;
-    for (i, &byte) in b[4..].iter().enumerate() {
-        rest ^= at(11 - i, u32::from(byte));
-    }
+    // is, and only the first four's lookups wait for it. Written out, not
+    // a loop over the 12 bytes: each table number is then a constant
+    // whatever the optimizer unrolls (at opt-level "s" it does not, and
+    // the lookups cost twice as much).
+    let byte = |i: usize| u32::from(b[i]);
+    let mid = at(11, byte(4)) ^ at(10, byte(5)) ^ at(9, byte(6)) ^ at(8, byte(7));
+    let hi = at(7, byte(8)) ^ at(6, byte(9)) ^ at(5, byte(10)) ^ at(4, byte(11));
+    let top = at(3, byte(12)) ^ at(2, byte(13)) ^ at(1, byte(14)) ^ at(0, byte(15));
     let a = crc ^ u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-    ((at(15, a) ^ at(14, a >> 8)) ^ (at(13, a >> 16) ^ at(12, a >> 24))) ^ rest
+    ((at(15, a) ^ at(14, a >> 8)) ^ (at(13, a >> 16) ^ at(12, a >> 24))) ^ (mid ^ hi ^ top)
 }
 
 /// The CRC-32 (ISO-HDLC) of `data`.

@@ -1,7 +1,7 @@
 //! Encoding frames into fixed buffers.
 
 use postcard::experimental::max_size::MaxSize;
-use postcard::ser_flavors::{crc::CrcModifier, Cobs, Slice};
+use postcard::ser_flavors::{crc::CrcModifier, Cobs, Flavor, Slice};
 
 use super::{Body, Frame, PROTOCOL_VERSION};
 use crate::error::Error;
@@ -24,11 +24,37 @@ pub fn encode(frame: &Frame, buf: &mut [u8]) -> Result<usize, Error> {
     let (first, rest) = buf.split_first_mut().ok_or(Error::BufferTooSmall)?;
     *first = 0;
     let cobs = Cobs::try_new(Slice::new(rest)).map_err(|_| Error::BufferTooSmall)?;
-    let flavor = CrcModifier::new(cobs, CRC.digest());
+    let flavor = Framing(CrcModifier::new(cobs, CRC.digest()));
     match postcard::serialize_with_flavor(frame, flavor) {
         Ok(out) => Ok(out.len() + 1),
         Err(postcard::Error::SerializeBufferFull) => Err(Error::BufferTooSmall),
         Err(_) => Err(Error::Encode),
+    }
+}
+
+/// postcard's CRC over COBS into a slice, behind one out-of-line push.
+///
+/// postcard inlines a flavor's push into every field it writes, and the
+/// CRC update and COBS step with it. Out of line they cost the sender a
+/// call per byte and the static aarch64 target 2.1 kB less code (of the
+/// 13 kB of [`encode`]: the rest is the fields); the bytes are the same.
+struct Framing<'a>(CrcModifier<'a, Cobs<Slice<'a>>, u32>);
+
+impl<'a> Flavor for Framing<'a> {
+    type Output = &'a mut [u8];
+
+    #[inline(never)]
+    fn try_push(&mut self, data: u8) -> postcard::Result<()> {
+        self.0.try_push(data)
+    }
+
+    #[inline(never)]
+    fn try_extend(&mut self, data: &[u8]) -> postcard::Result<()> {
+        self.0.try_extend(data)
+    }
+
+    fn finalize(self) -> postcard::Result<Self::Output> {
+        self.0.finalize()
     }
 }
 

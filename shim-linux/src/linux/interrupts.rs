@@ -176,20 +176,24 @@ impl ProcInterrupts {
         deadline_ns: u64,
         latency_ns: u64,
     ) -> Attribution {
-        let mut moved: Vec<(&Counter, u64)> = later
+        let mut moved: Vec<(&Counter, u64, usize)> = later
             .counters(cpu)
             .iter()
-            .filter_map(|n| {
+            .enumerate()
+            .filter_map(|(i, n)| {
                 let before = self
                     .counters(cpu)
                     .iter()
                     .find(|o| o.kind == n.kind && o.id == n.id && o.name == n.name)
                     .map_or(0, |o| o.count);
                 let d = n.count.saturating_sub(before);
-                (d > 0).then_some((n, d))
+                (d > 0).then_some((n, d, i))
             })
             .collect();
-        moved.sort_by_key(|m| core::cmp::Reverse(m.1));
+        // largest first, equal counts in /proc's order: the index makes
+        // the key unique, so the unstable sort (smaller code than the
+        // stable one) gives the stable order
+        moved.sort_unstable_by_key(|m| (core::cmp::Reverse(m.1), m.2));
         let mut a = Attribution::new(
             u32::try_from(cpu).unwrap_or(u32::MAX),
             cycle,
@@ -197,7 +201,7 @@ impl ProcInterrupts {
             latency_ns,
         );
         a.coarse = true;
-        for (c, d) in moved {
+        for (c, d, _) in moved {
             a.add(
                 c.kind,
                 c.id,
