@@ -211,19 +211,14 @@ pub struct RunIter<'a> {
 impl RunIter<'_> {
     #[inline(always)]
     fn varint(&mut self) -> Option<u64> {
-        // up to three bytes (a count below 2^21): the common cases, a
-        // snapshot's cumulative counts mostly taking two or three
-        let low = |b: u8| u64::from(b & 0x7F);
-        let (v, rest) = match self.bytes {
-            [b, rest @ ..] if *b < 0x80 => (u64::from(*b), rest),
-            [b0, b1, rest @ ..] if *b1 < 0x80 => (low(*b0) | u64::from(*b1) << 7, rest),
-            [b0, b1, b2, rest @ ..] if *b2 < 0x80 => {
-                (low(*b0) | low(*b1) << 7 | u64::from(*b2) << 14, rest)
+        // one byte: the common case
+        if let Some((&b, rest)) = self.bytes.split_first() {
+            if b < 0x80 {
+                self.bytes = rest;
+                return Some(u64::from(b));
             }
-            _ => return self.varint_long(),
-        };
-        self.bytes = rest;
-        Some(v)
+        }
+        self.varint_long()
     }
 
     fn varint_long(&mut self) -> Option<u64> {
