@@ -25,11 +25,15 @@ pub struct MaxSeries {
 }
 
 impl MaxSeries {
-    /// An empty series of at most `cap` (at least 2) points.
+    /// An empty series of at most `cap` (at least 2) points. Their room
+    /// is reserved at once (it is charged as a thread's fixed part, and
+    /// only the points written become resident): growing by doubling
+    /// copied a long run's series over and over.
     pub fn new(cap: usize) -> Self {
+        let cap = cap.max(2);
         MaxSeries {
-            points: Vec::new(),
-            cap: cap.max(2),
+            points: Vec::with_capacity(cap),
+            cap,
             stride: 1,
             pending: None,
         }
@@ -74,7 +78,8 @@ impl MaxSeries {
                 }
             })
             .collect();
-        self.points = merged;
+        self.points.clear();
+        self.points.extend_from_slice(&merged);
         self.stride = self.stride.saturating_mul(2);
     }
 

@@ -1,6 +1,7 @@
 //! `latscope-host report`: the outputs made from decoded runs.
 
 pub mod cyclictest;
+mod pretty;
 pub mod text;
 
 #[cfg(test)]
@@ -131,9 +132,10 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
 /// `w` (give it a buffer).
 pub fn write_json(inputs: &[Decoded], mut w: impl io::Write) -> io::Result<()> {
     let docs: Vec<InputJson> = inputs.iter().map(InputJson).collect();
+    let mut s = serde_json::Serializer::with_formatter(&mut w, pretty::Pretty::default());
     match docs.as_slice() {
-        [one] => serde_json::to_writer_pretty(&mut w, one),
-        all => serde_json::to_writer_pretty(&mut w, all),
+        [one] => one.serialize(&mut s),
+        all => all.serialize(&mut s),
     }?;
     w.write_all(b"\n")
 }
@@ -182,22 +184,20 @@ fn csv_run(out: &mut String, name: &str, run: &Run) {
 
 /// A summary's JSON: its figures, then `buckets`, every non-empty bucket,
 /// written as they are serialised (a tree of them was most of a 64-thread
-/// report's memory).
-struct SummaryJson<'a>(&'a Summary, &'a Run);
+/// report's memory; the figures go straight through too).
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    #[serde(flatten)]
+    figures: &'a Summary,
+    buckets: BucketsJson<'a>,
+}
 
-impl Serialize for SummaryJson<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let SummaryJson(sum, run) = *self;
-        let figures = serde_json::to_value(sum).unwrap_or(Value::Null);
-        let Value::Object(m) = figures else {
-            return figures.serialize(s);
-        };
-        let mut map = s.serialize_map(Some(m.len() + 1))?;
-        for (k, v) in &m {
-            map.serialize_entry(k, v)?;
+impl<'a> SummaryJson<'a> {
+    fn new(sum: &'a Summary, run: &'a Run) -> Self {
+        SummaryJson {
+            figures: sum,
+            buckets: BucketsJson(&sum.hist, run),
         }
-        map.serialize_entry("buckets", &BucketsJson(&sum.hist, run))?;
-        map.end()
     }
 }
 
@@ -275,12 +275,46 @@ impl Serialize for RunJson<'_> {
         let (per, all) = summarize(run);
         with_lazy(&json_run(run), s, |k, map| match k {
             "threads" => {
-                let t: Vec<SummaryJson> = per.iter().map(|x| SummaryJson(x, run)).collect();
+                let t: Vec<SummaryJson> = per.iter().map(|x| SummaryJson::new(x, run)).collect();
                 Some(map.serialize_entry(k, &t))
             }
-            "all" => Some(map.serialize_entry(k, &SummaryJson(&all, run))),
+            "all" => Some(map.serialize_entry(k, &SummaryJson::new(&all, run))),
+            "spikes" => Some(map.serialize_entry(k, &SpikesJson(run))),
             _ => None,
         })
+    }
+}
+
+/// Every thread's largest spike records, written as they are serialised.
+struct SpikesJson<'a>(&'a Run);
+
+/// One spike record as the JSON report shows it.
+#[derive(Serialize)]
+struct SpikeJson {
+    thread: u16,
+    cycle: u64,
+    deadline_ns: i64,
+    latency_ns: i64,
+    missed: u64,
+    spike: bool,
+    overflow: bool,
+    #[serde(rename = "break")]
+    brk: bool,
+}
+
+impl Serialize for SpikesJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let records = self.0.threads.iter().flat_map(|t| t.spikes.largest.iter());
+        s.collect_seq(records.map(|r| SpikeJson {
+            thread: r.thread,
+            cycle: r.cycle,
+            deadline_ns: r.deadline_ns,
+            latency_ns: r.latency_ns,
+            missed: r.missed,
+            spike: r.flags.spike,
+            overflow: r.flags.overflow,
+            brk: r.flags.brk,
+        }))
     }
 }
 
@@ -302,23 +336,11 @@ fn json_input(d: &Decoded) -> Value {
     })
 }
 
-/// A run's JSON with `threads` and `all` placeholders ([`RunJson`] writes
-/// them).
+/// A run's JSON with `threads`, `all` and `spikes` placeholders
+/// ([`RunJson`] writes them).
 fn json_run(run: &Run) -> Value {
     let h = &run.hello;
     let c = &h.config;
-    let spikes: Vec<Value> = run
-        .threads
-        .iter()
-        .flat_map(|t| t.spikes.largest.iter())
-        .map(|r| {
-            json!({
-                "thread": r.thread, "cycle": r.cycle, "deadline_ns": r.deadline_ns,
-                "latency_ns": r.latency_ns, "missed": r.missed,
-                "spike": r.flags.spike, "overflow": r.flags.overflow, "break": r.flags.brk,
-            })
-        })
-        .collect();
     let mut v = json!({
         "run_id": format!("{:016x}", h.run_id),
         "tool_version": h.tool_version.as_str(),
@@ -347,7 +369,7 @@ fn json_run(run: &Run) -> Value {
         "exact_epoch": run.exact_epoch(),
         "threads": Value::Null,
         "all": Value::Null,
-        "spikes": spikes,
+        "spikes": Value::Null,
         "explained": {
             "total": run.explained.total,
             "spikes": run.explained.largest.iter().map(|a| json!({
