@@ -66,20 +66,19 @@ impl MaxSeries {
         self.points.push(acc);
     }
 
+    /// Merges neighbouring points pairwise, in place (the room reserved
+    /// in [`MaxSeries::new`] stays, and nothing is allocated): point `i`
+    /// is made from points `2i` and `2i + 1`, which no earlier step has
+    /// overwritten.
     fn halve(&mut self) {
-        let merged: Vec<Point> = self
-            .points
-            .chunks(2)
-            .map(|pair| {
-                let last = pair[pair.len() - 1];
-                Point {
-                    max_ns: pair.iter().map(|p| p.max_ns).max().unwrap_or(0),
-                    ..last
-                }
-            })
-            .collect();
-        self.points.clear();
-        self.points.extend_from_slice(&merged);
+        let n = self.points.len().div_ceil(2);
+        for i in 0..n {
+            let pair = &self.points[2 * i..(2 * i + 2).min(self.points.len())];
+            let last = pair[pair.len() - 1];
+            let max_ns = pair.iter().map(|p| p.max_ns).max().unwrap_or(0);
+            self.points[i] = Point { max_ns, ..last };
+        }
+        self.points.truncate(n);
         self.stride = self.stride.saturating_mul(2);
     }
 
