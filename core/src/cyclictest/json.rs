@@ -29,7 +29,7 @@ pub struct Uname<'a> {
 /// The run-wide facts of the document.
 #[derive(Debug, Clone, Copy)]
 pub struct JsonDoc<'a> {
-    /// All of argv joined by spaces (see `cmdline` in the README).
+    /// All of argv joined by spaces (see `cmdline` in `docs/cyclictest.md`).
     pub cmdline: &'a str,
     /// latscope's version.
     pub tool_version: &'a str,

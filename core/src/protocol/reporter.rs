@@ -44,7 +44,7 @@ const fn paid(until: i64, budget: u32, len: usize) -> i64 {
 
 /// Bytes of runs in a thread's rolling snapshot chunk per report. At the
 /// default 1 s report this is what keeps a receiver's histograms
-/// recoverable after a loss; see the link budget in the README.
+/// recoverable after a loss; see the link budget in `docs/protocol.md`.
 pub const ROLL_BYTES: usize = 48;
 
 /// A thread's figures that its record does not hold: the target measures

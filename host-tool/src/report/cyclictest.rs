@@ -2,7 +2,7 @@
 //! formatter the target uses (`latscope_core::cyclictest`): the end-of-run
 //! text with the `-h`/`-H` histogram and the `--json` document. For a run
 //! the host received completely, both equal what the target printed, byte
-//! for byte, apart from the fields listed in the README.
+//! for byte, apart from the fields listed in `docs/cyclictest.md`.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

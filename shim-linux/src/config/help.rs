@@ -151,7 +151,7 @@ mod tests {
     use super::help;
     use crate::rt::hist_bytes_per_thread;
 
-    /// The memory figures of `--help`, as the README quotes them.
+    /// The memory figures of `--help`, as `docs/histogram.md` quotes them.
     #[test]
     fn help_states_the_histogram_memory() {
         for (us, kib) in [(1000, 67), (3500, 131), (20_000, 576)] {
