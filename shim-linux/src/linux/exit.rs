@@ -150,6 +150,7 @@ mod tests {
     #[ignore = "run by a_panic_demotes_every_measuring_thread_and_unlocks in a child process"]
     fn panics_beside_a_real_time_thread() {
         use rustix::mm::{mlockall, MlockAllFlags};
+        require!(is_root(), "needs root (SCHED_FIFO, locked memory)");
         mlockall(MlockAllFlags::CURRENT | MlockAllFlags::FUTURE).expect("mlockall as root");
         assert!(locked_kib() > 0, "memory is locked");
         let (tid_tx, tid_rx) = channel();
