@@ -101,25 +101,37 @@ fn key(line: &str) -> Option<(&str, String)> {
 type Counts = BTreeMap<String, u64>;
 
 /// The calls of one strace'd run of `loops` cycles of one measuring thread
-/// with `extra` options: the measuring thread's (the thread that made the
-/// most calls: one or more a cycle; the others wake every 100 ms), and all
-/// threads'.
-fn syscall_counts(loops: u64, extra: &[&str]) -> (Counts, Counts) {
+/// with `extra` options, whose loop waits with `wait`: the loop's (the
+/// measuring thread's calls from its first `wait` to its last; the
+/// measuring thread is the one that made the most calls, one or more a
+/// cycle, while the others wake every 100 ms), and all threads'.
+fn syscall_counts(loops: u64, extra: &[&str], wait: &str) -> (Counts, Counts) {
     let l = loops.to_string();
     let mut args = vec!["-t", "1", "-i", "200", "-l", &l, "-q"];
     args.extend(extra);
     let text = strace(&[], &format!("c{loops}.txt"), &args);
-    let mut threads: BTreeMap<&str, Counts> = BTreeMap::new();
+    let calls: Vec<(&str, String)> = text.lines().filter_map(key).collect();
     let mut all = Counts::new();
-    for (tid, k) in text.lines().filter_map(key) {
+    let mut per_thread: BTreeMap<&str, u64> = BTreeMap::new();
+    for (tid, k) in &calls {
         *all.entry(k.clone()).or_insert(0) += 1;
-        *threads.entry(tid).or_default().entry(k).or_insert(0) += 1;
+        *per_thread.entry(tid).or_insert(0) += 1;
     }
-    let measuring = threads
-        .into_values()
-        .max_by_key(|c| c.values().sum::<u64>())
-        .unwrap_or_default();
-    (measuring, all)
+    let measuring = per_thread.iter().max_by_key(|(_, n)| **n).map(|(t, _)| *t);
+    let mine: Vec<&String> = calls
+        .iter()
+        .filter(|(tid, _)| Some(*tid) == measuring)
+        .map(|(_, k)| k)
+        .collect();
+    let first = mine.iter().position(|k| *k == wait);
+    let last = mine.iter().rposition(|k| *k == wait);
+    let mut in_loop = Counts::new();
+    if let (Some(first), Some(last)) = (first, last) {
+        for k in &mine[first..=last] {
+            *in_loop.entry((*k).clone()).or_insert(0) += 1;
+        }
+    }
+    (in_loop, all)
 }
 
 /// Per cycle: (the counts of `long` minus those of `short`) over `n`.
@@ -134,21 +146,21 @@ fn difference(short: &Counts, long: &Counts, n: u64) -> BTreeMap<String, f64> {
 }
 
 /// Calls per cycle, from the counts of a run of `2 * n` cycles minus those
-/// of a run of `n`: the measuring thread's, and all threads'.
+/// of a run of `n`: the measuring loop's, and all threads'.
 struct PerCycle {
     measuring: BTreeMap<String, f64>,
     all: BTreeMap<String, f64>,
-    /// The measuring thread's calls in the run of `n` cycles.
+    /// All threads' calls in the run of `n` cycles.
     short: Counts,
 }
 
-fn per_cycle(n: u64, extra: &[&str]) -> PerCycle {
-    let (short, short_all) = syscall_counts(n, extra);
-    let (long, long_all) = syscall_counts(2 * n, extra);
+fn per_cycle(n: u64, extra: &[&str], wait: &str) -> PerCycle {
+    let (short, short_all) = syscall_counts(n, extra, wait);
+    let (long, long_all) = syscall_counts(2 * n, extra, wait);
     PerCycle {
         measuring: difference(&short, &long, n),
         all: difference(&short_all, &long_all, n),
-        short,
+        short: short_all,
     }
 }
 
@@ -182,7 +194,7 @@ fn check_per_cycle(
 fn one_clock_nanosleep_per_cycle_and_nothing_else() {
     require!(have("strace"), "strace is not installed");
     let _g = serial();
-    let per = per_cycle(20_000, &[]);
+    let per = per_cycle(20_000, &[], &absolute_sleep());
     check_per_cycle(&[], &per.measuring, &absolute_sleep(), 0.001, None);
     // the whole process: the fixed grid does not drift, so the other
     // threads' waits, every 100 ms, come at 0.002 per cycle
@@ -239,10 +251,17 @@ fn each_mode_makes_its_own_wait_once_per_cycle() {
     require!(have("strace"), "strace is not installed");
     let _g = serial();
     for m in modes() {
-        let per = per_cycle(5_000, m.args);
+        let per = per_cycle(5_000, m.args, &m.wait);
+        assert!(
+            per.measuring.contains_key(&m.wait),
+            "{:?}: the measuring thread never made its {}; all threads per cycle: {:?}",
+            m.args,
+            m.wait,
+            per.all
+        );
         check_per_cycle(m.args, &per.measuring, &m.wait, m.rest, m.late);
         if let Some(arm) = &m.arm {
-            // the measuring thread arms its timer once
+            // the one measuring thread's timer is armed once
             let short = &per.short;
             assert_eq!(short.get(arm), Some(&1), "{:?}: {arm}: {short:?}", m.args);
         }
