@@ -294,9 +294,12 @@ fn corruption_recovers_every_unhit_frame_and_stays_exact_as_of_complete_epochs()
     }
 }
 
-/// A synthetic run's bytes, and the truth of every thread at every
-/// epoch: its histogram as of that epoch's statistics.
-fn run_with_truth(cfg: SynthConfig) -> (Vec<u8>, BTreeMap<(usize, u32), Vec<u64>>) {
+/// Each thread's histogram (by thread and epoch) as of that epoch's
+/// statistics.
+type Truth = BTreeMap<(usize, u32), Vec<u64>>;
+
+/// A synthetic run's bytes, and its [`Truth`] at every epoch.
+fn run_with_truth(cfg: SynthConfig) -> (Vec<u8>, Truth) {
     let mut synth = Synth::new(cfg.clone());
     let mut bytes = Vec::new();
     let mut truth = BTreeMap::new();
