@@ -346,6 +346,16 @@ fn exact_epochs_match_the_truth() {
             for (i, t) in run.threads.iter().enumerate() {
                 if !t.exact_now() {
                     inexact_prefixes += 1;
+                    // a histogram that misses counts of its statistics'
+                    // epoch is not exact as of that epoch
+                    let at = t.hist_epoch();
+                    if at.is_some() && t.stats().map(|s| s.epoch) == at {
+                        assert!(
+                            t.exact_epoch() < at,
+                            "rate {rate} seed {seed}: thread {i} exact at {:?}, inexact at {at:?}",
+                            t.exact_epoch()
+                        );
+                    }
                     continue;
                 }
                 let e = t.exact_epoch().expect("exact now, so exact at an epoch");
