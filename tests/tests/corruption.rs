@@ -43,7 +43,7 @@ fn flipped_bytes_are_counted_and_exact_figures_stay_exact() {
     // A change at or before the first delimiter shows only as skipped
     // bytes: the decoder has not synchronised yet.
     let first_delimiter = clean.iter().position(|&b| b == 0).unwrap();
-    for (rate, seed) in [(1e-6, 1u64), (1e-5, 2), (1e-4, 3), (1e-3, 4)] {
+    for (rate, seed) in [(1e-6, 1u64), (1e-5, 2), (1e-4, 3), (1e-3, 4), (1e-2, 5)] {
         let (bad, hits) = flip(&clean, rate, seed);
         assert!(
             !hits.is_empty() && bad != clean,
