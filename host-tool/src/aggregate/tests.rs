@@ -102,10 +102,13 @@ fn lost_delta_is_healed_by_the_snapshots() {
 fn deltas_at_or_before_the_applied_epoch_are_ignored() {
     let (bytes, synth) = Synth::bytes(SynthConfig::default());
     let fr = frames(&bytes);
-    // Replay report 2's delta frames after everything (stale duplicates).
+    // Replay report 2's delta and statistics frames after everything
+    // (stale duplicates).
     let mut doubled = bytes.clone();
     for (f, r) in &fr {
-        if matches!(&f.body, Body::Delta(d) if d.epoch == 2) {
+        if matches!(&f.body, Body::Delta(d) if d.epoch == 2)
+            || matches!(&f.body, Body::Stats(s) if s.epoch == 2)
+        {
             doubled.extend_from_slice(&bytes[r.clone()]);
         }
     }
@@ -113,6 +116,45 @@ fn deltas_at_or_before_the_applied_epoch_are_ignored() {
     assert_exact(&s, &synth);
     let run = s.agg.current().unwrap();
     assert!(run.threads.iter().all(|t| t.stale_parts() > 0));
+}
+
+#[test]
+fn a_delta_arriving_after_its_epochs_snapshot_is_not_counted_twice() {
+    let cfg = SynthConfig::default();
+    let (bytes, truth) = run_with_truth(cfg);
+    let fr = frames(&bytes);
+    // Thread 0's first delta part of report 5 arrives late: after the
+    // snapshot chunk of that report, which already holds its counts.
+    let late = fr
+        .iter()
+        .position(|(f, _)| matches!(&f.body, Body::Delta(d) if d.epoch == 5 && d.thread == 0))
+        .expect("delta 5");
+    let chunk = fr
+        .iter()
+        .position(|(f, _)| matches!(&f.body, Body::Chunk(c) if c.epoch == 5 && c.thread == 0))
+        .expect("chunk 5");
+    assert!(late < chunk);
+    let mut buf = vec![0u8; MAX_FRAME];
+    let mut moved = Vec::new();
+    for i in (0..=chunk).filter(|&i| i != late).chain([late]) {
+        let n = latscope_core::wire::encode(&fr[i].0, &mut buf).unwrap();
+        moved.extend_from_slice(&buf[..n]);
+    }
+    let s = decode(&moved);
+    let t0 = &s.agg.current().unwrap().threads[0];
+    assert_eq!(t0.hist_epoch(), Some(5));
+    let want = &truth[&(0, 5)];
+    // no bucket holds more than the truth of its epoch
+    let over: Vec<_> = t0
+        .hist()
+        .iter()
+        .zip(want)
+        .enumerate()
+        .filter(|(_, (got, want))| got > want)
+        .map(|(b, (got, want))| (b, *got, *want))
+        .collect();
+    assert!(over.is_empty(), "buckets above the truth: {over:?}");
+    assert!(t0.stale_parts() > 0);
 }
 
 #[test]
