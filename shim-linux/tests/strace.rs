@@ -38,13 +38,13 @@ fn strace(opts: &[&str], name: &str, args: &[&str]) -> String {
     text
 }
 
-/// The calls as this architecture's strace names them. The 32-bit ABIs
-/// (arm) keep only their 64-bit-time variants for these waits: rustix and
+/// The calls as this architecture's strace names them. The 64-bit ABIs
+/// (x86_64, aarch64) make every wait under its own name. On the 32-bit ABIs
+/// (arm) the waits go through the 64-bit-time calls: rustix and
 /// `linux/sys.rs` call `clock_nanosleep_time64`, `rt_sigtimedwait_time64`
 /// and `timer_settime64`, and rustix's `nanosleep()` is
-/// `clock_nanosleep_time64(CLOCK_REALTIME, 0, ...)` there, as the 32-bit
-/// `nanosleep` takes a 32-bit time. The 64-bit ABIs (x86_64, aarch64) have
-/// every call under its own name.
+/// `clock_nanosleep_time64(CLOCK_REALTIME, 0, ...)` there (arm's own
+/// `nanosleep` takes a 32-bit time; riscv32 has none at all).
 mod call {
     #[cfg(target_pointer_width = "64")]
     pub const CLOCK_NANOSLEEP: &str = "clock_nanosleep";
