@@ -285,6 +285,19 @@ fn corrupt(bytes: &[u8], rate: f64, seed: u64) -> (Vec<u8>, Vec<usize>) {
     (out, hit)
 }
 
+/// [`corrupt`], and where the rate flipped nothing in a stream this short
+/// (at 1e-6 the first flip falls far past its end), one flip at a place
+/// drawn from the seed: every rate then tests a corrupted stream.
+fn corrupt_at_least_once(bytes: &[u8], rate: f64, seed: u64) -> (Vec<u8>, Vec<usize>) {
+    let (mut out, mut hit) = corrupt(bytes, rate, seed);
+    if hit.is_empty() {
+        let at = (seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16) as usize % out.len();
+        out[at] ^= 0x5a;
+        hit.push(at);
+    }
+    (out, hit)
+}
+
 #[test]
 fn corruption_recovers_every_unhit_frame_and_stays_exact_as_of_complete_epochs() {
     let cfg = SynthConfig {
@@ -295,7 +308,8 @@ fn corruption_recovers_every_unhit_frame_and_stays_exact_as_of_complete_epochs()
     let (bytes, synth) = Synth::bytes(cfg);
     let fr = frames(&bytes);
     for (rate, seed) in [(1e-6, 1), (1e-5, 2), (1e-4, 3), (1e-4, 4), (3e-5, 5)] {
-        let (bad, hits) = corrupt(&bytes, rate, seed);
+        let (bad, hits) = corrupt_at_least_once(&bytes, rate, seed);
+        assert!(!hits.is_empty(), "rate {rate}: nothing was flipped");
         let s = decode(&bad);
         // Frames whose bytes (delimiters included) were not hit.
         let unhit = fr
@@ -308,16 +322,13 @@ fn corruption_recovers_every_unhit_frame_and_stays_exact_as_of_complete_epochs()
             "rate {rate}: {} good frames < {unhit} unhit",
             link.frames
         );
-        if !hits.is_empty() {
-            // Loss shows as an error count, or (a hit on the very first
-            // delimiter) as a frame missing before the first one decoded.
-            assert!(
-                link.crc_errors + link.oversize + link.seq_gaps > 0
-                    || link.frames < fr.len() as u64,
-                "rate {rate}: {} hits went unnoticed",
-                hits.len()
-            );
-        }
+        // Loss shows as an error count, or (a hit on the very first
+        // delimiter) as a frame missing before the first one decoded.
+        assert!(
+            link.crc_errors + link.oversize + link.seq_gaps > 0 || link.frames < fr.len() as u64,
+            "rate {rate}: {} hits went unnoticed",
+            hits.len()
+        );
         let run = s.agg.current().expect("a run");
         // Wherever a thread's histogram is verified exact, it equals the
         // synthetic thread's histogram as of that epoch. At the end: exact
