@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// A missing tool or kernel: under CI (`CI=true`) the test fails naming
 /// it (`.ci/run` installs it); elsewhere it is skipped. Returns `None`.
 pub fn unavailable<T>(what: &str) -> Option<T> {
-    latscope_tests::missing(what);
+    crate::missing(what);
     None
 }
 

@@ -26,17 +26,10 @@
 //! a test with a message; with `CI=true` it fails. `LATSCOPE_BOARD_TESTS=0`
 //! switches these tests off (CI runs them in a stage of their own).
 
-#[path = "../src/board.rs"]
-mod board;
-#[path = "../src/boot.rs"]
-mod boot;
-#[path = "../src/image.rs"]
-mod image;
-#[path = "../src/qemu.rs"]
-mod qemu;
-
 use std::path::PathBuf;
 use std::time::Duration;
+
+use latscope_tests::{board, boot, image, qemu};
 
 use board::{
     check, decode, describe, Expect, Shares, Summary, EXPLAIN_SLACK_NS, RUN_TIME_SLACK_NS,
