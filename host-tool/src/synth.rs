@@ -13,7 +13,41 @@ use latscope_core::wire::{
     SCHEMA_KEY,
 };
 
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
 const SEC: i64 = 1_000_000_000;
+
+/// `latscope-host synth`: the synthetic run `cfg` describes, as a
+/// recording in `output` (standard output when `None`); exit status 0. A
+/// failed write is an error.
+pub fn run(cfg: SynthConfig, output: Option<&Path>) -> Result<u8> {
+    let mut s = Synth::new(cfg);
+    let what = output.unwrap_or(Path::new("stdout")).to_path_buf();
+    let mut out: Box<dyn Write> = match output {
+        Some(p) => Box::new(io::BufWriter::new(std::fs::File::create(p).map_err(
+            |source| Error::Output {
+                what: p.to_path_buf(),
+                source,
+            },
+        )?)),
+        None => Box::new(io::BufWriter::new(io::stdout().lock())),
+    };
+    let mut failed = None;
+    s.run(&mut |b| {
+        if failed.is_none() {
+            if let Err(e) = out.write_all(b) {
+                failed = Some(e);
+            }
+        }
+    });
+    if let Some(source) = failed.or_else(|| out.flush().err()) {
+        return Err(Error::Output { what, source });
+    }
+    Ok(0)
+}
 
 /// How the synthetic run looks.
 #[derive(Debug, Clone)]

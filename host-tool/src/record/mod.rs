@@ -23,6 +23,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use board::{Board, TargetView};
 
+pub use allow::Net;
+pub use conn::Limits;
+pub use listen::{Fleetwide, DEFAULT_MAX_CONNECTIONS};
+
 use crate::console;
 use crate::error::{Error, Result};
 use crate::input::{pump, Source};

@@ -1,7 +1,9 @@
-//! `latscope-host report`: the outputs made from decoded runs.
+//! `latscope-host report`: the outputs made from decoded runs, and the
+//! subcommand itself ([`run`] with a [`Plan`]).
 
 pub mod cyclictest;
 mod pretty;
+mod run;
 pub mod text;
 
 #[cfg(test)]
@@ -19,6 +21,9 @@ use crate::aggregate::Run;
 use crate::error::Result;
 use crate::session::Session;
 use crate::summary::{summarize, Summary};
+
+pub(crate) use run::decode;
+pub use run::{run, Plan};
 
 /// The report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
