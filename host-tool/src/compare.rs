@@ -119,7 +119,7 @@ fn block(out: &mut String, title: &str, a: &Summary, b: &Summary) {
 }
 
 /// The comparison table of two runs: all CPUs, then thread by thread.
-pub fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
+pub(crate) fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
     let mut out = String::new();
     for (side, name, run) in [("A", name_a, a), ("B", name_b, b)] {
         let _ = writeln!(

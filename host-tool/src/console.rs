@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 /// Exit status of a command that did its work but could not write all of
 /// its standard output or standard error.
-pub const EXIT_OUTPUT_LOST: u8 = 4;
+pub(crate) const EXIT_OUTPUT_LOST: u8 = 4;
 
 /// A standard stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,7 +39,7 @@ impl Std {
     }
 
     /// The stream's name in messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Std::Out => "standard output",
             Std::Err => "standard error",
@@ -73,7 +73,7 @@ impl Std {
     }
 
     /// Failed writes so far, and the first one's error.
-    pub fn lost(self) -> Option<(u64, io::Error)> {
+    pub(crate) fn lost(self) -> Option<(u64, io::Error)> {
         let i = self.slot();
         let n = LOST[i].load(Ordering::Relaxed);
         (n > 0).then(|| {
@@ -91,13 +91,13 @@ pub fn say(msg: impl Display) {
 }
 
 /// One line `latscope-host: warning: MSG` on standard error.
-pub fn warn(msg: impl Display) {
+pub(crate) fn warn(msg: impl Display) {
     say(format_args!("warning: {msg}"));
 }
 
 /// Standard output as a [`Write`] that counts its failures (for the live
 /// view, which writes as it goes).
-pub struct Stdout;
+pub(crate) struct Stdout;
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

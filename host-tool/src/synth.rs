@@ -87,7 +87,7 @@ impl Default for SynthConfig {
 
 /// The exact figures of one synthetic thread.
 #[derive(Debug, Clone)]
-pub struct SynthThread {
+pub(crate) struct SynthThread {
     /// Cumulative bucket counts, kept apart from the reporter's.
     pub hist: Vec<u64>,
     /// Cumulative statistics as last sent.
@@ -100,11 +100,11 @@ pub struct SynthThread {
 /// A synthetic run in progress.
 pub struct Synth {
     /// Its configuration.
-    pub cfg: SynthConfig,
+    pub(crate) cfg: SynthConfig,
     /// Its layout.
-    pub layout: Layout,
+    pub(crate) layout: Layout,
     /// Exact per-thread state.
-    pub threads: Vec<SynthThread>,
+    pub(crate) threads: Vec<SynthThread>,
     rep: Reporter,
     rng: u64,
     now: i64,
@@ -235,7 +235,7 @@ impl Synth {
 
     /// The hello, a log line, and every thread's (empty) state of epoch 0,
     /// as at the start of a connection.
-    pub fn start(&mut self, out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn start(&mut self, out: &mut dyn FnMut(&[u8])) {
         let h = self.hello();
         self.rep.hello(self.now, &h, &mut |b: &[u8]| out(b));
         self.emit(
@@ -253,7 +253,7 @@ impl Synth {
     /// One report interval: samples, then the report of every thread
     /// (delta, statistics, snapshot chunk) and its spikes; a hello every
     /// 10 s; the last report is the final one.
-    pub fn report(&mut self, out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn report(&mut self, out: &mut dyn FnMut(&[u8])) {
         self.now += SEC;
         if self.rep.hello_due(self.now) {
             let h = self.hello();
@@ -315,7 +315,7 @@ impl Synth {
     }
 
     /// The bye.
-    pub fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
         let bye = Bye {
             reason: ByeReason::Completed,
             epoch: self.rep.epoch(),
@@ -335,7 +335,7 @@ impl Synth {
 
     /// The whole run as bytes.
     #[cfg(test)]
-    pub fn bytes(cfg: SynthConfig) -> (Vec<u8>, Synth) {
+    pub(crate) fn bytes(cfg: SynthConfig) -> (Vec<u8>, Synth) {
         let mut s = Synth::new(cfg);
         let mut v = Vec::new();
         s.run(&mut |b| v.extend_from_slice(b));
