@@ -284,7 +284,7 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
 
     /// Try once to copy a consistent snapshot; `false` if the writer was
     /// active (the copy in `out` is then garbage and must be retried).
-    pub fn try_snapshot<C: AsMut<[u32]>>(&self, out: &mut SnapshotIn<C>) -> bool {
+    pub(crate) fn try_snapshot<C: AsMut<[u32]>>(&self, out: &mut SnapshotIn<C>) -> bool {
         let s1 = self.seq.load(Acquire);
         if s1 & 1 == 1 {
             return false;

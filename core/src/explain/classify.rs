@@ -9,7 +9,7 @@ use super::{add_to, bounded, Attribution, Cause, CauseKind, Name, PRIO_UNKNOWN};
 const WORK: usize = 48;
 
 /// Most blind stretches a classifier keeps (see [`Classifier::set_blind`]).
-pub const BLIND: usize = 4;
+pub(crate) const BLIND: usize = 4;
 
 /// Deepest nesting of IRQ/softirq/vector contexts tracked.
 const STACK: usize = 8;
@@ -578,7 +578,7 @@ fn irq_thread(comm: &str) -> Option<u32> {
 }
 
 /// Classifies a sequence of events for `window`; see [`Classifier`].
-pub fn classify<'a, I>(window: &Window, events: I) -> Attribution
+pub(crate) fn classify<'a, I>(window: &Window, events: I) -> Attribution
 where
     I: IntoIterator<Item = Event<'a>>,
 {
