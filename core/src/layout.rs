@@ -6,7 +6,7 @@
 //! * **Linear part**: for `us < linear_us`, bucket `i = us` covers
 //!   `[i µs, i + 1 µs)`. These are the rows of cyclictest's `-h` output.
 //! * **Log part**: for `us >= linear_us`, buckets follow a log-linear
-//!   ("HDR") grid with [`SUB_BUCKETS`] = 128 sub-buckets per power of two.
+//!   ("HDR") grid with `SUB_BUCKETS` = 128 sub-buckets per power of two.
 //!   A bucket that starts at `lo` µs is at most `lo / 128` wide, i.e. under
 //!   0.79 % of its lower edge (the grid is exact for `linear_us >= 100`).
 //! * The **last** bucket is open-ended: it holds every value from its lower

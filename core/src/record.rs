@@ -27,7 +27,7 @@
 //! only the fields a sample changed.
 //!
 //! Bucket counters are u32 and wrap; readers widen them wrap-aware into u64
-//! ([`crate::hist::Histogram::absorb_raw`]), which is exact as long as a
+//! (`Histogram::absorb_raw`), which is exact as long as a
 //! reader looks at least once per 2^32 samples of one bucket (five days at
 //! 10 kHz). Totals are 64-bit.
 

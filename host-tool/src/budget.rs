@@ -4,19 +4,19 @@
 //! for each of [`MAX_THREADS`] threads.
 //!
 //! Everything a stream's content makes the host keep is charged to a
-//! [`Budget`] before it is allocated: a run's fixed parts and each
+//! `Budget` before it is allocated: a run's fixed parts and each
 //! thread's bounded lists when they appear, and every page of bucket
 //! counts when a bucket in it first gets a count. Budgets nest: a run's
-//! ([`RUN_LIMIT`], what the largest legal run costs) is part of its
+//! (`RUN_LIMIT`, what the largest legal run costs) is part of its
 //! stream's ([`STREAM_LIMIT`], two such runs), and in a recorder every
-//! stream's is part of the recorder's ([`GLOBAL_LIMIT`]). A charge that
+//! stream's is part of the recorder's (`GLOBAL_LIMIT`). A charge that
 //! would pass any of them is refused: the run is not kept, or its
 //! histograms are incomplete, and the report says so. What is charged is
 //! given back when it is freed, so a run that ended and was reported
 //! costs nothing.
 //!
 //! No legal run comes near its limit: a legal run costs at most
-//! [`RUN_LIMIT`], a typical one (a few threads, latencies in a few
+//! `RUN_LIMIT`, a typical one (a few threads, latencies in a few
 //! hundred buckets) well under a megabyte.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

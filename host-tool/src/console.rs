@@ -6,7 +6,7 @@
 //! is counted instead, and the work goes on: recordings, `-o` files and
 //! plots are still written. SIGPIPE stays ignored (the Rust runtime sets
 //! that before `main`), so a closed pipe is such an EPIPE, never a kill.
-//! At the end [`exit_code`] turns a success into [`EXIT_OUTPUT_LOST`].
+//! At the end [`exit_code`] turns a success into `EXIT_OUTPUT_LOST` (4).
 
 use std::fmt::Display;
 use std::io::{self, Write};
@@ -109,7 +109,7 @@ impl Write for Stdout {
     }
 }
 
-/// The exit status: `code`, or [`EXIT_OUTPUT_LOST`] instead of success
+/// The exit status: `code`, or `EXIT_OUTPUT_LOST` (4) instead of success
 /// when a write to standard output or standard error failed (said on
 /// standard error when that still works).
 pub fn exit_code(code: u8) -> u8 {

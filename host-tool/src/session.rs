@@ -1,4 +1,4 @@
-//! One input's decoding: bytes in, frames into the [`Aggregator`], and the
+//! One input's decoding: bytes in, frames into the `Aggregator`, and the
 //! faults of the input (truncation, garbage, another protocol version)
 //! described in one line each.
 

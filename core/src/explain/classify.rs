@@ -9,7 +9,7 @@ use super::{add_to, bounded, Attribution, Cause, CauseKind, Name, PRIO_UNKNOWN};
 const WORK: usize = 48;
 
 /// Most blind stretches a classifier keeps (see [`Classifier::set_blind`]).
-pub(crate) const BLIND: usize = 4;
+pub const BLIND: usize = 4;
 
 /// Deepest nesting of IRQ/softirq/vector contexts tracked.
 const STACK: usize = 8;

@@ -6,7 +6,7 @@
 //!
 //! * [`parse_line`] turns one line of tracefs text
 //!   (`<comm>-<pid> [cpu] flags timestamp: event: fields`) into an [`Event`];
-//! * [`Classifier`] (or the one-shot [`classify`] / [`classify_text`]) walks
+//! * [`Classifier`] (or the one-shot [`classify_text`]) walks
 //!   the events of one CPU, clips every interval to the window from the
 //!   deadline to the wake-up, and produces an [`Attribution`]: exclusive
 //!   [`Cause`] lines that add up exactly to the spike.
@@ -44,7 +44,7 @@
 mod classify;
 mod parse;
 
-pub use classify::{classify_text, Classifier, Window};
+pub use classify::{classify_text, Classifier, Window, BLIND};
 pub use parse::{parse_line, Event, EventKind, TaskRef};
 
 use postcard::experimental::max_size::MaxSize;

@@ -80,7 +80,10 @@ mod store;
 
 pub use assembler::Assembler;
 pub use pacer::Pacer;
-pub use reporter::{line_budget, Extra, Reporter, ThreadLog, ThreadLogIn, MAX_BUDGET_WAIT_NS};
+pub use reporter::{
+    line_budget, Extra, Reporter, ThreadLog, ThreadLogIn, HELLO_EVERY_NS, MAX_BUDGET_WAIT_NS,
+    ROLL_BYTES,
+};
 pub use sink::{FrameSink, SliceSink};
 pub use store::{ArrayStore, BucketStore};
 

@@ -12,7 +12,7 @@ use crate::wire::{
 use super::FrameSink;
 
 /// A hello is resent this often (ns).
-pub(crate) const HELLO_EVERY_NS: u64 = 10_000_000_000;
+pub const HELLO_EVERY_NS: u64 = 10_000_000_000;
 
 /// The longest a report waits for the stream's byte budget
 /// ([`Reporter::with_budget`]) past its due time (ns): frames the caller
@@ -45,7 +45,7 @@ const fn paid(until: i64, budget: u32, len: usize) -> i64 {
 /// Bytes of runs in a thread's rolling snapshot chunk per report. At the
 /// default 1 s report this is what keeps a receiver's histograms
 /// recoverable after a loss; see the link budget in the README.
-pub(crate) const ROLL_BYTES: usize = 48;
+pub const ROLL_BYTES: usize = 48;
 
 /// A thread's figures that its record does not hold: the target measures
 /// them elsewhere (0 where they do not exist, as on bare metal).

@@ -105,8 +105,10 @@ fn write_json_out(file: Option<(&PathBuf, File)>, decoded: &[Decoded]) -> Result
 /// `latscope-host report`: decode every input, write the report in the
 /// plan's format (and the plots), and return the exit status: 0 when
 /// every run ended well, 1 when an input could not be read or a run did
-/// not (see [`run_ok`]). An error is returned before any input is read
-/// when the outputs cannot be created or the plan is not usable.
+/// not (no bye, an error ending, self-check defects, a lost hello, or a
+/// memory budget that could not hold it all). An error is returned
+/// before any input is read when the outputs cannot be created or the
+/// plan is not usable.
 pub fn run(plan: &Plan) -> Result<u8> {
     if plan
         .sources
