@@ -9,7 +9,6 @@
 //!   seqlock readers);
 //! * [`hist`] and [`stats`]: plain histograms, merging, quantiles and spread;
 //! * [`cycle`]: deadlines, latency and missed periods, driven by a [`cycle::Clock`];
-//! * [`spike`]: a bounded log of the largest and the first spikes;
 //! * [`explain`]: a tracefs text parser and a classifier that attributes a
 //!   spike's time to IRQs, softirqs and tasks, exactly;
 //! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
@@ -34,7 +33,6 @@ pub mod hist;
 pub mod layout;
 pub mod protocol;
 pub mod record;
-pub mod spike;
 pub mod stats;
 pub mod tz;
 pub mod wire;

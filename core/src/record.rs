@@ -27,7 +27,7 @@
 //! only the fields a sample changed.
 //!
 //! Bucket counters are u32 and wrap; readers widen them wrap-aware into u64
-//! ([`crate::hist::Histogram::absorb_raw`]), which is exact as long as a
+//! (`Histogram::absorb_raw`), which is exact as long as a
 //! reader looks at least once per 2^32 samples of one bucket (five days at
 //! 10 kHz). Totals are 64-bit.
 
@@ -284,7 +284,7 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
 
     /// Try once to copy a consistent snapshot; `false` if the writer was
     /// active (the copy in `out` is then garbage and must be retried).
-    pub fn try_snapshot<C: AsMut<[u32]>>(&self, out: &mut SnapshotIn<C>) -> bool {
+    pub(crate) fn try_snapshot<C: AsMut<[u32]>>(&self, out: &mut SnapshotIn<C>) -> bool {
         let s1 = self.seq.load(Acquire);
         if s1 & 1 == 1 {
             return false;

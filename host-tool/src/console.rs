@@ -7,7 +7,7 @@
 //! goes on: recordings, `-o` files and plots are still written. SIGPIPE
 //! stays ignored (the Rust runtime sets that before `main`), so a closed
 //! pipe is such an EPIPE, never a kill. At the end [`exit_code`] turns a
-//! success into [`EXIT_OUTPUT_LOST`].
+//! success into `EXIT_OUTPUT_LOST` (4).
 //!
 //! The rule is the target's too (its `output` module); both follow
 //! `docs/console.md`.
@@ -22,7 +22,7 @@ use rustix::io::Errno;
 
 /// Exit status of a command that did its work but could not write all of
 /// its standard output or standard error.
-pub const EXIT_OUTPUT_LOST: u8 = 4;
+pub(crate) const EXIT_OUTPUT_LOST: u8 = 4;
 
 /// A standard stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,7 +88,7 @@ impl Std {
     }
 
     /// The stream's name in messages.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Std::Out => "standard output",
             Std::Err => "standard error",
@@ -111,7 +111,7 @@ impl Std {
 
     /// Writes lost so far (failed, or not attempted after the first
     /// failure), and the first failure's error.
-    pub fn lost(self) -> Option<(u64, io::Error)> {
+    pub(crate) fn lost(self) -> Option<(u64, io::Error)> {
         self.ledger().lost()
     }
 }
@@ -122,14 +122,14 @@ pub fn say(msg: impl Display) {
 }
 
 /// One line `latscope-host: warning: MSG` on standard error.
-pub fn warn(msg: impl Display) {
+pub(crate) fn warn(msg: impl Display) {
     say(format_args!("warning: {msg}"));
 }
 
 /// Standard output as a [`Write`] under the same rule as [`Std::write`]
 /// (for the live view, which writes as it goes, and the JSON report, which
 /// is written as it is serialised): after a failure every call fails.
-pub struct Stdout;
+pub(crate) struct Stdout;
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -170,7 +170,7 @@ impl Write for Raw {
     }
 }
 
-/// The exit status: `code`, or [`EXIT_OUTPUT_LOST`] instead of success
+/// The exit status: `code`, or `EXIT_OUTPUT_LOST` (4) instead of success
 /// when a write to standard output or standard error failed (said on
 /// standard error when that still works).
 pub fn exit_code(code: u8) -> u8 {

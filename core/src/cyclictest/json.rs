@@ -51,7 +51,7 @@ pub struct JsonDoc<'a> {
 /// Write `s` as a JSON string literal. cyclictest prints its strings raw;
 /// latscope escapes `"`, `\` and control characters so the document stays
 /// valid JSON (identical for every other string).
-pub fn quote<W: Write>(w: &mut W, s: &str) -> Result {
+pub(crate) fn quote<W: Write>(w: &mut W, s: &str) -> Result {
     w.write_char('"')?;
     for ch in s.chars() {
         match ch {

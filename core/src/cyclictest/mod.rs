@@ -11,10 +11,9 @@
 mod json;
 mod text;
 
-pub use json::{json, quote, JsonDoc, Uname};
+pub use json::{json, JsonDoc, Uname};
 pub use text::{
-    break_lines, end_text, extra_line, histogram, live_header, spike_lines, status_block,
-    status_line, verbose_line, EndText,
+    end_text, histogram, live_header, spike_lines, status_block, status_line, verbose_line, EndText,
 };
 
 use core::fmt;
@@ -149,7 +148,7 @@ pub fn sort_spikes(spikes: &mut [SpikeRecord]) {
 /// A time as cyclictest's JSON writes it: `strftime("%a, %d %b %Y %T %z")`
 /// of the local time, e.g. `Mon, 30 Nov 2026 13:24:35 +0100`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rfc2822(pub WallTime);
+pub(crate) struct Rfc2822(pub WallTime);
 
 impl fmt::Display for Rfc2822 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -5,6 +5,8 @@
 use std::string::String;
 use std::vec::Vec;
 
+use super::json::quote;
+use super::text::break_lines;
 use super::*;
 use crate::hist::Totals;
 use crate::layout::{Layout, DEFAULT_BUCKETS};

@@ -57,7 +57,7 @@ pub fn status_block<W: Write>(w: &mut W, threads: &[Thread<'_>], nsecs: bool) ->
 /// latscope's own summary of a thread, a `#` comment line (scripts that
 /// parse cyclictest's lines skip it): missed periods, early wake-ups,
 /// faults, dropped records and the quantiles in µs.
-pub fn extra_line<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options) -> Result {
+pub(crate) fn extra_line<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options) -> Result {
     let c = &t.counters;
     write!(
         w,
@@ -192,7 +192,7 @@ pub fn spike_lines<W: Write>(w: &mut W, spikes: &[SpikeRecord], total: u64, nsec
 
 /// The `-b` lines: the thread ids, and the thread and value (µs, ns with
 /// `nsecs`) of the break if one happened.
-pub fn break_lines<W: Write>(
+pub(crate) fn break_lines<W: Write>(
     w: &mut W,
     threads: &[Thread<'_>],
     broke: Option<(u16, u64)>,

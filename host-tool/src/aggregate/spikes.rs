@@ -9,7 +9,7 @@ use crate::budget::LIST_STEP;
 
 /// Spike records kept for reports, in bounded memory.
 #[derive(Debug, Clone)]
-pub struct SpikeList {
+pub(crate) struct SpikeList {
     /// Records received.
     pub total: u64,
     /// The largest records by latency, largest first.
@@ -32,7 +32,7 @@ impl SpikeList {
     /// Keep the `keep` largest records, the first `overflow_keep`
     /// overflow cycle numbers and the first records over `spike_ns` (0:
     /// no `--spike`).
-    pub fn new(keep: usize, overflow_keep: usize, spike_ns: u64) -> Self {
+    pub(crate) fn new(keep: usize, overflow_keep: usize, spike_ns: u64) -> Self {
         SpikeList {
             total: 0,
             largest: Vec::new(),
@@ -48,7 +48,7 @@ impl SpikeList {
 
     /// The bytes the lists must grow by to keep `r`: a step of [`LIST_STEP`]
     /// entries of each full list that keeps it (0: no growth).
-    pub fn growth(&self, r: &SpikeRecord) -> usize {
+    pub(crate) fn growth(&self, r: &SpikeRecord) -> usize {
         let mut bytes = 0;
         if r.flags.overflow && grows(&self.overflow_cycles, self.overflow_keep) {
             bytes += LIST_STEP * std::mem::size_of::<u64>();
@@ -61,7 +61,7 @@ impl SpikeList {
 
     /// Account one record; with `room` false, full lists are not grown
     /// for it ([`SpikeList::growth`]), and it is only counted there.
-    pub fn push(&mut self, r: &SpikeRecord, room: bool) {
+    pub(crate) fn push(&mut self, r: &SpikeRecord, room: bool) {
         self.total += 1;
         if r.flags.overflow {
             self.overflows += 1;

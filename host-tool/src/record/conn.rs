@@ -52,7 +52,7 @@ struct Conn {
 }
 
 /// Serve one accepted connection until it ends.
-pub fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits) {
+pub(crate) fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(TICK));
     let mut c = Conn {

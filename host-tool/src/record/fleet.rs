@@ -23,7 +23,7 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// Its bye arrived.
     Bye,
     /// Nothing arrived for the idle timeout.
@@ -33,7 +33,7 @@ pub enum Ending {
 }
 
 /// One run and its recording.
-pub struct RunRec {
+pub(crate) struct RunRec {
     /// Run id.
     pub id: u64,
     /// Board name.
@@ -67,7 +67,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A connection's hold on its run.
-pub struct Link {
+pub(crate) struct Link {
     /// The run.
     pub run: Arc<Mutex<RunRec>>,
     /// The connection's generation: a newer connection of the same run
@@ -76,7 +76,7 @@ pub struct Link {
 }
 
 /// One frame (or junk) of a read, with what the peek found.
-pub struct Item {
+pub(crate) struct Item {
     /// Range of its bytes in the read's scratch buffer, delimiters included.
     pub range: std::ops::Range<usize>,
     /// Its sequence number and kind, if it decoded.
@@ -85,7 +85,7 @@ pub struct Item {
 
 /// What taking a read's frames came to.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Taken {
+pub(crate) struct Taken {
     /// Sequence number to acknowledge.
     pub ack: Option<u32>,
     /// Items not taken because a hello of another run came first; the
@@ -98,7 +98,7 @@ pub struct Taken {
 impl RunRec {
     /// Take a read's items (their bytes in `bytes`): new frames are
     /// recorded and decoded, resent ones left out.
-    pub fn take(
+    pub(crate) fn take(
         &mut self,
         gen: u64,
         items: &[Item],
@@ -151,12 +151,12 @@ impl RunRec {
     }
 
     /// Whether connection generation `gen` still holds the run.
-    pub fn is_gen(&self, gen: u64) -> bool {
+    pub(crate) fn is_gen(&self, gen: u64) -> bool {
         self.gen == gen && self.session.is_some()
     }
 
     /// Whether the run's bye has been recorded.
-    pub fn has_bye(&self) -> bool {
+    pub(crate) fn has_bye(&self) -> bool {
         self.session
             .as_ref()
             .and_then(|s| s.agg.current())
@@ -164,7 +164,7 @@ impl RunRec {
     }
 
     /// The run's view for the live view and the metrics.
-    pub fn view(&self, active: bool) -> TargetView {
+    pub(crate) fn view(&self, active: bool) -> TargetView {
         let label = self
             .path
             .file_name()
@@ -179,7 +179,7 @@ impl RunRec {
 
 /// The fleet-wide settings of the runs.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Recordings directory.
     pub dir: PathBuf,
     /// How long an ended run's metrics stay.
@@ -187,7 +187,7 @@ pub struct Settings {
 }
 
 /// Every run of this recorder.
-pub struct Fleet {
+pub(crate) struct Fleet {
     /// What the live view and metrics show.
     pub board: Arc<Board>,
     /// Settings.
@@ -209,7 +209,7 @@ pub struct Fleet {
 impl Fleet {
     /// A fleet recording into `settings.dir`; run ids whose run ended are
     /// sent to `ended`.
-    pub fn new(board: Arc<Board>, settings: Settings, ended: mpsc::Sender<u64>) -> Fleet {
+    pub(crate) fn new(board: Arc<Board>, settings: Settings, ended: mpsc::Sender<u64>) -> Fleet {
         let files = store::index(&settings.dir);
         Fleet {
             board,
@@ -229,7 +229,7 @@ impl Fleet {
     /// recording on disk, or to a new recording whose decoding is charged
     /// to the connection's `budget`. Returns the link and the sequence
     /// number to acknowledge; `None` if `first` is no hello.
-    pub fn attach(
+    pub(crate) fn attach(
         &self,
         first: &Peeked,
         seg: &[u8],
@@ -346,7 +346,7 @@ impl Fleet {
 
     /// After a read: publish the run's view now and then, and report its
     /// end when its bye was recorded.
-    pub fn after_read(&self, run: &Arc<Mutex<RunRec>>) {
+    pub(crate) fn after_read(&self, run: &Arc<Mutex<RunRec>>) {
         let mut g = lock(run);
         let bye = g.ended.is_none() && g.has_bye();
         if bye {
@@ -365,7 +365,7 @@ impl Fleet {
     }
 
     /// The connection `link` ended.
-    pub fn detach(&self, link: &Link) {
+    pub(crate) fn detach(&self, link: &Link) {
         let g = lock(&link.run);
         if g.gen == link.gen && g.ended.is_none() {
             let (slot, view) = (g.slot, g.view(false));
@@ -375,7 +375,7 @@ impl Fleet {
     }
 
     /// Runs that have had no frame for `idle`: they end, timed out.
-    pub fn time_out(&self, idle: Duration) {
+    pub(crate) fn time_out(&self, idle: Duration) {
         for r in lock(&self.runs).values() {
             let mut g = lock(r);
             if g.ended.is_none() && g.last_frame.elapsed() >= idle {
@@ -386,7 +386,7 @@ impl Fleet {
     }
 
     /// End every run that has not ended (the recorder is stopping).
-    pub fn interrupt_all(&self) -> Vec<u64> {
+    pub(crate) fn interrupt_all(&self) -> Vec<u64> {
         let mut ids = Vec::new();
         for r in lock(&self.runs).values() {
             let mut g = lock(r);
@@ -404,7 +404,7 @@ impl Fleet {
 
     /// Take an ended run out of the fleet: its final view lingers on the
     /// board, its memory goes. Returns its ending, session and recording.
-    pub fn retire(&self, id: u64) -> Option<(Ending, Session, PathBuf)> {
+    pub(crate) fn retire(&self, id: u64) -> Option<(Ending, Session, PathBuf)> {
         let r = lock(&self.runs).remove(&id)?;
         let mut g = lock(&r);
         let ending = g.ended.unwrap_or(Ending::Interrupted);

@@ -34,7 +34,7 @@ use crate::session::Session;
 /// Default cap on concurrent connections.
 pub const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
 /// Stack of a connection thread.
-pub const CONN_STACK: usize = 256 * 1024;
+pub(crate) const CONN_STACK: usize = 256 * 1024;
 /// How often the supervisor looks at timeouts and lingering views.
 const TICK: Duration = Duration::from_millis(200);
 
@@ -60,7 +60,12 @@ fn listen_addr(addr: &str) -> String {
 }
 
 /// Run the listening recorder; returns the exit status.
-pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>, stop: Arc<AtomicBool>) -> Result<u8> {
+pub(crate) fn listen(
+    plan: &Plan,
+    addr: &str,
+    board: Arc<Board>,
+    stop: Arc<AtomicBool>,
+) -> Result<u8> {
     let fw = plan.fleet.clone();
     let addr = listen_addr(addr);
     let bind_err = |source| Error::Bind {

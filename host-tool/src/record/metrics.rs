@@ -293,7 +293,7 @@ const FAMILIES: [FamilySpec; 13] = [
 
 /// The OpenMetrics exposition of all targets (and, listening, the
 /// recorder's own counters), into `o`.
-pub fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetStats>) {
+pub(crate) fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetStats>) {
     o.clear();
     let run_labels: Vec<String> = views.iter().map(|v| labels(v)).collect();
     let thread_labels: Vec<Vec<String>> = views
@@ -446,7 +446,7 @@ fn answer(stream: TcpStream, board: &Board, body: &mut String) {
 /// Serve the board's metrics on `addr` from a background thread, one
 /// request at a time (each has 2 s to arrive and to be taken), with one
 /// reused body buffer.
-pub fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
+pub(crate) fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
     let listener = TcpListener::bind(addr).map_err(|source| Error::Bind {
         addr: addr.to_string(),
         source,

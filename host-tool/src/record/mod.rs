@@ -3,13 +3,13 @@
 //! a serial line) or many (`--listen`, one thread per connection and one
 //! recording per run, across reconnects).
 
-pub mod allow;
-pub mod board;
-pub mod conn;
+pub(crate) mod allow;
+pub(crate) mod board;
+pub(crate) mod conn;
 mod fleet;
-pub mod listen;
-pub mod live;
-pub mod metrics;
+pub(crate) mod listen;
+pub(crate) mod live;
+pub(crate) mod metrics;
 mod split;
 mod store;
 
@@ -22,6 +22,10 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use board::{Board, TargetView};
+
+pub use allow::Net;
+pub use conn::Limits;
+pub use listen::{Fleetwide, DEFAULT_MAX_CONNECTIONS};
 
 use crate::console;
 use crate::error::{Error, Result};
@@ -51,7 +55,7 @@ pub struct Plan {
 }
 
 /// UTC time as `YYYYMMDDTHHMMSSZ`.
-pub fn stamp(t: SystemTime) -> String {
+pub(crate) fn stamp(t: SystemTime) -> String {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -68,7 +72,7 @@ pub fn stamp(t: SystemTime) -> String {
 
 /// The board name a hello gives (`latscope --name`), or the host name of
 /// a stream whose hello names no board (version 1).
-pub fn board_name(h: &latscope_core::wire::Hello) -> &str {
+pub(crate) fn board_name(h: &latscope_core::wire::Hello) -> &str {
     if h.target.name.is_empty() {
         h.target.hostname.as_str()
     } else {
