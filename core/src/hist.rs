@@ -2,7 +2,7 @@
 //!
 //! This is the reader's side: the sender thread and the host accumulate into
 //! it, merge the histograms of all CPUs, and take quantiles. The measuring
-//! thread writes into [`crate::record::ThreadRecord`] instead.
+//! thread writes into [`crate::seqlock::SharedHistogram`] instead.
 
 use crate::error::Error;
 use crate::layout::Layout;

@@ -24,7 +24,7 @@ use std::sync::Arc;
 
 use latscope_core::cyclictest::SPIKE_NODES;
 use latscope_core::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
-use latscope_core::wire::{SpikeRecord, MAX_THREADS};
+use latscope_core::wire::{SpikeSample, MAX_THREADS};
 
 /// Buckets per page of a thread's bucket counts.
 pub(crate) const PAGE: usize = 64;
@@ -42,7 +42,7 @@ pub(crate) const LIST_STEP: usize = 256;
 /// cyclictest prints (at most `-h`, so [`MAX_LINEAR_US`]) and the
 /// [`SPIKE_NODES`] `--spike` records.
 pub(crate) const THREAD_LISTS: usize = (MAX_LINEAR_US as usize).div_ceil(LIST_STEP) * LIST_STEP * 8
-    + SPIKE_NODES.div_ceil(LIST_STEP) * LIST_STEP * std::mem::size_of::<SpikeRecord>();
+    + SPIKE_NODES.div_ceil(LIST_STEP) * LIST_STEP * std::mem::size_of::<SpikeSample>();
 /// A run's fixed parts at their fullest (the hello, log lines, explained
 /// spikes and cause totals, the thread table).
 pub(crate) const RUN_FIXED: usize = 96 * 1024;

@@ -6,10 +6,10 @@
 
 use latscope_core::layout::{Layout, DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
 use latscope_core::protocol::{Extra, Reporter, ThreadLog};
-use latscope_core::record::Snapshot;
+use latscope_core::seqlock::Snapshot;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Policy, RunConfig,
-    SpikeFlags, SpikeRecord, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
+    SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
     SCHEMA_KEY,
 };
 
@@ -283,7 +283,7 @@ impl Synth {
 
     /// A report interval's samples of thread `t`, into its record and its
     /// exact histogram; returns the spike records they make.
-    fn sample_thread(&mut self, t: usize) -> Vec<SpikeRecord> {
+    fn sample_thread(&mut self, t: usize) -> Vec<SpikeSample> {
         let mut spikes = Vec::new();
         for _ in 0..self.cfg.samples_per_report {
             let ns = self.sample();
@@ -297,7 +297,7 @@ impl Synth {
             c.cycles += 1;
             c.last = ns as i64;
             if ns >= spike_ns || ns >= hist_ns {
-                spikes.push(SpikeRecord {
+                spikes.push(SpikeSample {
                     thread: t as u16,
                     cycle: c.cycles - 1,
                     deadline_ns: (c.cycles as i64) * 1_000_000,

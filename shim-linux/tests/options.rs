@@ -9,7 +9,7 @@
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use latscope_core::wire::{Body, ClockKind, Frame, Hello, SpikeRecord, StartAlign, WakeMode};
+use latscope_core::wire::{Body, ClockKind, Frame, Hello, SpikeSample, StartAlign, WakeMode};
 use latscope_tests::procs::{chrt, taskset_cpus, threads_named, wait_until};
 use latscope_tests::target::{decode_all, privilege_flags, serial, tool};
 use latscope_tests::wait::settle;
@@ -61,8 +61,8 @@ fn hello(frames: &[Frame]) -> &Hello {
 }
 
 /// The spike records of thread `t`, by cycle.
-fn spikes(frames: &[Frame], t: u16) -> Vec<SpikeRecord> {
-    let mut v: Vec<SpikeRecord> = frames
+fn spikes(frames: &[Frame], t: u16) -> Vec<SpikeSample> {
+    let mut v: Vec<SpikeSample> = frames
         .iter()
         .filter_map(|f| match &f.body {
             Body::Spike(s) if s.thread == t => Some(*s),

@@ -19,9 +19,9 @@ pub use text::{
 use core::fmt;
 
 use crate::layout::Layout;
-use crate::record::Counters;
+use crate::seqlock::Counters;
 use crate::tz::{civil_from_days, weekday, WallTime};
-use crate::wire::SpikeRecord;
+use crate::wire::SpikeSample;
 
 /// cyclictest's default number of `--spike` records kept (`--spike-nodes`).
 pub const SPIKE_NODES: usize = 1024;
@@ -129,13 +129,13 @@ pub fn cmdline<'a, W: fmt::Write>(
 
 /// Whether a sample belongs in the `--spike` list of a run whose threshold
 /// is `spike_ns` (cyclictest: `diff > trigger`).
-pub fn is_spike(r: &SpikeRecord, spike_ns: u64) -> bool {
+pub fn is_spike(r: &SpikeSample, spike_ns: u64) -> bool {
     spike_ns > 0 && r.latency_ns > 0 && r.latency_ns as u64 > spike_ns
 }
 
 /// Order `--spike` records as they are printed: by wake-up time, then
 /// thread and cycle.
-pub fn sort_spikes(spikes: &mut [SpikeRecord]) {
+pub fn sort_spikes(spikes: &mut [SpikeSample]) {
     spikes.sort_unstable_by_key(|s| {
         (
             s.deadline_ns.saturating_add(s.latency_ns),

@@ -3,9 +3,9 @@
 //! length of the stream.
 
 mod explain;
+mod paged;
 mod series;
 mod spikes;
-mod store;
 mod thread;
 
 pub(crate) use explain::{cause_label, Explained};

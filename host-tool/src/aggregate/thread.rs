@@ -4,13 +4,13 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
-use latscope_core::wire::{HistDelta, SnapshotChunk, SpikeRecord, ThreadInfo, ThreadStats};
+use latscope_core::wire::{HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats};
 use latscope_core::Error;
 use std::sync::Arc;
 
+use super::paged::PagedStore;
 use super::series::MaxSeries;
 use super::spikes::SpikeList;
-use super::store::PagedStore;
 use crate::budget::{Budget, Charge, THREAD_FIXED};
 
 /// Max-over-time points kept per thread.
@@ -64,7 +64,7 @@ impl ThreadAgg {
     /// Account one spike record. Its lists grow in steps, each charged to
     /// the budget first; a step the budget refuses leaves the record out
     /// of the full lists (it is still counted).
-    pub(crate) fn spike(&mut self, r: &SpikeRecord) {
+    pub(crate) fn spike(&mut self, r: &SpikeSample) {
         let step = self.spikes.growth(r);
         let room = step == 0 || self.charge.grow(step);
         if !room {

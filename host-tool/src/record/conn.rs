@@ -74,7 +74,7 @@ pub(crate) fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: 
         c.fleet.detach(link);
     }
     if c.link.is_none() {
-        super::board::FleetStats::bump(&c.fleet.board.stats.no_hello);
+        super::targets::FleetStats::bump(&c.fleet.targets.stats.no_hello);
     }
     match (why, &c.link) {
         (Some(why), None) => console::say(format_args!("{}: nothing recorded: {why}", c.peer)),

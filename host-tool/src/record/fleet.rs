@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::board::{Board, TargetView};
+use super::recordings;
 use super::split::{newer, Kind, Peeked};
-use super::store;
+use super::targets::{TargetTable, TargetView};
 use crate::budget::{Budget, Charge, SESSION_FIXED};
 use crate::console;
 use crate::error::Result;
@@ -36,7 +36,7 @@ pub(crate) enum Ending {
 pub(crate) struct RunRec {
     /// Run id.
     pub id: u64,
-    /// Board name.
+    /// TargetTable name.
     pub name: String,
     /// Peer address (IP) of its latest connection.
     pub peer: String,
@@ -142,7 +142,7 @@ impl RunRec {
         if bytes.is_empty() {
             return Ok(());
         }
-        store::append(&mut self.file, &self.path, bytes)?;
+        recordings::append(&mut self.file, &self.path, bytes)?;
         self.last_frame = Instant::now();
         if let Some(s) = self.session.as_mut() {
             s.feed(bytes);
@@ -189,12 +189,12 @@ pub(crate) struct Settings {
 /// Every run of this recorder.
 pub(crate) struct Fleet {
     /// What the live view and metrics show.
-    pub board: Arc<Board>,
+    pub targets: Arc<TargetTable>,
     /// Settings.
     pub settings: Settings,
     runs: Mutex<HashMap<u64, Arc<Mutex<RunRec>>>>,
     files: Mutex<HashMap<u64, PathBuf>>,
-    /// Board slot of every run seen: a run that comes back after it ended
+    /// TargetTable slot of every run seen: a run that comes back after it ended
     /// replaces its lingering view instead of adding a second series with
     /// the same labels (Prometheus refuses a scrape with duplicates).
     slots: Mutex<HashMap<u64, u64>>,
@@ -209,10 +209,14 @@ pub(crate) struct Fleet {
 impl Fleet {
     /// A fleet recording into `settings.dir`; run ids whose run ended are
     /// sent to `ended`.
-    pub(crate) fn new(board: Arc<Board>, settings: Settings, ended: mpsc::Sender<u64>) -> Fleet {
-        let files = store::index(&settings.dir);
+    pub(crate) fn new(
+        targets: Arc<TargetTable>,
+        settings: Settings,
+        ended: mpsc::Sender<u64>,
+    ) -> Fleet {
+        let files = recordings::index(&settings.dir);
         Fleet {
-            board,
+            targets,
             settings,
             runs: Mutex::new(HashMap::new()),
             files: Mutex::new(files),
@@ -260,7 +264,7 @@ impl Fleet {
         let view = g.view(true);
         let slot = g.slot;
         drop(g);
-        self.board.publish(slot, view);
+        self.targets.publish(slot, view);
         Ok(Some((Link { run, gen }, ack)))
     }
 
@@ -279,7 +283,7 @@ impl Fleet {
         let known = lock(&self.files).get(&id).cloned();
         let (file, path, session, last_seq) = match known {
             Some(path) => {
-                let r = store::resume(&path, Arc::clone(budget))?;
+                let r = recordings::resume(&path, Arc::clone(budget))?;
                 console::say(format_args!(
                     "{peer}: run {id:016x} of {name} resumes {}",
                     path.display()
@@ -287,7 +291,7 @@ impl Fleet {
                 (r.file, path, r.session, r.last_seq)
             }
             None => {
-                let (file, path) = store::create(&self.settings.dir, name, id)?;
+                let (file, path) = recordings::create(&self.settings.dir, name, id)?;
                 lock(&self.files).insert(id, path.clone());
                 let session = Session::with_budget(path.display().to_string(), Arc::clone(budget));
                 (file, path, session, None)
@@ -299,7 +303,7 @@ impl Fleet {
             peer: peer.to_string(),
             slot: *lock(&self.slots)
                 .entry(id)
-                .or_insert_with(|| self.board.slot()),
+                .or_insert_with(|| self.targets.slot()),
             path,
             file,
             session: Some(session),
@@ -356,7 +360,7 @@ impl Fleet {
             g.published = Instant::now();
             let (slot, view) = (g.slot, g.view(true));
             drop(g);
-            self.board.publish(slot, view);
+            self.targets.publish(slot, view);
             if bye {
                 let id = lock(run).id;
                 let _ = lock(&self.ended).send(id);
@@ -370,7 +374,7 @@ impl Fleet {
         if g.gen == link.gen && g.ended.is_none() {
             let (slot, view) = (g.slot, g.view(false));
             drop(g);
-            self.board.publish(slot, view);
+            self.targets.publish(slot, view);
         }
     }
 
@@ -417,7 +421,8 @@ impl Fleet {
             .unwrap_or_default();
         let mut view = TargetView::of(&label, &g.peer, &session, false);
         view.finished = true;
-        self.board.publish_final(g.slot, view, self.settings.linger);
+        self.targets
+            .publish_final(g.slot, view, self.settings.linger);
         Some((ending, session, g.path.clone()))
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::board::{TargetView, ThreadView};
+use super::targets::{TargetView, ThreadView};
 use crate::summary::{avg_us, or_dash, us, us_opt};
 
 fn bar(elapsed_ns: u64, duration_ns: u64) -> String {

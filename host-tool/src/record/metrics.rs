@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use std::sync::atomic::Ordering;
 
-use super::board::{Board, FleetStats, TargetView, ThreadView};
+use super::targets::{FleetStats, TargetTable, TargetView, ThreadView};
 use crate::error::{Error, Result};
 
 /// The media type Prometheus asks for.
@@ -32,7 +32,7 @@ fn secs(ns: u64) -> String {
 }
 
 /// The labels of a target's series: board name, run id, peer address and
-/// host name. Board and run tell every run apart, also boards that share
+/// host name. TargetTable and run tell every run apart, also boards that share
 /// a name.
 fn labels(v: &TargetView) -> String {
     let board = if v.id.board.is_empty() {
@@ -384,7 +384,7 @@ fn thread_family(o: &mut String, f: ThreadFamily, name: &str, l: &str, t: &Threa
 
 /// Answer one request; `body` is reused from request to request, so a
 /// scrape of hundreds of runs does not churn the allocator.
-fn answer(stream: TcpStream, board: &Board, body: &mut String) {
+fn answer(stream: TcpStream, targets: &TargetTable, body: &mut String) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
     let Ok(clone) = stream.try_clone() else {
@@ -410,11 +410,11 @@ fn answer(stream: TcpStream, board: &Board, body: &mut String) {
     let path = parts.next().unwrap_or("");
     let (status, ctype) = match (method, path) {
         ("GET", "/metrics") | ("GET", "/metrics/") => {
-            let fleet = board
+            let fleet = targets
                 .listening
                 .load(Ordering::Relaxed)
-                .then_some(&board.stats);
-            board.with_views(|views| exposition(body, views, fleet));
+                .then_some(&targets.stats);
+            targets.with_views(|views| exposition(body, views, fleet));
             ("200 OK", CONTENT_TYPE)
         }
         ("GET", "/") => {
@@ -446,7 +446,7 @@ fn answer(stream: TcpStream, board: &Board, body: &mut String) {
 /// Serve the board's metrics on `addr` from a background thread, one
 /// request at a time (each has 2 s to arrive and to be taken), with one
 /// reused body buffer.
-pub(crate) fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
+pub(crate) fn serve(addr: &str, targets: Arc<TargetTable>) -> Result<std::net::SocketAddr> {
     let listener = TcpListener::bind(addr).map_err(|source| Error::Bind {
         addr: addr.to_string(),
         source,
@@ -462,7 +462,7 @@ pub(crate) fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAdd
             let mut backoff = Duration::ZERO;
             loop {
                 if let Some((stream, _)) = super::listen::accept(&listener, &mut backoff) {
-                    answer(stream, &board, &mut body);
+                    answer(stream, &targets, &mut body);
                 }
             }
         })
@@ -476,7 +476,7 @@ pub(crate) fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAdd
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::board::{Identity, ThreadView};
+    use crate::record::targets::{Identity, ThreadView};
     use latscope_core::wire::LinkStats;
 
     fn view(board: &str, run: &str) -> TargetView {

@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, Uname};
 use latscope_core::hist::Totals;
-use latscope_core::record::Counters;
+use latscope_core::seqlock::Counters;
 use latscope_core::tz::WallTime;
-use latscope_core::wire::{ByeReason, SpikeRecord};
+use latscope_core::wire::{ByeReason, SpikeSample};
 
 use crate::aggregate::{Run, ThreadAgg};
 use crate::error::{Error, Result};
@@ -108,11 +108,11 @@ fn options(run: &Run, hist_us: u32, histofall: bool) -> Options {
 }
 
 /// The `--spike` records of the run in print order, and how many there were.
-fn spikes(run: &Run) -> Option<(Vec<SpikeRecord>, u64)> {
+fn spikes(run: &Run) -> Option<(Vec<SpikeSample>, u64)> {
     if run.hello.config.spike_ns == 0 {
         return None;
     }
-    let mut all: Vec<SpikeRecord> = run
+    let mut all: Vec<SpikeSample> = run
         .threads
         .iter()
         .flat_map(|t| t.spikes.spike_lines.iter().copied())

@@ -53,7 +53,7 @@ pub(crate) struct ThreadView {
 /// Who a view belongs to: the labels of its metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Identity {
-    /// Board name from the hello (`latscope --name`).
+    /// TargetTable name from the hello (`latscope --name`).
     pub board: String,
     /// Run id, 16 hex digits (empty before the hello).
     pub run: String,
@@ -66,7 +66,7 @@ pub(crate) struct Identity {
 pub(crate) struct TargetView {
     /// Label (the recording's name).
     pub name: String,
-    /// Board, run and peer.
+    /// TargetTable, run and peer.
     pub id: Identity,
     /// Host name from the hello.
     pub host: String,
@@ -200,7 +200,7 @@ impl FleetStats {
 
 /// All targets of this recording session.
 #[derive(Debug, Default)]
-pub(crate) struct Board {
+pub(crate) struct TargetTable {
     views: Mutex<BTreeMap<u64, Entry>>,
     next: AtomicU64,
     /// Fleet counters (listening recorders only).
@@ -209,10 +209,10 @@ pub(crate) struct Board {
     pub listening: std::sync::atomic::AtomicBool,
 }
 
-impl Board {
+impl TargetTable {
     /// A shared, empty board.
-    pub(crate) fn new() -> Arc<Board> {
-        Arc::new(Board::default())
+    pub(crate) fn new() -> Arc<TargetTable> {
+        Arc::new(TargetTable::default())
     }
 
     /// A new slot for a target.
