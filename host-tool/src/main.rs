@@ -68,7 +68,7 @@ struct SimulateArgs {
     /// Reports (one per second) per run.
     #[arg(long, default_value_t = 60)]
     reports: u32,
-    /// TargetTable names are PREFIX-N.
+    /// Board names are PREFIX-N.
     #[arg(long, default_value = "sim")]
     prefix: String,
     /// Where the exact figures of every run go (JSON).

@@ -28,7 +28,7 @@ pub struct SimPlan {
     pub targets: u32,
     /// Reports (seconds) per run.
     pub reports: u32,
-    /// TargetTable names are PREFIX-N.
+    /// Board names are PREFIX-N.
     pub prefix: String,
     /// Where the exact figures go.
     pub truth: PathBuf,

@@ -36,7 +36,7 @@ pub(crate) enum Ending {
 pub(crate) struct RunRec {
     /// Run id.
     pub id: u64,
-    /// TargetTable name.
+    /// Board name.
     pub name: String,
     /// Peer address (IP) of its latest connection.
     pub peer: String,
@@ -194,7 +194,7 @@ pub(crate) struct Fleet {
     pub settings: Settings,
     runs: Mutex<HashMap<u64, Arc<Mutex<RunRec>>>>,
     files: Mutex<HashMap<u64, PathBuf>>,
-    /// TargetTable slot of every run seen: a run that comes back after it ended
+    /// The target table's slot of every run seen: a run that comes back after it ended
     /// replaces its lingering view instead of adding a second series with
     /// the same labels (Prometheus refuses a scrape with duplicates).
     slots: Mutex<HashMap<u64, u64>>,

@@ -32,7 +32,7 @@ fn secs(ns: u64) -> String {
 }
 
 /// The labels of a target's series: board name, run id, peer address and
-/// host name. TargetTable and run tell every run apart, also boards that share
+/// host name. Board and run tell every run apart, also boards that share
 /// a name.
 fn labels(v: &TargetView) -> String {
     let board = if v.id.board.is_empty() {

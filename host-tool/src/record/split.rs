@@ -90,7 +90,7 @@ pub(crate) enum Kind {
     Hello {
         /// Run id.
         run_id: u64,
-        /// TargetTable name (the host name when the hello names no board).
+        /// Board name (the host name when the hello names no board).
         name: String,
         /// Host name.
         host: String,

@@ -53,7 +53,7 @@ pub(crate) struct ThreadView {
 /// Who a view belongs to: the labels of its metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Identity {
-    /// TargetTable name from the hello (`latscope --name`).
+    /// Board name from the hello (`latscope --name`).
     pub board: String,
     /// Run id, 16 hex digits (empty before the hello).
     pub run: String,
@@ -66,7 +66,7 @@ pub(crate) struct Identity {
 pub(crate) struct TargetView {
     /// Label (the recording's name).
     pub name: String,
-    /// TargetTable, run and peer.
+    /// Board, run and peer.
     pub id: Identity,
     /// Host name from the hello.
     pub host: String,
