@@ -12,6 +12,8 @@
 //! * [`explain`]: a tracefs text parser and a classifier that attributes a
 //!   spike's time to IRQs, softirqs and tasks, exactly;
 //! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
+//! * `console`: the rule both programs' standard streams follow after a
+//!   failed write (where the target has 64-bit atomics);
 //! * [`tz`]: UTC offsets from TZif data and `TZ` rules, and the calendar;
 //! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder;
 //! * [`protocol`]: the state machines on top of the frames: a
@@ -25,6 +27,8 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(target_has_atomic = "64")]
+pub mod console;
 pub mod cycle;
 pub mod cyclictest;
 pub mod error;

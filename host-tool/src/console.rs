@@ -9,13 +9,13 @@
 //! pipe is such an EPIPE, never a kill. At the end [`exit_code`] turns a
 //! success into `EXIT_OUTPUT_LOST` (4).
 //!
-//! The rule is the target's too (its `output` module); both follow
-//! `docs/console.md`.
+//! The rule is the target's too (its `output` module): both keep their
+//! books in core's `console::Ledger`, and follow `docs/console.md`.
 
 use std::fmt::Display;
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
+use latscope_core::console::Ledger;
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fd::BorrowedFd;
 use rustix::io::Errno;
@@ -31,49 +31,6 @@ pub enum Std {
     Out,
     /// Standard error.
     Err,
-}
-
-/// What one standard stream lost: its writes stop at the first failure.
-struct Ledger {
-    /// Writes that failed or were not attempted after the first failure.
-    lost: AtomicU64,
-    /// The OS error of the first failed write (0: none or unknown).
-    first_errno: AtomicI32,
-}
-
-impl Ledger {
-    const fn new() -> Ledger {
-        Ledger {
-            lost: AtomicU64::new(0),
-            first_errno: AtomicI32::new(0),
-        }
-    }
-
-    /// Run `write` unless a write failed before; a failure, or a write not
-    /// attempted because of an earlier one, is counted.
-    fn write<T>(&self, write: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
-        if self.lost.load(Ordering::Relaxed) > 0 {
-            self.lost.fetch_add(1, Ordering::Relaxed);
-            return Err(self.first_error());
-        }
-        write().inspect_err(|e| {
-            let code = e.raw_os_error().unwrap_or(0);
-            let _ =
-                self.first_errno
-                    .compare_exchange(0, code, Ordering::Relaxed, Ordering::Relaxed);
-            self.lost.fetch_add(1, Ordering::Relaxed);
-        })
-    }
-
-    fn first_error(&self) -> io::Error {
-        io::Error::from_raw_os_error(self.first_errno.load(Ordering::Relaxed))
-    }
-
-    /// Writes lost so far, and the first failure's error.
-    fn lost(&self) -> Option<(u64, io::Error)> {
-        let n = self.lost.load(Ordering::Relaxed);
-        (n > 0).then(|| (n, self.first_error()))
-    }
 }
 
 /// The ledgers of standard output and standard error.
@@ -106,13 +63,28 @@ impl Std {
     /// was written; a failure is counted (see [`Std::lost`]) and the stream
     /// is not written again.
     pub fn write(self, bytes: &[u8]) -> bool {
-        self.ledger().write(|| Raw(self).write_all(bytes)).is_ok()
+        self.write_with(|| Raw(self).write_all(bytes)).is_ok()
     }
 
     /// Writes lost so far (failed, or not attempted after the first
     /// failure), and the first failure's error.
     pub(crate) fn lost(self) -> Option<(u64, io::Error)> {
-        self.ledger().lost()
+        let (n, errno) = self.ledger().lost()?;
+        Some((n, io::Error::from_raw_os_error(errno)))
+    }
+
+    /// Run `write` under the rule: not at all after a failure (the first
+    /// failure's error is returned instead), and a failure counted.
+    fn write_with<T>(self, write: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        let ledger = self.ledger();
+        ledger
+            .write(write, |e| e.raw_os_error().unwrap_or(0))
+            .map_err(|e| {
+                e.unwrap_or_else(|| {
+                    let errno = ledger.lost().map_or(0, |(_, errno)| errno);
+                    io::Error::from_raw_os_error(errno)
+                })
+            })
     }
 }
 
@@ -133,7 +105,7 @@ pub(crate) struct Stdout;
 
 impl Write for Stdout {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        Std::Out.ledger().write(|| Raw(Std::Out).write(buf))
+        Std::Out.write_with(|| Raw(Std::Out).write(buf))
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -182,47 +154,5 @@ pub fn exit_code(code: u8) -> u8 {
         EXIT_OUTPUT_LOST
     } else {
         code
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    const EPIPE: i32 = 32;
-
-    #[test]
-    fn console_stream_is_not_written_after_its_first_failed_write() {
-        let l = Ledger::new();
-        let calls = Cell::new(0);
-        let ok = || {
-            calls.set(calls.get() + 1);
-            Ok(())
-        };
-        assert!(l.write(ok).is_ok());
-        assert!(l.lost().is_none());
-        let failed = l.write(|| {
-            calls.set(calls.get() + 1);
-            Err::<(), _>(io::Error::from_raw_os_error(EPIPE))
-        });
-        assert_eq!(failed.unwrap_err().raw_os_error(), Some(EPIPE));
-        for _ in 0..3 {
-            let skipped = l.write(ok);
-            assert_eq!(skipped.unwrap_err().raw_os_error(), Some(EPIPE));
-        }
-        assert_eq!(calls.get(), 2, "written again after the failure");
-        let (n, e) = l.lost().expect("lost");
-        assert_eq!((n, e.raw_os_error()), (4, Some(EPIPE)));
-    }
-
-    #[test]
-    fn console_keeps_the_first_failures_error() {
-        let l = Ledger::new();
-        let fail = |code| move || Err::<(), _>(io::Error::from_raw_os_error(code));
-        assert!(l.write(fail(EPIPE)).is_err());
-        assert!(l.write(fail(28)).is_err());
-        let (n, e) = l.lost().expect("lost");
-        assert_eq!((n, e.raw_os_error()), (2, Some(EPIPE)));
     }
 }

@@ -12,10 +12,10 @@
 //! and never kills the run. The exit status then says output was lost
 //! ([`crate::error::EXIT_OUTPUT_LOST`]).
 //!
-//! The rule is the host's too (its `console` module); both follow
-//! `docs/console.md`.
+//! The rule is the host's too (its `console` module): both keep their
+//! books in core's `console::Ledger`, and follow `docs/console.md`.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use latscope_core::console::Ledger;
 
 use rustix::fd::BorrowedFd;
 use rustix::io::Errno;
@@ -39,55 +39,6 @@ pub struct Lost {
     pub writes: u64,
     /// Why the first one failed.
     pub errno: Errno,
-}
-
-/// The bookkeeping of one standard stream: its writes stop at the first
-/// failure.
-struct Ledger {
-    /// Writes that failed or were not attempted after the first failure.
-    lost: AtomicU64,
-    /// The error number of the first failed write (0: none).
-    first_errno: AtomicI32,
-}
-
-impl Ledger {
-    const fn new() -> Ledger {
-        Ledger {
-            lost: AtomicU64::new(0),
-            first_errno: AtomicI32::new(0),
-        }
-    }
-
-    /// Run `write` unless a write failed before. Returns whether it ran and
-    /// succeeded; a failure, or a write not attempted because of an
-    /// earlier one, is counted.
-    fn write(&self, write: impl FnOnce() -> Result<(), Errno>) -> bool {
-        if self.lost.load(Ordering::Relaxed) > 0 {
-            self.lost.fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        match write() {
-            Ok(()) => true,
-            Err(e) => {
-                let _ = self.first_errno.compare_exchange(
-                    0,
-                    e.raw_os_error(),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                self.lost.fetch_add(1, Ordering::Relaxed);
-                false
-            }
-        }
-    }
-
-    fn lost(&self) -> Option<Lost> {
-        let writes = self.lost.load(Ordering::Relaxed);
-        (writes > 0).then(|| Lost {
-            writes,
-            errno: Errno::from_raw_os_error(self.first_errno.load(Ordering::Relaxed)),
-        })
-    }
 }
 
 /// The ledgers of standard output and standard error.
@@ -120,12 +71,18 @@ impl Std {
     /// written; a failure is counted (see [`Std::lost`]) and the stream is
     /// not written again.
     pub fn write(self, bytes: &[u8]) -> bool {
-        self.ledger().write(|| write_all(self.fd(), bytes))
+        self.ledger()
+            .write(|| write_all(self.fd(), bytes), |e| e.raw_os_error())
+            .is_ok()
     }
 
     /// What this stream lost so far, if anything.
     pub fn lost(self) -> Option<Lost> {
-        self.ledger().lost()
+        let (writes, errno) = self.ledger().lost()?;
+        Some(Lost {
+            writes,
+            errno: Errno::from_raw_os_error(errno),
+        })
     }
 }
 
@@ -186,48 +143,5 @@ impl TextOut {
             let _ = self.std.write(self.buf.as_bytes());
             self.buf.clear();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::Cell;
-
-    #[test]
-    fn output_stream_is_not_written_after_its_first_failed_write() {
-        let l = Ledger::new();
-        let calls = Cell::new(0);
-        let ok = || {
-            calls.set(calls.get() + 1);
-            Ok(())
-        };
-        assert!(l.write(ok));
-        assert_eq!(l.lost(), None);
-        assert!(!l.write(|| {
-            calls.set(calls.get() + 1);
-            Err(Errno::PIPE)
-        }));
-        for _ in 0..3 {
-            assert!(!l.write(ok));
-        }
-        assert_eq!(calls.get(), 2, "written again after the failure");
-        let want = Lost {
-            writes: 4,
-            errno: Errno::PIPE,
-        };
-        assert_eq!(l.lost(), Some(want));
-    }
-
-    #[test]
-    fn output_keeps_the_first_failures_errno() {
-        let l = Ledger::new();
-        assert!(!l.write(|| Err(Errno::NOSPC)));
-        assert!(!l.write(|| Err(Errno::PIPE)));
-        let want = Lost {
-            writes: 2,
-            errno: Errno::NOSPC,
-        };
-        assert_eq!(l.lost(), Some(want));
     }
 }
