@@ -8,8 +8,10 @@
 //!   broken machine, never a pass;
 //! * elsewhere it prints one line `skipped: <test>: <why>` and passes.
 //!   libtest has no run-time skip, so the line is written to standard error
-//!   past the harness's capture, where `cargo test` always shows it, and
-//!   `scripts/test` counts those lines.
+//!   past the harness's capture, where `cargo test` always shows it. A
+//!   runner may still hide a passing test's output (cargo-nextest does), so
+//!   when [`SKIP_LOG`] names a file the line is also appended to it;
+//!   `scripts/test` sets it and counts the file's lines.
 //!
 //! [`require!`](crate::require) is the short form. A test that is switched
 //! off on purpose (e.g. `LATSCOPE_BOARD_TESTS=0`) calls [`switched_off`],
@@ -17,6 +19,10 @@
 
 use std::io::Write;
 use std::path::Path;
+
+/// The environment variable naming a file that every skip line is also
+/// appended to (`scripts/test` sets it, and counts the lines).
+pub const SKIP_LOG: &str = "LATSCOPE_SKIP_LOG";
 
 /// Whether this runs under CI: the environment variable `CI` is exactly
 /// `true`.
@@ -47,8 +53,19 @@ pub fn switched_off(why: &str) {
 fn skipped_line(why: &str) {
     let current = std::thread::current();
     let test = current.name().unwrap_or("<unnamed test>");
+    let line = format!("skipped: {test}: {why}\n");
     // Straight to the stream: libtest captures print! and eprint!, not this.
-    let _ = std::io::stderr().write_all(format!("skipped: {test}: {why}\n").as_bytes());
+    let _ = std::io::stderr().write_all(line.as_bytes());
+    if let Some(log) = std::env::var_os(SKIP_LOG) {
+        // One write to a file opened for appending: the lines of tests
+        // running at once in other processes do not interleave.
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+            .unwrap_or_else(|e| panic!("cannot count this skip in {log:?}: {e}"));
+    }
 }
 
 /// Return from the calling test unless `cond` holds; see [`missing`].
@@ -111,28 +128,37 @@ mod tests {
 
     #[test]
     fn missing_skips_or_fails() {
+        let dir = crate::host::Scratch::new("precondition");
+        // The child's own skip log: this test's skip is not one of the run's.
+        let log = dir.join("skips");
         let run = |ci: Option<&str>| {
+            let _ = std::fs::remove_file(&log);
             let mut c = std::process::Command::new(std::env::current_exe().unwrap());
             c.args(["--ignored", "--exact", "precondition::tests::calls_missing"]);
+            c.env(SKIP_LOG, &log);
             match ci {
                 Some(v) => c.env("CI", v),
                 None => c.env_remove("CI"),
             };
             let out = c.output().expect("run the test binary");
             let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            let logged = std::fs::read_to_string(&log).unwrap_or_default();
             // the skip line on stderr; libtest reports a failure on stdout
-            (out.status.success(), text(&out.stderr) + &text(&out.stdout))
+            let output = text(&out.stderr) + &text(&out.stdout);
+            (out.status.success(), output, logged)
         };
         let line = "skipped: precondition::tests::calls_missing: no such thing\n";
         for ci in [None, Some("1"), Some("yes")] {
-            let (ok, err) = run(ci);
+            let (ok, err, logged) = run(ci);
             assert!(ok, "CI={ci:?}: {err}");
             assert_eq!(err.matches(line).count(), 1, "CI={ci:?}: {err}");
+            assert_eq!(logged, line, "CI={ci:?}: the skip log");
         }
-        let (ok, err) = run(Some("true"));
+        let (ok, err, logged) = run(Some("true"));
         assert!(!ok, "under CI=true a missing precondition fails");
         assert!(err.contains("this test cannot run: no such thing"), "{err}");
         assert!(!err.contains("skipped:"), "{err}");
+        assert_eq!(logged, "", "a failure is not a skip");
     }
 
     #[test]

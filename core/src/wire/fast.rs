@@ -10,7 +10,7 @@
 //! to postcard, which then gives the verdict.
 
 use super::{
-    v1, Body, Frame, HistDelta, RunWriter, Runs, SnapshotChunk, SpikeFlags, SpikeRecord,
+    v1, Body, Frame, HistDelta, RunWriter, Runs, SnapshotChunk, SpikeFlags, SpikeSample,
     ThreadStats, RUN_BYTES,
 };
 
@@ -197,8 +197,8 @@ fn chunk(r: &mut Reader<'_>) -> Option<SnapshotChunk> {
 }
 
 #[inline(always)]
-fn spike(r: &mut Reader<'_>) -> Option<SpikeRecord> {
-    Some(SpikeRecord {
+fn spike(r: &mut Reader<'_>) -> Option<SpikeSample> {
+    Some(SpikeSample {
         thread: r.u16()?,
         cycle: r.u64()?,
         deadline_ns: r.i64()?,
@@ -564,7 +564,7 @@ mod tests {
             )
                 .prop_map(
                     |((thread, cycle, deadline_ns, latency_ns, missed), [spike, overflow, brk])| {
-                        Body::Spike(SpikeRecord {
+                        Body::Spike(SpikeSample {
                             thread,
                             cycle,
                             deadline_ns,

@@ -11,8 +11,11 @@
 //! Rust runtime sets it before `main`, so a closed pipe is such an EPIPE
 //! and never kills the run. The exit status then says output was lost
 //! ([`crate::error::EXIT_OUTPUT_LOST`]).
+//!
+//! The rule is the host's too (its `console` module): both keep their
+//! books in core's `console::Ledger`, and follow `docs/console.md`.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use latscope_core::console::Ledger;
 
 use rustix::fd::BorrowedFd;
 use rustix::io::Errno;
@@ -29,11 +32,6 @@ pub enum Std {
     Err,
 }
 
-/// Writes lost per standard stream (output, error).
-static LOST: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
-/// The error number of each stream's first failed write (0: none).
-static FIRST_ERRNO: [AtomicI32; 2] = [const { AtomicI32::new(0) }; 2];
-
 /// What a standard stream lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lost {
@@ -43,6 +41,9 @@ pub struct Lost {
     pub errno: Errno,
 }
 
+/// The ledgers of standard output and standard error.
+static LEDGERS: [Ledger; 2] = [const { Ledger::new() }; 2];
+
 impl Std {
     fn fd(self) -> BorrowedFd<'static> {
         match self {
@@ -51,10 +52,10 @@ impl Std {
         }
     }
 
-    fn slot(self) -> usize {
+    fn ledger(self) -> &'static Ledger {
         match self {
-            Std::Out => 0,
-            Std::Err => 1,
+            Std::Out => &LEDGERS[0],
+            Std::Err => &LEDGERS[1],
         }
     }
 
@@ -70,33 +71,17 @@ impl Std {
     /// written; a failure is counted (see [`Std::lost`]) and the stream is
     /// not written again.
     pub fn write(self, bytes: &[u8]) -> bool {
-        let i = self.slot();
-        if LOST[i].load(Ordering::Relaxed) > 0 {
-            LOST[i].fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        match write_all(self.fd(), bytes) {
-            Ok(()) => true,
-            Err(e) => {
-                let _ = FIRST_ERRNO[i].compare_exchange(
-                    0,
-                    e.raw_os_error(),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                LOST[i].fetch_add(1, Ordering::Relaxed);
-                false
-            }
-        }
+        self.ledger()
+            .write(|| write_all(self.fd(), bytes), |e| e.raw_os_error())
+            .is_ok()
     }
 
     /// What this stream lost so far, if anything.
     pub fn lost(self) -> Option<Lost> {
-        let i = self.slot();
-        let writes = LOST[i].load(Ordering::Relaxed);
-        (writes > 0).then(|| Lost {
+        let (writes, errno) = self.ledger().lost()?;
+        Some(Lost {
             writes,
-            errno: Errno::from_raw_os_error(FIRST_ERRNO[i].load(Ordering::Relaxed)),
+            errno: Errno::from_raw_os_error(errno),
         })
     }
 }
