@@ -33,7 +33,6 @@ mod cobs_fast;
 mod crc32;
 mod decode;
 mod encode;
-mod fast;
 mod runs;
 mod types;
 mod v1;

@@ -40,7 +40,38 @@ pub const MAX_PAIR_BYTES: usize = 13;
 /// Packed `(bucket, count)` pairs (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Runs(Vec<u8, RUN_BYTES>);
+pub struct Runs(#[serde(deserialize_with = "bytes")] Vec<u8, RUN_BYTES>);
+
+/// Deserialise the bytes of [`Runs`] as one slice where the format has
+/// them whole: postcard writes a sequence of `u8` as its length and the
+/// bytes, as it writes a byte string, so `deserialize_bytes` reads the
+/// same input as the derived sequence does, in one copy instead of a
+/// visit per byte. Formats without byte strings visit the sequence.
+fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8, RUN_BYTES>, D::Error> {
+    use serde::de::{Error as _, SeqAccess, Visitor};
+    struct Bytes;
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<u8, RUN_BYTES>;
+
+        fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            write!(f, "at most {RUN_BYTES} bytes")
+        }
+
+        fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+            Vec::from_slice(v).map_err(|_| E::invalid_length(v.len(), &self))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(b) = seq.next_element()? {
+                out.push(b)
+                    .map_err(|_| A::Error::invalid_length(RUN_BYTES + 1, &self))?;
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_bytes(Bytes)
+}
 
 impl Runs {
     /// No pairs.
