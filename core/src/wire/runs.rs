@@ -35,7 +35,7 @@ pub const RUN_BYTES: usize = 224;
 
 /// The most bytes one pair takes: an odd `h` with a 16-bit skip (3 bytes)
 /// and a 64-bit count (10 bytes).
-pub const MAX_PAIR_BYTES: usize = 13;
+pub(crate) const MAX_PAIR_BYTES: usize = 13;
 
 /// Packed `(bucket, count)` pairs (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
@@ -95,7 +95,7 @@ impl Runs {
     }
 
     /// The pairs, from base bucket `start`.
-    pub fn iter(&self, start: u16) -> RunIter<'_> {
+    pub fn iter(&self, start: u16) -> impl Iterator<Item = Result<(u16, u64), Error>> + Clone + '_ {
         RunIter {
             bytes: &self.0,
             cursor: usize::from(start),
@@ -105,7 +105,7 @@ impl Runs {
 
 /// The number of bytes of `v` as a varint.
 #[inline(always)]
-pub const fn varint_len(v: u64) -> usize {
+pub(crate) const fn varint_len(v: u64) -> usize {
     let bits = 64 - (v | 1).leading_zeros() as usize;
     bits.div_ceil(7)
 }
@@ -122,7 +122,8 @@ pub struct RunWriter {
 
 impl RunWriter {
     /// Pairs from base bucket `start`, in at most `limit` bytes (at most
-    /// [`RUN_BYTES`]; at least [`MAX_PAIR_BYTES`], so one pair always fits).
+    /// [`RUN_BYTES`]; at least 13 bytes, the most one pair takes, so one pair
+    /// always fits).
     pub const fn new(start: u16, limit: usize) -> RunWriter {
         let limit = if limit > RUN_BYTES {
             RUN_BYTES
@@ -234,7 +235,7 @@ impl RunWriter {
 /// The pairs of [`Runs`]: `(bucket, count)`, or [`Error::BadRuns`] (after
 /// which the iterator ends).
 #[derive(Debug, Clone)]
-pub struct RunIter<'a> {
+pub(crate) struct RunIter<'a> {
     bytes: &'a [u8],
     cursor: usize,
 }

@@ -222,7 +222,7 @@ fn any_body() -> impl Strategy<Value = Body> {
 fn edgy_byte() -> impl Strategy<Value = u8> {
     prop_oneof![
         any::<u8>(),
-        prop::sample::select(std::vec![
+        proptest::sample::select(std::vec![
             0u8, 1, 2, 3, 4, 0x0F, 0x10, 0x7F, 0x80, 0x81, 0xFF
         ]),
     ]
@@ -243,8 +243,8 @@ proptest! {
     fn corrupted_payloads_agree_with_postcard(
         seq in any::<u32>(),
         body in any_body(),
-        edits in proptest::collection::vec((any::<prop::sample::Index>(), edgy_byte()), 1..4),
-        cut in any::<prop::sample::Index>(),
+        edits in proptest::collection::vec((any::<proptest::sample::Index>(), edgy_byte()), 1..4),
+        cut in any::<proptest::sample::Index>(),
     ) {
         let mut p = payload(&frame(seq, body));
         for (at, b) in edits {

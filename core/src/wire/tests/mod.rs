@@ -476,7 +476,7 @@ fn sequence_gaps_and_oversize_and_versions_are_counted() {
 #[test]
 fn schema_keys_are_pinned() {
     assert_eq!(
-        SCHEMA_KEY_V1,
+        v1::SCHEMA_KEY,
         [0x43, 0xdd, 0xb9, 0xfc, 0xe5, 0x0e, 0x36, 0xf0],
         "the frozen version-1 types changed"
     );
