@@ -1,7 +1,6 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::crc32;
 use super::{v1, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
 use postcard::from_bytes as de;
 
@@ -262,7 +261,7 @@ impl<const N: usize> Decoder<N> {
         }
         let (body, crc) = payload.split_at(n - 4);
         let want = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
-        if crc32::checksum(body) != want {
+        if crc32fast::hash(body) != want {
             return Err(DecodeError::Crc);
         }
         let version = match body.first() {

@@ -30,7 +30,6 @@
 
 mod ack;
 mod cobs_fast;
-mod crc32;
 mod decode;
 mod encode;
 mod runs;

@@ -619,6 +619,27 @@ fn version_1_pairs_out_of_order_are_malformed() {
     assert_eq!(v1::upgrade_body(v1::Body::Delta(d)), None);
 }
 
+/// The decoder checks with `crc32fast`, the encoder writes with `crc`:
+/// the same CRC-32 (ISO-HDLC) at every length and alignment.
+#[test]
+fn the_decoders_crc_is_the_encoders() {
+    // the catalogue's check value of CRC-32/ISO-HDLC
+    assert_eq!(crc32fast::hash(b"123456789"), 0xCBF4_3926);
+    let data: Vec<u8> = (0..600u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for start in 0..17 {
+        for end in start..data.len() {
+            let s = &data[start..end];
+            assert_eq!(
+                crc32fast::hash(s),
+                encode::CRC.checksum(s),
+                "{start}..{end}"
+            );
+        }
+    }
+}
+
 mod prop {
     use super::*;
     use proptest::prelude::*;
