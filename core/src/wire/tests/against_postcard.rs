@@ -268,4 +268,19 @@ proptest! {
         p.extend_from_slice(&rest);
         prop_assert_eq!(decode_fast(&p), reference(&p));
     }
+
+    /// `Runs` read as one byte string accepts and yields exactly what
+    /// the derived sequence of bytes does, on any input.
+    #[test]
+    fn runs_as_bytes_agree_with_a_sequence_of_bytes(
+        bytes in proptest::collection::vec(edgy_byte(), 0..300),
+    ) {
+        let seq = postcard::take_from_bytes::<heapless::Vec<u8, RUN_BYTES>>(&bytes)
+            .ok()
+            .map(|(v, rest)| (Runs::from_bytes(&v), rest.len()));
+        let whole = postcard::take_from_bytes::<Runs>(&bytes)
+            .ok()
+            .map(|(r, rest)| (Some(r), rest.len()));
+        prop_assert_eq!(whole, seq);
+    }
 }
