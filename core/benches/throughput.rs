@@ -15,10 +15,10 @@ use latscope_core::cycle::{Cycle, CycleConfig, Step};
 use latscope_core::layout::Layout;
 use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
 use latscope_core::protocol::{ArrayStore, Assembler, Extra, Reporter, ThreadLog};
-use latscope_core::record::{Snapshot, ThreadRecord};
+use latscope_core::seqlock::{SharedHistogram, Snapshot};
 use latscope_core::wire::{Body, Decoder, MAX_FRAME};
 
-static REC: ThreadRecord<DEFAULT_BUCKETS> = ThreadRecord::new(DEFAULT_LINEAR_US);
+static REC: SharedHistogram<DEFAULT_BUCKETS> = SharedHistogram::new(DEFAULT_LINEAR_US);
 
 /// A cheap deterministic latency source: mostly 2–40 µs, a few ms-scale.
 struct Lat(u64);
@@ -48,7 +48,8 @@ fn record(n: u64) -> f64 {
 }
 
 fn cycle(n: u64) -> f64 {
-    let rec: Box<ThreadRecord<DEFAULT_BUCKETS>> = Box::new(ThreadRecord::new(DEFAULT_LINEAR_US));
+    let rec: Box<SharedHistogram<DEFAULT_BUCKETS>> =
+        Box::new(SharedHistogram::new(DEFAULT_LINEAR_US));
     let mut w = rec.writer().expect("one writer");
     let mut c = Cycle::new(
         CycleConfig {
@@ -82,8 +83,8 @@ fn clock(n: u64) -> f64 {
 /// through core's [`Reporter`], until it holds at least `frames` frames.
 fn sample_stream(frames: usize) -> Vec<u8> {
     const T: usize = 4;
-    let recs: Vec<Box<ThreadRecord<DEFAULT_BUCKETS>>> = (0..T)
-        .map(|_| Box::new(ThreadRecord::new(DEFAULT_LINEAR_US)))
+    let recs: Vec<Box<SharedHistogram<DEFAULT_BUCKETS>>> = (0..T)
+        .map(|_| Box::new(SharedHistogram::new(DEFAULT_LINEAR_US)))
         .collect();
     let mut writers: Vec<_> = recs
         .iter()

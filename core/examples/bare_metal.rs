@@ -4,7 +4,7 @@
 //!   interrupt; here a simulated one that wakes 2 to 40 µs late, now and
 //!   then much later);
 //! * a [`Cycle`] that turns wake-ups into samples, recorded into a static
-//!   [`ThreadRecord`] (the measuring context's only memory);
+//!   [`SharedHistogram`] (the measuring context's only memory);
 //! * a [`Reporter`] in the reporting context that reads the record once a
 //!   second and writes the protocol's frames into a buffer (on a
 //!   microcontroller, the UART's DMA buffer), paced by a [`Pacer`] as on a
@@ -21,7 +21,7 @@ use latscope_core::layout::{buckets_for, Layout, MIN_TOP_US};
 use latscope_core::protocol::{
     line_budget, ArrayStore, Assembler, Extra, FrameSink, Pacer, Reporter, SliceSink, ThreadLog,
 };
-use latscope_core::record::{Snapshot, ThreadRecord};
+use latscope_core::seqlock::{SharedHistogram, Snapshot};
 use latscope_core::stats::Ppm;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Decoder, Degraded, Hello, Policy, RunConfig,
@@ -35,7 +35,7 @@ const INTERVAL_NS: u64 = 1_000_000;
 const SEC: i64 = 1_000_000_000;
 
 /// The measuring context's record: in a static, no allocator needed.
-static RECORD: ThreadRecord<N> = ThreadRecord::new(LINEAR_US);
+static RECORD: SharedHistogram<N> = SharedHistogram::new(LINEAR_US);
 
 /// A simulated timer: sleeping moves time to the deadline plus a wake-up
 /// latency. It honours the [`Clock`] contract: monotonic, and it may wake

@@ -102,19 +102,6 @@ impl CycleConfig {
         spike_ns: 0,
         overflow_ns: 0,
     };
-
-    /// The interval of thread `index`: `base + index * distance`, as
-    /// cyclictest's `-d`. Fails if it overflows or is zero.
-    pub const fn interval_for(base_ns: u64, distance_ns: u64, index: u64) -> Result<u64, Error> {
-        let extra = match distance_ns.checked_mul(index) {
-            Some(e) => e,
-            None => return Err(Error::BadConfig("interval + distance overflows")),
-        };
-        match base_ns.checked_add(extra) {
-            Some(0) | None => Err(Error::BadConfig("interval must be positive")),
-            Some(i) => Ok(i),
-        }
-    }
 }
 
 impl Default for CycleConfig {
@@ -137,7 +124,7 @@ pub struct Flags {
 
 impl Flags {
     /// No flag set.
-    pub const NONE: Flags = Flags {
+    pub(crate) const NONE: Flags = Flags {
         spike: false,
         overflow: false,
         brk: false,
@@ -478,8 +465,8 @@ impl Cycle {
     }
 
     /// Sleep until the deadline, read the clock, and account the wake-up.
-    #[inline]
-    pub fn run_once<C: Clock>(&mut self, clock: &mut C) -> Result<Step, Error> {
+    #[cfg(test)]
+    pub(crate) fn run_once<C: Clock>(&mut self, clock: &mut C) -> Result<Step, Error> {
         let now = self.sleep(clock)?;
         Ok(self.on_wake(now))
     }
@@ -729,16 +716,6 @@ mod tests {
 
     #[test]
     fn distance_and_alignment_give_documented_deadlines() {
-        assert_eq!(
-            CycleConfig::interval_for(1_000_000, 500_000, 0),
-            Ok(1_000_000)
-        );
-        assert_eq!(
-            CycleConfig::interval_for(1_000_000, 500_000, 3),
-            Ok(2_500_000)
-        );
-        assert!(CycleConfig::interval_for(u64::MAX, 1, 1).is_err());
-        assert!(CycleConfig::interval_for(0, 0, 5).is_err());
         // thread 2 at -i 1000 -d 500: deadlines every 2 ms from its start
         let mut c = Cycle::new(cfg(2 * MS), 10).unwrap();
         assert_eq!(c.deadline(), 10 + 2 * MS);

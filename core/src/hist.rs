@@ -2,11 +2,11 @@
 //!
 //! This is the reader's side: the sender thread and the host accumulate into
 //! it, merge the histograms of all CPUs, and take quantiles. The measuring
-//! thread writes into [`crate::record::ThreadRecord`] instead.
+//! thread writes into [`crate::seqlock::SharedHistogram`] instead.
 
 use crate::error::Error;
 use crate::layout::Layout;
-use crate::stats::{self, Ppm, Spread};
+use crate::stats::{self, Ppm};
 
 /// Exact summary figures that travel beside the bucket counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct Totals {
 
 impl Totals {
     /// No samples yet.
-    pub const EMPTY: Totals = Totals {
+    pub(crate) const EMPTY: Totals = Totals {
         count: 0,
         sum: 0,
         min: u64::MAX,
@@ -51,11 +51,6 @@ impl Totals {
         self.sum = self.sum.saturating_add(o.sum);
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
-    }
-
-    /// Mean in ns, `None` while empty.
-    pub fn mean(&self) -> Option<f64> {
-        (self.count > 0).then(|| self.sum as f64 / self.count as f64)
     }
 
     /// Smallest sample, `None` while empty.
@@ -101,7 +96,7 @@ impl<const N: usize> HistogramIn<[u64; N]> {
 impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
     /// An empty histogram of `layout` in the caller's `counts` (zeroed
     /// here); fails unless it has exactly one counter per bucket.
-    pub fn with_counts(layout: Layout, mut counts: B) -> Result<Self, Error> {
+    pub(crate) fn with_counts(layout: Layout, mut counts: B) -> Result<Self, Error> {
         if counts.as_ref().len() != layout.len() || !layout.is_valid() {
             return Err(Error::BucketMemory);
         }
@@ -149,7 +144,7 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
     }
 
     /// Replace the totals (they travel separately from the buckets).
-    pub fn set_totals(&mut self, t: Totals) {
+    pub(crate) fn set_totals(&mut self, t: Totals) {
         self.totals = t;
     }
 
@@ -170,7 +165,7 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
     /// snapshots (`cur - prev` per bucket, modulo 2^32). This widens the
     /// target's u32 counters into u64 as long as no bucket gains 2^32
     /// samples between two snapshots.
-    pub fn absorb_raw(&mut self, prev: &[u32], cur: &[u32]) {
+    pub(crate) fn absorb_raw(&mut self, prev: &[u32], cur: &[u32]) {
         for ((c, p), n) in self.counts.as_mut().iter_mut().zip(prev).zip(cur) {
             *c = c.saturating_add(n.wrapping_sub(*p) as u64);
         }
@@ -179,28 +174,6 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
     /// Nearest-rank quantile in ns (bucket upper edge, capped at the max).
     pub fn quantile(&self, q: Ppm) -> Option<u64> {
         stats::quantile(&self.layout, self.counts(), q, self.totals.max)
-    }
-
-    /// Variance, mean absolute deviation and mode.
-    pub fn spread(&self) -> Spread {
-        let mean = self.totals.mean().unwrap_or(0.0);
-        stats::spread(
-            &self.layout,
-            self.counts(),
-            mean,
-            self.totals.min,
-            self.totals.max,
-        )
-    }
-
-    /// Number of samples at or above `us` µs (cyclictest's "overflows" for `-h us`).
-    pub fn count_at_or_above_us(&self, us: u64) -> u64 {
-        self.counts()
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.layout.lower_us(*i) >= us)
-            .map(|(_, c)| *c)
-            .sum()
     }
 }
 
@@ -230,7 +203,7 @@ mod tests {
             1,
             "75 s lands in the open bucket"
         );
-        assert_eq!(h.count_at_or_above_us(1000), 2);
+        assert_eq!(h.counts()[1000..].iter().sum::<u64>(), 2);
         assert_eq!(h.quantile(Ppm(1_000_000)), Some(75_000_000_000));
     }
 
@@ -266,7 +239,7 @@ mod tests {
         h.record(3_499_999);
         h.record(3_500_000);
         assert_eq!(h.counts()[3499], 1);
-        assert_eq!(h.count_at_or_above_us(3500), 1);
+        assert_eq!(h.counts()[3500..].iter().sum::<u64>(), 1);
         let mut fixed = H::new(1000);
         assert_eq!(fixed.merge(&h), Err(Error::LayoutMismatch));
         assert_eq!(

@@ -6,7 +6,7 @@
 //! * **Linear part**: for `us < linear_us`, bucket `i = us` covers
 //!   `[i µs, i + 1 µs)`. These are the rows of cyclictest's `-h` output.
 //! * **Log part**: for `us >= linear_us`, buckets follow a log-linear
-//!   ("HDR") grid with [`SUB_BUCKETS`] = 128 sub-buckets per power of two.
+//!   ("HDR") grid with `SUB_BUCKETS` = 128 sub-buckets per power of two.
 //!   A bucket that starts at `lo` µs is at most `lo / 128` wide, i.e. under
 //!   0.79 % of its lower edge (the grid is exact for `linear_us >= 100`).
 //! * The **last** bucket is open-ended: it holds every value from its lower
@@ -19,7 +19,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Number of sub-buckets per power of two in the log part (2^7).
-pub const SUB_BUCKETS: u64 = 128;
+pub(crate) const SUB_BUCKETS: u64 = 128;
 const SUB_BITS: u32 = 7;
 
 /// Default width of the linear, 1 µs resolution range.
@@ -129,7 +129,7 @@ impl Layout {
     }
 
     /// Whether this layout is self-consistent (as a decoded hello must be).
-    pub const fn is_valid(&self) -> bool {
+    pub(crate) const fn is_valid(&self) -> bool {
         self.linear_us > 0 && (self.buckets as u32) > self.linear_us
     }
 
@@ -198,12 +198,12 @@ impl Layout {
     }
 
     /// Lower edge of bucket `i` in ns.
-    pub const fn lower_ns(&self, i: usize) -> u64 {
+    pub(crate) const fn lower_ns(&self, i: usize) -> u64 {
         self.lower_us(i).saturating_mul(1000)
     }
 
     /// Upper edge of bucket `i` in ns; `None` for the open last bucket.
-    pub const fn upper_ns(&self, i: usize) -> Option<u64> {
+    pub(crate) const fn upper_ns(&self, i: usize) -> Option<u64> {
         match self.upper_us(i) {
             Some(u) => Some(u.saturating_mul(1000)),
             None => None,

@@ -5,18 +5,17 @@
 //!
 //! * [`layout`]: the histogram's bucket edges (1 µs linear, then ≤ 1 %
 //!   log-linear buckets up to past 60 s; nothing overflows);
-//! * [`record`]: the measuring thread's lock-free record (one RT writer,
+//! * [`seqlock`]: the measuring thread's shared histogram (one RT writer,
 //!   seqlock readers);
 //! * [`hist`] and [`stats`]: plain histograms, merging, quantiles and spread;
 //! * [`cycle`]: deadlines, latency and missed periods, driven by a [`cycle::Clock`];
-//! * [`spike`]: a bounded log of the largest and the first spikes;
 //! * [`explain`]: a tracefs text parser and a classifier that attributes a
 //!   spike's time to IRQs, softirqs and tasks, exactly;
 //! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
 //! * [`tz`]: UTC offsets from TZif data and `TZ` rules, and the calendar;
 //! * [`wire`]: frames (postcard + CRC-32 + COBS) and a streaming decoder;
 //! * [`protocol`]: the state machines on top of the frames: a
-//!   [`protocol::Reporter`] that turns records into frames on the
+//!   [`protocol::Reporter`] that turns shared histograms into frames on the
 //!   protocol's schedule, and a [`protocol::Assembler`] that turns frames
 //!   back into exact histograms.
 //!
@@ -33,8 +32,7 @@ pub mod explain;
 pub mod hist;
 pub mod layout;
 pub mod protocol;
-pub mod record;
-pub mod spike;
+pub mod seqlock;
 pub mod stats;
 pub mod tz;
 pub mod wire;

@@ -59,7 +59,7 @@ const BAD_RULE: Error = Error::BadTimeZone("not a POSIX TZ rule");
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's
 /// `days_from_civil`).
-pub const fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+pub(crate) const fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -91,7 +91,7 @@ pub const fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// Day of the week of a day since 1970-01-01 (0 = Sunday).
-pub const fn weekday(days: i64) -> u32 {
+pub(crate) const fn weekday(days: i64) -> u32 {
     (days + 4).rem_euclid(7) as u32
 }
 
@@ -213,7 +213,7 @@ fn block_offset(
 }
 
 /// UTC offset (s, east positive) at `unix_s` from TZif file contents.
-pub fn tzif_offset(data: &[u8], unix_s: i64) -> Result<i32, Error> {
+pub(crate) fn tzif_offset(data: &[u8], unix_s: i64) -> Result<i32, Error> {
     let mut r = Bytes { data, at: 0 };
     let h1 = Header::read(&mut r)?;
     if h1.version == 0 {
@@ -388,7 +388,7 @@ impl When {
 }
 
 /// UTC offset (s, east positive) at `unix_s` under a POSIX TZ rule.
-pub fn posix_offset(tz: &str, unix_s: i64) -> Result<i32, Error> {
+pub(crate) fn posix_offset(tz: &str, unix_s: i64) -> Result<i32, Error> {
     let mut r = Rule {
         s: tz.strip_prefix(':').unwrap_or(tz).as_bytes(),
         at: 0,

@@ -15,31 +15,31 @@ pub fn decoder(data: &[u8]) {
     let step = usize::from(step).max(1);
     let whole = decode_in_pieces(data, usize::MAX);
     let pieces = decode_in_pieces(data, step);
-    assert_eq!(whole.0, pieces.0, "frames depend on the split");
-    assert_eq!(whole.1, pieces.1, "errors depend on the split");
-    assert_eq!(whole.2, data.len() as u64, "bytes not all counted");
-    assert!(whole.3 <= whole.2, "more bytes skipped than fed");
+    assert_eq!(whole.frames, pieces.frames, "frames depend on the split");
+    assert_eq!(whole.errors, pieces.errors, "errors depend on the split");
+    assert_eq!(whole.bytes, data.len() as u64, "bytes not all counted");
+    assert!(whole.skipped <= whole.bytes, "more bytes skipped than fed");
     let mut buf = [0u8; MAX_FRAME];
-    for f in &whole.0 {
+    for f in &whole.frames {
         let n = encode(f, &mut buf).expect("a decoded frame re-encodes");
-        let (again, _) = decode_in_pieces(&buf[..n], usize::MAX).split();
+        let again = decode_in_pieces(&buf[..n], usize::MAX).frames;
         assert_eq!(again.len(), 1, "a re-encoded frame decodes once");
         assert_eq!(&again[0], f, "re-encoded frame differs");
     }
 }
 
-type Decoded = (Vec<Frame>, u64, u64, u64);
-
-trait Split {
-    fn split(self) -> (Vec<Frame>, u64);
+/// What the decoder made of some bytes.
+struct Decoded {
+    frames: Vec<Frame>,
+    /// Rejected frames.
+    errors: u64,
+    /// Bytes the decoder counted.
+    bytes: u64,
+    /// Bytes it skipped.
+    skipped: u64,
 }
-impl Split for Decoded {
-    fn split(self) -> (Vec<Frame>, u64) {
-        (self.0, self.1)
-    }
-}
 
-/// Frames, rejections, bytes counted, bytes skipped.
+/// `data` fed to a fresh decoder in pieces of `step` bytes.
 fn decode_in_pieces(data: &[u8], step: usize) -> Decoded {
     let mut d = Decoder::<MAX_FRAME>::new();
     let mut frames = Vec::new();
@@ -62,7 +62,12 @@ fn decode_in_pieces(data: &[u8], step: usize) -> Decoded {
     }
     let s = *d.stats();
     assert_eq!(s.frames, frames.len() as u64, "frame count differs");
-    (frames, errors, s.bytes, s.bytes_skipped)
+    Decoded {
+        frames,
+        errors,
+        bytes: s.bytes,
+        skipped: s.bytes_skipped,
+    }
 }
 
 /// The target's command line: arbitrary words (NUL- or newline-separated,

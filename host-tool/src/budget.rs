@@ -4,19 +4,19 @@
 //! for each of [`MAX_THREADS`] threads.
 //!
 //! Everything a stream's content makes the host keep is charged to a
-//! [`Budget`] before it is allocated: a run's fixed parts and each
+//! `Budget` before it is allocated: a run's fixed parts and each
 //! thread's bounded lists when they appear, and every page of bucket
 //! counts when a bucket in it first gets a count. Budgets nest: a run's
-//! ([`RUN_LIMIT`], what the largest legal run costs) is part of its
+//! (`RUN_LIMIT`, what the largest legal run costs) is part of its
 //! stream's ([`STREAM_LIMIT`], two such runs), and in a recorder every
-//! stream's is part of the recorder's ([`GLOBAL_LIMIT`]). A charge that
+//! stream's is part of the recorder's (`GLOBAL_LIMIT`). A charge that
 //! would pass any of them is refused: the run is not kept, or its
 //! histograms are incomplete, and the report says so. What is charged is
 //! given back when it is freed, so a run that ended and was reported
 //! costs nothing.
 //!
 //! No legal run comes near its limit: a legal run costs at most
-//! [`RUN_LIMIT`], a typical one (a few threads, latencies in a few
+//! `RUN_LIMIT`, a typical one (a few threads, latencies in a few
 //! hundred buckets) well under a megabyte.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -24,34 +24,34 @@ use std::sync::Arc;
 
 use latscope_core::cyclictest::SPIKE_NODES;
 use latscope_core::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
-use latscope_core::wire::{SpikeRecord, MAX_THREADS};
+use latscope_core::wire::{SpikeSample, MAX_THREADS};
 
 /// Buckets per page of a thread's bucket counts.
-pub const PAGE: usize = 64;
+pub(crate) const PAGE: usize = 64;
 /// Bytes of one page.
-pub const PAGE_BYTES: usize = PAGE * 8;
+pub(crate) const PAGE_BYTES: usize = PAGE * 8;
 /// Pages of the widest legal layout.
-pub const THREAD_PAGES: usize = MAX_TARGET_BUCKETS.div_ceil(PAGE);
+pub(crate) const THREAD_PAGES: usize = MAX_TARGET_BUCKETS.div_ceil(PAGE);
 /// A thread's fixed parts: its max-over-time points and largest spikes at
 /// their fullest, and its own struct.
-pub const THREAD_FIXED: usize = 112 * 1024;
+pub(crate) const THREAD_FIXED: usize = 112 * 1024;
 /// Entries a thread's list of overflow cycle numbers or `--spike` records
 /// grows by at a time; each step is charged before it is allocated.
-pub const LIST_STEP: usize = 256;
+pub(crate) const LIST_STEP: usize = 256;
 /// A thread's growing lists at their fullest: the overflow cycle numbers
 /// cyclictest prints (at most `-h`, so [`MAX_LINEAR_US`]) and the
 /// [`SPIKE_NODES`] `--spike` records.
-pub const THREAD_LISTS: usize = (MAX_LINEAR_US as usize).div_ceil(LIST_STEP) * LIST_STEP * 8
-    + SPIKE_NODES.div_ceil(LIST_STEP) * LIST_STEP * std::mem::size_of::<SpikeRecord>();
+pub(crate) const THREAD_LISTS: usize = (MAX_LINEAR_US as usize).div_ceil(LIST_STEP) * LIST_STEP * 8
+    + SPIKE_NODES.div_ceil(LIST_STEP) * LIST_STEP * std::mem::size_of::<SpikeSample>();
 /// A run's fixed parts at their fullest (the hello, log lines, explained
 /// spikes and cause totals, the thread table).
-pub const RUN_FIXED: usize = 96 * 1024;
+pub(crate) const RUN_FIXED: usize = 96 * 1024;
 /// A recording's decoding before any run in it: the decoder and its
 /// buffers.
-pub const SESSION_FIXED: usize = 32 * 1024;
+pub(crate) const SESSION_FIXED: usize = 32 * 1024;
 /// The most a legal run costs: every page of the widest legal layout for
 /// every thread, with their page tables, fixed parts and full lists.
-pub const RUN_LIMIT: usize =
+pub(crate) const RUN_LIMIT: usize =
     RUN_FIXED + MAX_THREADS * (THREAD_FIXED + THREAD_LISTS + THREAD_PAGES * (PAGE_BYTES + 8));
 /// What one stream (a file, stdin, a serial line, one connection) may hold:
 /// the largest legal run and a quarter of one more (typical runs before
@@ -62,7 +62,7 @@ pub const STREAM_LIMIT: usize = RUN_LIMIT + RUN_LIMIT / 4 + 2 * SESSION_FIXED;
 /// What all streams of a recorder may hold together: many boards' worth,
 /// so that forged peers cannot exhaust the machine, while each stream's
 /// own limit keeps one peer from taking it all.
-pub const GLOBAL_LIMIT: usize = 32 * STREAM_LIMIT;
+pub(crate) const GLOBAL_LIMIT: usize = 32 * STREAM_LIMIT;
 
 const _: () = assert!(RUN_LIMIT > MAX_TARGET_BUCKETS * MAX_THREADS * 8);
 // 21 482 buckets of 64 threads: 10.5 MiB of counts, 31 MiB in all
@@ -73,7 +73,7 @@ const _: () = assert!(STREAM_LIMIT < 40 << 20);
 /// it is part of (a run's is part of its stream's, a recorder's stream's
 /// part of the recorder's). A charge must fit every budget up the chain.
 #[derive(Debug)]
-pub struct Budget {
+pub(crate) struct Budget {
     limit: usize,
     used: AtomicUsize,
     peak: AtomicUsize,
@@ -84,28 +84,28 @@ pub struct Budget {
 impl Budget {
     /// A stream's budget of [`STREAM_LIMIT`], alone (a file, stdin, a
     /// serial line).
-    pub fn stream() -> Arc<Budget> {
+    pub(crate) fn stream() -> Arc<Budget> {
         Budget::with_limit(STREAM_LIMIT, None)
     }
 
     /// A recorder's budget for all its streams, [`GLOBAL_LIMIT`].
-    pub fn global() -> Arc<Budget> {
+    pub(crate) fn global() -> Arc<Budget> {
         Budget::with_limit(GLOBAL_LIMIT, None)
     }
 
     /// A stream's budget of [`STREAM_LIMIT`] inside a recorder's `global`
     /// budget.
-    pub fn in_recorder(global: &Arc<Budget>) -> Arc<Budget> {
+    pub(crate) fn in_recorder(global: &Arc<Budget>) -> Arc<Budget> {
         Budget::with_limit(STREAM_LIMIT, Some(Arc::clone(global)))
     }
 
     /// A run's budget of [`RUN_LIMIT`] inside its stream's.
-    pub fn run(stream: &Arc<Budget>) -> Arc<Budget> {
+    pub(crate) fn run(stream: &Arc<Budget>) -> Arc<Budget> {
         Budget::with_limit(RUN_LIMIT, Some(Arc::clone(stream)))
     }
 
     /// A budget of `limit` bytes, inside `parent` if given.
-    pub fn with_limit(limit: usize, parent: Option<Arc<Budget>>) -> Arc<Budget> {
+    pub(crate) fn with_limit(limit: usize, parent: Option<Arc<Budget>>) -> Arc<Budget> {
         Arc::new(Budget {
             limit,
             used: AtomicUsize::new(0),
@@ -117,7 +117,7 @@ impl Budget {
 
     /// Charge `bytes`; `false` (and nothing charged) if that would pass
     /// this budget's limit or one it is part of.
-    pub fn charge(&self, bytes: usize) -> bool {
+    pub(crate) fn charge(&self, bytes: usize) -> bool {
         if !reserve(&self.used, bytes, self.limit) {
             self.count_refusal();
             return false;
@@ -143,7 +143,7 @@ impl Budget {
     }
 
     /// Give back `bytes` charged before.
-    pub fn release(&self, bytes: usize) {
+    pub(crate) fn release(&self, bytes: usize) {
         self.used.fetch_sub(bytes, Ordering::Relaxed);
         if let Some(p) = &self.parent {
             p.release(bytes);
@@ -151,29 +151,25 @@ impl Budget {
     }
 
     /// Bytes charged now.
-    pub fn used(&self) -> usize {
+    pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::Relaxed)
     }
 
     /// The most bytes charged at once.
-    pub fn peak(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn peak(&self) -> usize {
         self.peak.load(Ordering::Relaxed)
     }
 
     /// Charges to this budget or one inside it refused so far (by this
     /// budget, one inside it or one it is part of).
-    pub fn refused(&self) -> u64 {
+    pub(crate) fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
 
     /// This budget's limit.
-    pub fn limit(&self) -> usize {
+    pub(crate) fn limit(&self) -> usize {
         self.limit
-    }
-
-    /// The budget this one is part of.
-    pub fn parent(&self) -> Option<&Arc<Budget>> {
-        self.parent.as_ref()
     }
 }
 
@@ -187,14 +183,14 @@ fn reserve(used: &AtomicUsize, bytes: usize, limit: usize) -> bool {
 
 /// A charge that is given back when dropped.
 #[derive(Debug)]
-pub struct Charge {
+pub(crate) struct Charge {
     budget: Arc<Budget>,
     bytes: usize,
 }
 
 impl Charge {
     /// Charge `bytes` to `budget`, or `None` if it is refused.
-    pub fn take(budget: &Arc<Budget>, bytes: usize) -> Option<Charge> {
+    pub(crate) fn take(budget: &Arc<Budget>, bytes: usize) -> Option<Charge> {
         budget.charge(bytes).then(|| Charge {
             budget: Arc::clone(budget),
             bytes,
@@ -205,7 +201,7 @@ impl Charge {
 impl Charge {
     /// Charge `bytes` more to the same budget; `false` (nothing charged)
     /// if it is refused.
-    pub fn grow(&mut self, bytes: usize) -> bool {
+    pub(crate) fn grow(&mut self, bytes: usize) -> bool {
         let ok = self.budget.charge(bytes);
         if ok {
             self.bytes += bytes;

@@ -2,9 +2,59 @@
 //! view of a kernel or configuration change.
 
 use std::fmt::Write;
+use std::path::PathBuf;
 
 use crate::aggregate::Run;
+use crate::console;
+use crate::error::Result;
+use crate::input::Source;
+use crate::plot;
+use crate::report::{decode, run_ok};
 use crate::summary::{avg_us, or_dash, summarize, us_opt, Summary};
+
+/// What `compare` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The "before" recording, as given.
+    pub a: String,
+    /// The "after" recording, as given.
+    pub b: String,
+    /// Also draw both histograms overlaid into this file (.svg or .png).
+    pub plot: Option<PathBuf>,
+}
+
+/// `latscope-host compare A B`: the last run of each recording side by
+/// side on standard output (and both histograms in a plot), and the exit
+/// status: 0 when both runs ended well, 1 when either did not or either
+/// recording holds no run. An input that cannot be read is an error.
+pub fn run(plan: &Plan) -> Result<u8> {
+    if let Some(file) = &plan.plot {
+        plot::check(file)?;
+    }
+    let da = decode(&Source::from_arg(&plan.a))?;
+    let db = decode(&Source::from_arg(&plan.b))?;
+    for d in [&da, &db] {
+        if let Some(e) = d.session.fatal() {
+            return Err(e);
+        }
+        for w in d.session.warnings() {
+            console::warn(&w);
+        }
+    }
+    let (Some(ra), Some(rb)) = (da.session.agg.runs.last(), db.session.agg.runs.last()) else {
+        return Ok(1);
+    };
+    console::Std::Out.write(render(&plan.a, ra, &plan.b, rb).as_bytes());
+    if let Some(file) = &plan.plot {
+        let series = [
+            plot::run_all(ra, &format!("A: {}", ra.hostname())),
+            plot::run_all(rb, &format!("B: {}", rb.hostname())),
+        ];
+        plot::draw(file, "latscope: A vs B, all CPUs", &series, false)?;
+        console::say(format_args!("wrote {}", file.display()));
+    }
+    Ok(u8::from(!(run_ok(ra) && run_ok(rb))))
+}
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {
     match (a, b) {
@@ -69,7 +119,7 @@ fn block(out: &mut String, title: &str, a: &Summary, b: &Summary) {
 }
 
 /// The comparison table of two runs: all CPUs, then thread by thread.
-pub fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
+pub(crate) fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
     let mut out = String::new();
     for (side, name, run) in [("A", name_a, a), ("B", name_b, b)] {
         let _ = writeln!(

@@ -37,7 +37,7 @@ impl Source {
     }
 
     /// The name used in messages.
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         match self {
             Source::Stdin => "stdin".into(),
             Source::File(p) => p.clone(),
@@ -46,13 +46,13 @@ impl Source {
     }
 
     /// Open for reading.
-    pub fn open(&self) -> Result<Box<dyn Read + Send>> {
+    pub(crate) fn open(&self) -> Result<Box<dyn Read + Send>> {
         self.open_until(None)
     }
 
     /// Open for reading; a serial line reads as ended once `stop` is set
     /// (a recorder's SIGINT or SIGTERM), so its recording closes cleanly.
-    pub fn open_until(&self, stop: Option<Arc<AtomicBool>>) -> Result<Box<dyn Read + Send>> {
+    pub(crate) fn open_until(&self, stop: Option<Arc<AtomicBool>>) -> Result<Box<dyn Read + Send>> {
         match self {
             Source::Stdin => Ok(Box::new(io::stdin())),
             Source::File(p) => File::open(p)
@@ -73,7 +73,7 @@ impl Source {
     }
 
     /// When the stream ended: a file's modification time, else now.
-    pub fn end_time(&self) -> SystemTime {
+    pub(crate) fn end_time(&self) -> SystemTime {
         match self {
             Source::File(p) => std::fs::metadata(Path::new(p))
                 .and_then(|m| m.modified())
@@ -84,7 +84,7 @@ impl Source {
 
     /// Whether the end of input only comes from the stream itself (a
     /// serial line has no end of file).
-    pub fn endless(&self) -> bool {
+    pub(crate) fn endless(&self) -> bool {
         matches!(self, Source::Serial { .. })
     }
 }
@@ -110,7 +110,7 @@ impl Read for SerialReader {
 
 /// Read `r` to its end in chunks, handing each to `f`. `f` returns
 /// `false` to stop early.
-pub fn pump(r: &mut dyn Read, mut f: impl FnMut(&[u8]) -> Result<bool>) -> io::Result<()> {
+pub(crate) fn pump(r: &mut dyn Read, mut f: impl FnMut(&[u8]) -> Result<bool>) -> io::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match r.read(&mut buf) {

@@ -3,13 +3,24 @@
 //! the decoding directly (e.g. with a counting allocator, to bound the
 //! memory a forged stream costs).
 //!
-//! * [`session`]: one input's decoding, bytes in, runs out ([`aggregate`]);
-//! * [`record`]: recording one stream or a fleet, the live view, metrics;
-//! * [`report`], [`summary`], [`plot`], [`compare`]: the outputs;
-//! * [`input`], [`console`], [`error`]: inputs, the standard streams, the
-//!   one error type;
-//! * [`synth`], [`simulate`]: synthetic recordings and targets.
+//! Public is what the binary, the tests and the fuzz targets use; the rest
+//! is `pub(crate)`:
+//!
+//! * the subcommands, each a plan in and an exit status out:
+//!   [`record::run`], [`report::run`], [`compare::run`], [`synth::run`],
+//!   [`simulate::run`];
+//! * [`session::Session`]: one input's decoding, bytes in, runs out, and
+//!   [`report::render`] of what it decoded (the fuzz targets);
+//! * [`synth::Synth`]: a synthetic target's frame stream (the tests);
+//! * [`input::Source`], [`console`], [`error`]: inputs, the standard
+//!   streams, the one error type;
+//! * [`budget::STREAM_LIMIT`] and [`aggregate::SERIES_POINTS`]: the memory
+//!   bounds the tests check.
+//!
+//! Inside, [`session`] feeds [`aggregate`]; `summary` and `plot` make the
+//! figures [`report`] and [`compare`] show.
 #![forbid(unsafe_code)]
+#![warn(missing_docs, unreachable_pub)]
 
 pub mod aggregate;
 pub mod budget;
@@ -17,10 +28,10 @@ pub mod compare;
 pub mod console;
 pub mod error;
 pub mod input;
-pub mod plot;
+mod plot;
 pub mod record;
 pub mod report;
 pub mod session;
 pub mod simulate;
-pub mod summary;
+mod summary;
 pub mod synth;

@@ -1,6 +1,11 @@
 //! `latscope-host`: records, decodes, reports and plots the frame stream of
 //! the `latscope` latency measurement program.
 //!
+//! This file is the command line only: it parses the arguments (clap),
+//! hands each subcommand's plan to the library (`record::run`,
+//! `report::run`, `compare::run`, `synth::run`, `simulate::run`), and
+//! turns the outcome into the exit status.
+//!
 //! Exit status: 0 on success; 1 when a run failed or could not be read in
 //! full (no bye, an error ending, self-check defects, a lost hello, not a
 //! latscope stream, another protocol version, an I/O error); 2 for bad
@@ -8,21 +13,16 @@
 //! standard error failed (see [`console`]).
 #![forbid(unsafe_code)]
 
-use latscope_host::{
-    compare, console, error, input, plot, record, report, session, simulate, synth,
-};
+use latscope_host::{compare, console, record, report, simulate, synth};
 
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use error::{Error, Result};
-use input::{pump, Source};
-use report::{Decoded, Format, Options};
-use session::Session;
+use latscope_host::input::Source;
+use report::Format;
 
 const EXIT_HELP: &str = "Exit status: 0 success; 1 a failed or incomplete run \
 (no bye frame, an error ending, self-check defects, a lost hello), or an input \
@@ -118,13 +118,13 @@ struct RecordArgs {
     exit_after: Option<u64>,
     /// With --listen: most connections open at once; more are closed at
     /// once and counted.
-    #[arg(long, value_name = "N", default_value_t = record::listen::DEFAULT_MAX_CONNECTIONS,
+    #[arg(long, value_name = "N", default_value_t = record::DEFAULT_MAX_CONNECTIONS,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "listen")]
     max_connections: u64,
     /// With --listen: accept targets only from this network (ADDR or
     /// ADDR/PREFIX, IPv4 or IPv6); repeat for more. Default: any.
     #[arg(long, value_name = "NET", value_parser = parse_net, requires = "listen")]
-    allow: Vec<record::allow::Net>,
+    allow: Vec<record::Net>,
     /// With --listen: close a connection that sends no hello within SECS;
     /// it leaves no recording.
     #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_secs)]
@@ -195,8 +195,95 @@ struct SynthArgs {
     output: Option<PathBuf>,
 }
 
-fn parse_net(s: &str) -> std::result::Result<record::allow::Net, String> {
-    record::allow::Net::parse(s)
+impl SerialArgs {
+    /// The serial line to read, if one was given.
+    fn source(&self) -> Option<Source> {
+        self.serial.as_ref().map(|dev| Source::Serial {
+            device: dev.clone(),
+            baud: self.baud,
+        })
+    }
+}
+
+impl RecordArgs {
+    fn plan(self) -> record::Plan {
+        record::Plan {
+            source: self
+                .serial
+                .source()
+                .or_else(|| self.input.as_deref().map(Source::from_arg)),
+            listen: self.listen,
+            output: self.output,
+            out_dir: self.out_dir,
+            metrics: self.metrics,
+            exit_after: self.exit_after,
+            fleet: record::Fleetwide {
+                limits: record::Limits {
+                    hello: Duration::from_secs_f64(self.hello_timeout),
+                    idle: Duration::from_secs_f64(self.idle_timeout),
+                },
+                linger: Duration::from_secs_f64(self.linger),
+                max_connections: self.max_connections,
+                allow: self.allow,
+            },
+            quiet: self.quiet,
+        }
+    }
+}
+
+impl ReportArgs {
+    fn plan(self) -> report::Plan {
+        report::Plan {
+            sources: match self.serial.source() {
+                Some(serial) => vec![serial],
+                None => self.inputs.iter().map(|i| Source::from_arg(i)).collect(),
+            },
+            options: report::Options {
+                format: self.format,
+                hist_us: self.hist_us,
+                histofall: self.histofall,
+            },
+            plot: self.plot,
+            output: self.output,
+        }
+    }
+}
+
+impl CompareArgs {
+    fn plan(self) -> compare::Plan {
+        compare::Plan {
+            a: self.a,
+            b: self.b,
+            plot: self.plot,
+        }
+    }
+}
+
+impl SynthArgs {
+    fn config(&self) -> synth::SynthConfig {
+        synth::SynthConfig {
+            threads: self.threads,
+            reports: self.reports,
+            samples_per_report: self.samples,
+            ..synth::SynthConfig::default()
+        }
+    }
+}
+
+impl SimulateArgs {
+    fn plan(self) -> simulate::SimPlan {
+        simulate::SimPlan {
+            addr: self.addr,
+            targets: self.targets,
+            reports: self.reports,
+            prefix: self.prefix,
+            truth: self.truth,
+        }
+    }
+}
+
+fn parse_net(s: &str) -> std::result::Result<record::Net, String> {
+    record::Net::parse(s)
 }
 
 fn parse_secs(s: &str) -> std::result::Result<f64, String> {
@@ -204,25 +291,6 @@ fn parse_secs(s: &str) -> std::result::Result<f64, String> {
         Ok(v) if v.is_finite() && v > 0.0 && v <= 1e7 => Ok(v),
         _ => Err(format!("{s}: a number of seconds above 0 is needed")),
     }
-}
-
-fn decode(source: &Source) -> Result<Decoded> {
-    let mut r = source.open()?;
-    let mut s = Session::new(source.name());
-    let endless = source.endless();
-    pump(&mut *r, |bytes| {
-        s.feed(bytes);
-        Ok(!(endless && s.agg.current().is_some_and(|r| r.bye.is_some())))
-    })
-    .map_err(|e| Error::Input {
-        what: source.name(),
-        source: e,
-    })?;
-    s.finish();
-    Ok(Decoded {
-        session: s,
-        end: source.end_time(),
-    })
 }
 
 /// `--listen [ADDR:]PORT`: a port alone listens on 127.0.0.1.
@@ -243,274 +311,17 @@ fn socket_arg(v: &str) -> std::result::Result<String, String> {
         })
 }
 
-/// An output file, created before the inputs are read (a bad path stops
-/// the command at once, not after a long input).
-fn create_out(path: &Path) -> Result<std::fs::File> {
-    std::fs::File::create(path).map_err(|source| Error::Output {
-        what: path.to_path_buf(),
-        source,
-    })
-}
-
-/// The report's text to `file` (created by [`create_out`]) or standard
-/// output (a failure there is counted by [`console`]).
-fn write_out(file: Option<(&PathBuf, std::fs::File)>, text: &str) -> Result<()> {
-    match file {
-        Some((p, mut f)) => f
-            .write_all(text.as_bytes())
-            .map_err(|source| Error::Output {
-                what: p.clone(),
-                source,
-            }),
-        None => {
-            console::Std::Out.write(text.as_bytes());
-            Ok(())
-        }
-    }
-}
-
-/// The JSON report to `file` (created by [`create_out`]) or standard
-/// output, written as it is serialised (a failure on standard output is
-/// counted by [`console`]).
-fn write_json(file: Option<(&PathBuf, std::fs::File)>, decoded: &[Decoded]) -> Result<()> {
-    match file {
-        Some((p, f)) => {
-            let mut w = std::io::BufWriter::with_capacity(64 * 1024, f);
-            report::write_json(decoded, &mut w)
-                .and_then(|()| w.flush())
-                .map_err(|source| Error::Output {
-                    what: p.clone(),
-                    source,
-                })
-        }
-        None => {
-            let mut w = std::io::BufWriter::with_capacity(64 * 1024, console::Stdout);
-            // a failed write is counted by console::Stdout, once: what is
-            // still buffered is dropped, not written again
-            if report::write_json(decoded, &mut w)
-                .and_then(|()| w.flush())
-                .is_err()
-            {
-                drop(w.into_parts());
-            }
-            Ok(())
-        }
-    }
-}
-
-fn report(a: ReportArgs) -> Result<u8> {
-    let sources: Vec<Source> = match &a.serial.serial {
-        Some(dev) => vec![Source::Serial {
-            device: dev.clone(),
-            baud: a.serial.baud,
-        }],
-        None => a.inputs.iter().map(|i| Source::from_arg(i)).collect(),
-    };
-    if sources
-        .iter()
-        .filter(|s| matches!(s, Source::Stdin))
-        .count()
-        > 1
-    {
-        return Err(Error::Usage("`-` (stdin) can be given only once".into()));
-    }
-    // the outputs before the inputs: a bad path fails at once
-    let out = match &a.output {
-        Some(p) => Some((p, create_out(p)?)),
-        None => None,
-    };
-    if let Some(file) = &a.plot {
-        plot::check(file)?;
-    }
-    let (decoded, mut code) = decode_all(&sources, a.format);
-    if decoded.is_empty() {
-        return Ok(1);
-    }
-    if a.format == Format::Json {
-        write_json(out, &decoded)?;
-    } else {
-        let text = report::render(
-            &decoded,
-            Options {
-                format: a.format,
-                hist_us: a.hist_us,
-                histofall: a.histofall,
-            },
-        )?;
-        write_out(out, &text)?;
-    }
-    if let Some(file) = &a.plot {
-        plot_runs(file, &decoded)?;
-    }
-    if decoded
-        .iter()
-        .any(|d| d.session.agg.runs.iter().any(|r| !report::run_ok(r)))
-    {
-        code = 1;
-    }
-    Ok(code)
-}
-
-/// Decode every input; the readable ones, and 1 if any was not.
-fn decode_all(sources: &[Source], format: Format) -> (Vec<Decoded>, u8) {
-    let mut code = 0u8;
-    let mut decoded = Vec::new();
-    for s in sources {
-        let d = match decode(s) {
-            Ok(d) => d,
-            Err(e) => {
-                console::say(&e);
-                code = 1;
-                continue;
-            }
-        };
-        if let Some(e) = d.session.fatal() {
-            console::say(&e);
-            code = 1;
-            continue;
-        }
-        if format != Format::Text {
-            for w in d.session.warnings() {
-                console::warn(&w);
-            }
-        }
-        decoded.push(d);
-    }
-    (decoded, code)
-}
-
-/// `report --plot`: every run of every input in one figure.
-fn plot_runs(file: &Path, decoded: &[Decoded]) -> Result<()> {
-    let mut series = Vec::new();
-    let mut title = Vec::new();
-    for d in decoded {
-        for run in &d.session.agg.runs {
-            let prefix = if decoded.len() > 1 || d.session.agg.runs.len() > 1 {
-                format!("{} ", run.hostname())
-            } else {
-                String::new()
-            };
-            series.extend(plot::run_series(run, &prefix));
-            title.push(format!(
-                "{} ({}, {})",
-                run.hostname(),
-                run.hello.target.arch,
-                run.hello.target.kernel
-            ));
-        }
-    }
-    plot::draw(
-        file,
-        &format!("latscope: {}", title.join(", ")),
-        &series,
-        true,
-    )?;
-    console::say(format_args!("wrote {}", file.display()));
-    Ok(())
-}
-
-fn compare(a: CompareArgs) -> Result<u8> {
-    if let Some(file) = &a.plot {
-        plot::check(file)?;
-    }
-    let da = decode(&Source::from_arg(&a.a))?;
-    let db = decode(&Source::from_arg(&a.b))?;
-    for d in [&da, &db] {
-        if let Some(e) = d.session.fatal() {
-            return Err(e);
-        }
-        for w in d.session.warnings() {
-            console::warn(&w);
-        }
-    }
-    let (Some(ra), Some(rb)) = (da.session.agg.runs.last(), db.session.agg.runs.last()) else {
-        return Ok(1);
-    };
-    write_out(None, &compare::render(&a.a, ra, &a.b, rb))?;
-    if let Some(file) = &a.plot {
-        let series = [
-            plot::run_all(ra, &format!("A: {}", ra.hostname())),
-            plot::run_all(rb, &format!("B: {}", rb.hostname())),
-        ];
-        plot::draw(file, "latscope: A vs B, all CPUs", &series, false)?;
-        console::say(format_args!("wrote {}", file.display()));
-    }
-    Ok(u8::from(!(report::run_ok(ra) && report::run_ok(rb))))
-}
-
-fn synth(a: SynthArgs) -> Result<u8> {
-    let cfg = synth::SynthConfig {
-        threads: a.threads,
-        reports: a.reports,
-        samples_per_report: a.samples,
-        ..synth::SynthConfig::default()
-    };
-    let mut s = synth::Synth::new(cfg);
-    let what = a.output.clone().unwrap_or_else(|| PathBuf::from("stdout"));
-    let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(io::BufWriter::new(std::fs::File::create(p).map_err(
-            |source| Error::Output {
-                what: p.clone(),
-                source,
-            },
-        )?)),
-        None => Box::new(io::BufWriter::new(io::stdout().lock())),
-    };
-    let mut failed = None;
-    s.run(&mut |b| {
-        if failed.is_none() {
-            if let Err(e) = out.write_all(b) {
-                failed = Some(e);
-            }
-        }
-    });
-    if let Some(source) = failed.or_else(|| out.flush().err()) {
-        return Err(Error::Output { what, source });
-    }
-    Ok(0)
-}
-
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => return ExitCode::from(console::exit_code(usage(&e))),
     };
     let res = match cli.cmd {
-        Cmd::Record(a) => record::run(record::Plan {
-            source: match (&a.serial.serial, &a.input) {
-                (Some(dev), _) => Some(Source::Serial {
-                    device: dev.clone(),
-                    baud: a.serial.baud,
-                }),
-                (None, Some(i)) => Some(Source::from_arg(i)),
-                (None, None) => None,
-            },
-            listen: a.listen,
-            output: a.output,
-            out_dir: a.out_dir,
-            metrics: a.metrics,
-            exit_after: a.exit_after,
-            fleet: record::listen::Fleetwide {
-                limits: record::conn::Limits {
-                    hello: Duration::from_secs_f64(a.hello_timeout),
-                    idle: Duration::from_secs_f64(a.idle_timeout),
-                },
-                linger: Duration::from_secs_f64(a.linger),
-                max_connections: a.max_connections,
-                allow: a.allow,
-            },
-            quiet: a.quiet,
-        }),
-        Cmd::Report(a) => report(a),
-        Cmd::Compare(a) => compare(a),
-        Cmd::Synth(a) => synth(a),
-        Cmd::Simulate(a) => simulate::run(&simulate::SimPlan {
-            addr: a.addr,
-            targets: a.targets,
-            reports: a.reports,
-            prefix: a.prefix,
-            truth: a.truth,
-        }),
+        Cmd::Record(a) => record::run(a.plan()),
+        Cmd::Report(a) => report::run(&a.plan()),
+        Cmd::Compare(a) => compare::run(&a.plan()),
+        Cmd::Synth(a) => synth::run(a.config(), a.output.as_deref()),
+        Cmd::Simulate(a) => simulate::run(&a.plan()),
     };
     let code = match res {
         Ok(code) => code,

@@ -29,7 +29,7 @@ fn register() {
 }
 
 /// One histogram series to draw.
-pub struct Series {
+pub(crate) struct Series {
     /// Legend label.
     pub label: String,
     /// Layout of `hist`.
@@ -49,7 +49,7 @@ impl Series {
 }
 
 /// The series of a run: one per thread (labelled by CPU).
-pub fn run_series(run: &Run, prefix: &str) -> Vec<Series> {
+pub(crate) fn run_series(run: &Run, prefix: &str) -> Vec<Series> {
     let (per, _) = summarize(run);
     per.into_iter()
         .map(|s| {
@@ -72,7 +72,7 @@ pub fn run_series(run: &Run, prefix: &str) -> Vec<Series> {
 }
 
 /// The all-CPU series of a run.
-pub fn run_all(run: &Run, label: &str) -> Series {
+pub(crate) fn run_all(run: &Run, label: &str) -> Series {
     let (_, all) = summarize(run);
     Series {
         label: label.to_string(),
@@ -94,7 +94,7 @@ fn err<E: std::fmt::Display>(e: E) -> String {
 
 /// Check a plot's file before any input is read: its name ends in `.svg`
 /// or `.png` and it can be created (the drawing later overwrites it).
-pub fn check(file: &Path) -> Result<()> {
+pub(crate) fn check(file: &Path) -> Result<()> {
     kind(file)?;
     std::fs::File::create(file)
         .map(drop)
@@ -122,7 +122,7 @@ fn kind(file: &Path) -> Result<bool> {
 
 /// Draw `series` into `file` (`.svg` or `.png`): histogram, tail plot and,
 /// when `time_series`, max per report interval.
-pub fn draw(file: &Path, title: &str, series: &[Series], time_series: bool) -> Result<()> {
+pub(crate) fn draw(file: &Path, title: &str, series: &[Series], time_series: bool) -> Result<()> {
     register();
     let panels = if time_series { 3 } else { 2 };
     let size = (1200u32, 450 * panels as u32);

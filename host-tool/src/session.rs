@@ -1,4 +1,4 @@
-//! One input's decoding: bytes in, frames into the [`Aggregator`], and the
+//! One input's decoding: bytes in, frames into the `Aggregator`, and the
 //! faults of the input (truncation, garbage, another protocol version)
 //! described in one line each.
 
@@ -13,21 +13,21 @@ use crate::error::Error;
 /// Decoder and aggregator for one input.
 pub struct Session {
     /// What is being read, for messages.
-    pub name: String,
+    pub(crate) name: String,
     dec: Box<Decoder<MAX_FRAME>>,
     /// The runs decoded so far.
-    pub agg: Aggregator,
+    pub(crate) agg: Aggregator,
     /// Protocol version of the first frame from another version, if any.
-    pub other_version: Option<u8>,
+    pub(crate) other_version: Option<u8>,
     /// Bytes of an incomplete frame at the end of the input.
-    pub truncated: usize,
+    pub(crate) truncated: usize,
     /// Frames that failed their check before the first run began.
-    pub damaged_before_hello: u64,
+    pub(crate) damaged_before_hello: u64,
     /// The start of the input, kept until a frame decodes (bounded), to
     /// tell a recording cut inside its hello.
     head: Vec<u8>,
     /// Whether the input has ended.
-    pub finished: bool,
+    pub(crate) finished: bool,
 }
 
 /// Bytes of the input's start kept to describe a recording without a
@@ -43,7 +43,7 @@ impl Session {
 
     /// A session for the input called `name` that charges what it keeps
     /// to `budget` (a recorder's connection).
-    pub fn with_budget(name: impl Into<String>, budget: Arc<Budget>) -> Self {
+    pub(crate) fn with_budget(name: impl Into<String>, budget: Arc<Budget>) -> Self {
         Session {
             name: name.into(),
             dec: Box::new(Decoder::new()),
@@ -83,7 +83,7 @@ impl Session {
     }
 
     /// Link statistics so far.
-    pub fn link(&self) -> LinkStats {
+    pub(crate) fn link(&self) -> LinkStats {
         *self.dec.stats()
     }
 
@@ -131,7 +131,7 @@ impl Session {
     }
 
     /// One-line warnings about this input (shown on stderr and in reports).
-    pub fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<String> {
         let mut w = Vec::new();
         let link = self.link();
         if let Some(v) = self.other_version {
@@ -290,7 +290,7 @@ fn cobs_prefix(enc: &[u8], n: usize) -> Vec<u8> {
 }
 
 /// The one line for a stream from another protocol version.
-pub fn version_line(v: u8) -> String {
+pub(crate) fn version_line(v: u8) -> String {
     if v > PROTOCOL_VERSION {
         format!(
             "stream uses protocol version {v}, newer than this latscope-host {} (version {PROTOCOL_VERSION}); upgrade latscope-host",

@@ -8,11 +8,11 @@ use serde::Serialize;
 use crate::aggregate::{Run, ThreadAgg};
 
 /// Names and fractions of the quantiles reported.
-pub const QUANTILES: [(Ppm, &str); 6] = Ppm::REPORTED;
+pub(crate) const QUANTILES: [(Ppm, &str); 6] = Ppm::REPORTED;
 
 /// The statistics of one thread, or of all threads merged.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// `"T0"`.. or `"all"`.
     pub label: String,
     /// Thread index (`None` for all).
@@ -162,7 +162,7 @@ impl Totals {
 
 /// Per-thread summaries of a run (threads that sent statistics), and the
 /// all-CPU summary.
-pub fn summarize(run: &Run) -> (Vec<Summary>, Summary) {
+pub(crate) fn summarize(run: &Run) -> (Vec<Summary>, Summary) {
     let mut per = Vec::new();
     let mut all_hist = vec![0u64; run.layout.len()];
     let mut all: Option<Totals> = None;
@@ -209,22 +209,22 @@ pub fn summarize(run: &Run) -> (Vec<Summary>, Summary) {
 }
 
 /// `ns` as µs with one decimal.
-pub fn us(ns: u64) -> String {
+pub(crate) fn us(ns: u64) -> String {
     format!("{:.1}", ns as f64 / 1000.0)
 }
 
 /// An optional `ns` as µs, or `-`.
-pub fn us_opt(ns: Option<u64>) -> String {
+pub(crate) fn us_opt(ns: Option<u64>) -> String {
     ns.map(us).unwrap_or_else(|| "-".into())
 }
 
 /// An optional mean in ns as µs with one decimal, or `-`.
-pub fn avg_us(ns: Option<f64>) -> String {
+pub(crate) fn avg_us(ns: Option<f64>) -> String {
     ns.map(|a| format!("{:.1}", a / 1000.0))
         .unwrap_or_else(|| "-".into())
 }
 
 /// An optional value (a CPU, a priority), or `-`.
-pub fn or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
+pub(crate) fn or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
 }

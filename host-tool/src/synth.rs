@@ -6,14 +6,48 @@
 
 use latscope_core::layout::{Layout, DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
 use latscope_core::protocol::{Extra, Reporter, ThreadLog};
-use latscope_core::record::Snapshot;
+use latscope_core::seqlock::Snapshot;
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Policy, RunConfig,
-    SpikeFlags, SpikeRecord, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
+    SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
     SCHEMA_KEY,
 };
 
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
 const SEC: i64 = 1_000_000_000;
+
+/// `latscope-host synth`: the synthetic run `cfg` describes, as a
+/// recording in `output` (standard output when `None`); exit status 0. A
+/// failed write is an error.
+pub fn run(cfg: SynthConfig, output: Option<&Path>) -> Result<u8> {
+    let mut s = Synth::new(cfg);
+    let what = output.unwrap_or(Path::new("stdout")).to_path_buf();
+    let mut out: Box<dyn Write> = match output {
+        Some(p) => Box::new(io::BufWriter::new(std::fs::File::create(p).map_err(
+            |source| Error::Output {
+                what: p.to_path_buf(),
+                source,
+            },
+        )?)),
+        None => Box::new(io::BufWriter::new(io::stdout().lock())),
+    };
+    let mut failed = None;
+    s.run(&mut |b| {
+        if failed.is_none() {
+            if let Err(e) = out.write_all(b) {
+                failed = Some(e);
+            }
+        }
+    });
+    if let Some(source) = failed.or_else(|| out.flush().err()) {
+        return Err(Error::Output { what, source });
+    }
+    Ok(0)
+}
 
 /// How the synthetic run looks.
 #[derive(Debug, Clone)]
@@ -53,7 +87,7 @@ impl Default for SynthConfig {
 
 /// The exact figures of one synthetic thread.
 #[derive(Debug, Clone)]
-pub struct SynthThread {
+pub(crate) struct SynthThread {
     /// Cumulative bucket counts, kept apart from the reporter's.
     pub hist: Vec<u64>,
     /// Cumulative statistics as last sent.
@@ -66,11 +100,11 @@ pub struct SynthThread {
 /// A synthetic run in progress.
 pub struct Synth {
     /// Its configuration.
-    pub cfg: SynthConfig,
+    pub(crate) cfg: SynthConfig,
     /// Its layout.
-    pub layout: Layout,
+    pub(crate) layout: Layout,
     /// Exact per-thread state.
-    pub threads: Vec<SynthThread>,
+    pub(crate) threads: Vec<SynthThread>,
     rep: Reporter,
     rng: u64,
     now: i64,
@@ -201,7 +235,7 @@ impl Synth {
 
     /// The hello, a log line, and every thread's (empty) state of epoch 0,
     /// as at the start of a connection.
-    pub fn start(&mut self, out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn start(&mut self, out: &mut dyn FnMut(&[u8])) {
         let h = self.hello();
         self.rep.hello(self.now, &h, &mut |b: &[u8]| out(b));
         self.emit(
@@ -219,7 +253,7 @@ impl Synth {
     /// One report interval: samples, then the report of every thread
     /// (delta, statistics, snapshot chunk) and its spikes; a hello every
     /// 10 s; the last report is the final one.
-    pub fn report(&mut self, out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn report(&mut self, out: &mut dyn FnMut(&[u8])) {
         self.now += SEC;
         if self.rep.hello_due(self.now) {
             let h = self.hello();
@@ -249,7 +283,7 @@ impl Synth {
 
     /// A report interval's samples of thread `t`, into its record and its
     /// exact histogram; returns the spike records they make.
-    fn sample_thread(&mut self, t: usize) -> Vec<SpikeRecord> {
+    fn sample_thread(&mut self, t: usize) -> Vec<SpikeSample> {
         let mut spikes = Vec::new();
         for _ in 0..self.cfg.samples_per_report {
             let ns = self.sample();
@@ -263,7 +297,7 @@ impl Synth {
             c.cycles += 1;
             c.last = ns as i64;
             if ns >= spike_ns || ns >= hist_ns {
-                spikes.push(SpikeRecord {
+                spikes.push(SpikeSample {
                     thread: t as u16,
                     cycle: c.cycles - 1,
                     deadline_ns: (c.cycles as i64) * 1_000_000,
@@ -281,7 +315,7 @@ impl Synth {
     }
 
     /// The bye.
-    pub fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
+    pub(crate) fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
         let bye = Bye {
             reason: ByeReason::Completed,
             epoch: self.rep.epoch(),
@@ -301,7 +335,7 @@ impl Synth {
 
     /// The whole run as bytes.
     #[cfg(test)]
-    pub fn bytes(cfg: SynthConfig) -> (Vec<u8>, Synth) {
+    pub(crate) fn bytes(cfg: SynthConfig) -> (Vec<u8>, Synth) {
         let mut s = Synth::new(cfg);
         let mut v = Vec::new();
         s.run(&mut |b| v.extend_from_slice(b));

@@ -9,6 +9,11 @@
 //!   program does;
 //! * `--self-check-probe` (implies `--self-check`) makes every forbidden
 //!   process-creation request once, to prove each is refused and counted.
+//!
+//! Their names and arguments are entries of the option table
+//! (`config/options.rs`); the parser sets the fields of [`Knobs`].
+
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use latscope_core::wire::Policy;
 
@@ -25,23 +30,8 @@ pub struct Knobs {
     pub self_check_probe: bool,
 }
 
-/// The hidden options with a whole number, and its largest value.
-pub const VALUES: &[(&str, u64)] = &[("ballast-mib", 1 << 20)];
-
-impl Knobs {
-    /// Set the flag `name` (`self-check-probe` or `no-exit-demote`).
-    pub fn set_flag(&mut self, name: &str) {
-        match name {
-            "self-check-probe" => self.self_check_probe = true,
-            _ => self.no_exit_demote = true,
-        }
-    }
-
-    /// Set the option `name` (one of [`VALUES`]) to `n`.
-    pub fn set_value(&mut self, _name: &str, n: u64) {
-        self.ballast_mib = n;
-    }
-}
+/// The largest `--ballast-mib`.
+pub const MAX_BALLAST_MIB: u64 = 1 << 20;
 
 /// `--ballast-mib`: `mib` MiB, every page touched (and so locked under
 /// mlockall).

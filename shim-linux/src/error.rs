@@ -1,6 +1,6 @@
 //! The program's one error type. Variants say what went wrong; the exit
-//! status follows from the variant ([`Error::exit_status`]), as the README
-//! and `--help` document it.
+//! status follows from the variant ([`Error::exit_status`]), as
+//! `docs/running.md` and `--help` document it.
 
 use std::fmt;
 

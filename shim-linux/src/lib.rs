@@ -32,8 +32,8 @@ mod error;
 mod link;
 mod linux;
 mod output;
-mod report;
 mod rt;
+mod sender;
 pub mod testing;
 
 pub use app::main;

@@ -125,3 +125,36 @@ pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) ->
         error: shared.take_error(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use latscope_tests::{is_root, require};
+
+    use super::*;
+    use crate::linux::{exit, sys};
+
+    /// The panic hook finds the measuring threads by the TIDs they
+    /// register: demoting every registered thread demotes a thread that is
+    /// measuring.
+    #[test]
+    fn a_measuring_thread_is_registered_for_the_panic_hook() {
+        require!(is_root(), "needs root (SCHED_FIFO)");
+        let opts = OneThread {
+            policy: Policy::Fifo,
+            interval_us: 1000,
+            spike_ns: u64::MAX,
+            overflow_ns: u64::MAX,
+        };
+        let mut seen = None;
+        let end = measuring_thread(opts, |m| {
+            let tid = m.shared.tid.load(Ordering::SeqCst);
+            let policy = || sys::sched_getattr(tid).map(|a| a.sched_policy);
+            let before = policy();
+            exit::demote_all_registered();
+            seen = Some((before, policy()));
+        });
+        assert!(end.error.is_none(), "{:?}", end.error);
+        let (fifo, other) = (sys::policy::FIFO, sys::policy::OTHER);
+        assert_eq!(seen, Some((Ok(fifo), Ok(other))));
+    }
+}

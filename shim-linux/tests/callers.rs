@@ -14,6 +14,7 @@ use latscope_tests::callers::{
 };
 use latscope_tests::procs::{taskset_cpus, threads_named, wait_until};
 use latscope_tests::target::{serial, tool};
+use latscope_tests::wait::settle;
 use latscope_tests::{have, is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 
@@ -197,6 +198,7 @@ fn threads_are_placed_as_cyclictest_2_4_places_them() {
     let _g = serial();
     let (_, n) = online();
     let threads = (n + 1).to_string();
+    let expected: Vec<Vec<usize>> = (0..=n).map(|i| vec![i % n]).collect();
     let mut placements = Vec::new();
     for (program, thread_name) in [("cyclictest", "cyclictest"), (BIN, "latscope-rt")] {
         let mut child = tool(program)
@@ -209,12 +211,14 @@ fn threads_are_placed_as_cyclictest_2_4_places_them() {
         // cyclictest names every thread like the process; skip the main one
         let main = usize::from(program == "cyclictest");
         let tids = measuring_threads(child.id(), thread_name, n + 1 + main);
-        std::thread::sleep(Duration::from_millis(300));
-        let cpus: Vec<Vec<usize>> = tids[main..].iter().map(|t| taskset_cpus(*t)).collect();
+        // a thread pins itself after it starts: watch until all have, or
+        // the run's time is up
+        let cpus = settle(Duration::from_secs(2), &expected, || {
+            tids[main..].iter().map(|t| taskset_cpus(*t)).collect()
+        });
         let _ = child.wait();
         placements.push(cpus);
     }
-    let expected: Vec<Vec<usize>> = (0..=n).map(|i| vec![i % n]).collect();
     assert_eq!(placements[0], expected, "cyclictest 2.4 itself");
     assert_eq!(placements[1], expected, "latscope");
 }

@@ -46,8 +46,9 @@ fn attributions(frames: &[Frame]) -> Vec<Attribution> {
 }
 
 /// Runs 2 threads for 3 s with `--explain 15` and the extra `args`;
-/// checks that spikes came, that the explained ones add up, and that the
-/// trace instance is gone afterwards. Returns the attributions.
+/// checks that spikes came, that they were explained from the trace, that
+/// the explanations add up, and that the trace instance is gone
+/// afterwards. Returns the attributions.
 fn explained_run(root: &Path, args: &[&str]) -> Vec<Attribution> {
     let mut all = vec![
         "-t",
@@ -78,12 +79,14 @@ fn explained_run(root: &Path, args: &[&str]) -> Vec<Attribution> {
         .count();
     assert!(spikes > 0, "no sample above 15 us in 3 s");
     assert!(!explained.is_empty(), "{spikes} spikes, none explained");
+    // Root and a mounted tracefs: every spike is explained from the trace,
+    // never by the coarse /proc counts, and its cause lines add up to it.
     for a in &explained {
-        assert!(a.latency_ns >= 15_000);
-        if !a.coarse {
-            let sum: u64 = a.causes.iter().map(|c| c.ns).sum();
-            assert_eq!(sum, a.latency_ns, "cause lines add up: {a:?}");
-        }
+        assert!(a.latency_ns >= 15_000, "{a:?}");
+        assert!(!a.coarse, "a coarse attribution with tracefs: {a:?}");
+        assert!(!a.causes.is_empty(), "no cause line: {a:?}");
+        let sum: u64 = a.causes.iter().map(|c| c.ns).sum();
+        assert_eq!(sum, a.latency_ns, "cause lines add up: {a:?}");
     }
     let pid_instances: Vec<_> = std::fs::read_dir(root.join("instances"))
         .unwrap()

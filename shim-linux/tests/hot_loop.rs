@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use latscope::testing::{measuring_thread, OneThread};
 use latscope_core::wire::Policy;
-use latscope_tests::is_root;
 use latscope_tests::target::serial;
+use latscope_tests::{is_root, missing};
 
 /// Counts every allocation of the process.
 struct Counting;
@@ -43,6 +43,10 @@ fn sleep_ms(ms: u64) {
 fn measuring_loop_allocates_nothing_and_takes_no_faults() {
     let _g = serial();
     let root = is_root();
+    if !root {
+        // the part that runs is the SCHED_OTHER, unlocked loop
+        missing("the SCHED_FIFO loop under mlockall needs root");
+    }
     if root {
         rustix::mm::mlockall(
             rustix::mm::MlockAllFlags::CURRENT | rustix::mm::MlockAllFlags::FUTURE,

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use latscope_core::explain::{Attribution, CauseKind};
-use latscope_core::wire::{Body, Bye, Decoder, Hello, LinkStats, ThreadStats, MAX_FRAME};
+use latscope_core::wire::{
+    Body, Bye, Decoder, Hello, LinkStats, TargetInfo, ThreadStats, MAX_FRAME,
+};
 
 /// How much longer than requested a run may take (the last wake-up's
 /// lateness and the final report) before the check fails.
@@ -70,6 +72,10 @@ pub struct Expect<'a> {
     /// How much later than `duration_ns` the final report may come
     /// ([`RUN_TIME_SLACK_NS`] unless the run is under a load).
     pub slack_ns: u64,
+    /// Whether the kernel the hello names must be PREEMPT_RT (`Some(true)`:
+    /// the RT board), must not be (`Some(false)`), or may be either
+    /// (`None`: qemu-user runs on the machine's own kernel).
+    pub preempt_rt: Option<bool>,
 }
 
 /// Checks a decoded run; returns the list of failures (empty: all good).
@@ -121,8 +127,11 @@ pub fn check(sum: &Summary, want: &Expect<'_>) -> Vec<String> {
     bad
 }
 
-/// The hello's architecture, interval, duration and thread count.
+/// The hello's architecture, kernel, interval, duration and thread count.
 fn check_hello(h: &Hello, want: &Expect<'_>, bad: &mut Vec<String>) {
+    if let Some(why) = want.preempt_rt.and_then(|rt| kernel_problem(&h.target, rt)) {
+        bad.push(why);
+    }
     if !h.target.arch.starts_with(want.arch_prefix) {
         bad.push(format!(
             "hello names arch {:?}, expected {}*",
@@ -149,6 +158,29 @@ fn check_hello(h: &Hello, want: &Expect<'_>, bad: &mut Vec<String>) {
             want.threads
         ));
     }
+}
+
+/// Whether the booted kernel is PREEMPT_RT as `rt` says, by both of what
+/// the target reads: `/sys/kernel/realtime` (the hello's `preempt_rt`) and
+/// the build string of `uname -v` (`#1 SMP PREEMPT_RT ...`). A board that
+/// booted another kernel has no IRQ threads, and a check that latscope
+/// runs above them would pass trivially.
+pub fn kernel_problem(t: &TargetInfo, rt: bool) -> Option<String> {
+    let by_build = t
+        .kernel_version
+        .split_whitespace()
+        .any(|w| w == "PREEMPT_RT");
+    (t.preempt_rt != rt || by_build != rt).then(|| {
+        format!(
+            "kernel {} ({:?}): /sys/kernel/realtime says preempt_rt={}, uname -v {} PREEMPT_RT; \
+             expected {}a PREEMPT_RT kernel",
+            t.kernel.as_str(),
+            t.kernel_version.as_str(),
+            t.preempt_rt,
+            if by_build { "names" } else { "does not name" },
+            if rt { "" } else { "not " },
+        )
+    })
 }
 
 /// Thread `t`'s cycle accounting and run time (period `interval` ns).
@@ -304,5 +336,33 @@ impl Shares {
             100.0 * self.share(self.untraced_ns),
             100.0 * self.share(self.irq_as_task_ns),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(realtime: bool, version: &str) -> TargetInfo {
+        let mut t = TargetInfo {
+            preempt_rt: realtime,
+            ..TargetInfo::default()
+        };
+        t.kernel_version.push_str(version).expect("short version");
+        t
+    }
+
+    #[test]
+    fn the_rt_board_must_boot_a_preempt_rt_kernel() {
+        let rt = target(true, "#1 SMP PREEMPT_RT Debian 6.1.158-1 (2025-11-09)");
+        let plain = target(false, "#1 SMP Debian 6.1.158-1 (2025-11-09)");
+        assert_eq!(kernel_problem(&rt, true), None);
+        assert_eq!(kernel_problem(&plain, false), None);
+        let why = kernel_problem(&plain, true).expect("a non-RT kernel is caught");
+        assert!(why.contains("expected a PREEMPT_RT kernel"), "{why}");
+        assert!(kernel_problem(&rt, false).is_some());
+        // both sources must agree: one alone is not enough
+        assert!(kernel_problem(&target(true, "#1 SMP PREEMPT"), true).is_some());
+        assert!(kernel_problem(&target(false, "#1 SMP PREEMPT_RT"), true).is_some());
     }
 }

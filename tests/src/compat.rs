@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::host::bins;
 use crate::precondition::{is_root, missing};
 
-/// latscope's extra per-thread JSON fields (README, "cyclictest formats").
+/// latscope's extra per-thread JSON fields (`docs/cyclictest.md`, "cyclictest's outputs").
 pub const JSON_THREAD_EXTRAS: [&str; 11] = [
     "count",
     "min_ns",

@@ -4,7 +4,7 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::wire::{
-    Body, Bye, ByeReason, Encoder, Hello, RunWriter, SnapshotChunk, SpikeFlags, SpikeRecord,
+    Body, Bye, ByeReason, Encoder, Hello, RunWriter, SnapshotChunk, SpikeFlags, SpikeSample,
     ThreadInfo, ThreadStats, MAX_THREADS, RUN_BYTES,
 };
 use latscope_host::synth::{Synth, SynthConfig};
@@ -151,8 +151,8 @@ fn chunk(thread: u16, start: u16, end: u16, buckets: &[u16]) -> SnapshotChunk {
     }
 }
 
-fn spike(thread: u16, cycle: u64) -> SpikeRecord {
-    SpikeRecord {
+fn spike(thread: u16, cycle: u64) -> SpikeSample {
+    SpikeSample {
         thread,
         cycle,
         deadline_ns: cycle as i64 * 1_000_000,

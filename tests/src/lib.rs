@@ -9,16 +9,25 @@
 //! says `skipped:`), waiting for conditions with timeouts ([`wait`]), the
 //! disturbances tests make themselves ([`disturb`]), forged streams
 //! ([`forge`]) and a counting allocator ([`alloc`]).
+//!
+//! The emulated ARM boards (`tests/tests/board.rs`): running ARM binaries
+//! under qemu and what the boards boot ([`qemu`]), the busybox image
+//! ([`image`]), booting a board with its UARTs wired to the test
+//! ([`boot`]) and checking the stream a board recorded ([`board`]).
 pub mod alloc;
+pub mod board;
+pub mod boot;
 pub mod callers;
 pub mod compat;
 pub mod disturb;
 pub mod fleet;
 pub mod forge;
 pub mod host;
+pub mod image;
 pub mod precondition;
 pub mod procs;
 pub mod prometheus;
+pub mod qemu;
 pub mod target;
 pub mod wait;
 

@@ -24,6 +24,20 @@ pub fn threads_named(pid: u32, name: &str) -> Vec<i32> {
     tids
 }
 
+/// How often thread `tid` of process `pid` gave up the CPU of its own
+/// accord (`voluntary_ctxt_switches` in its status; `None`: it is gone). A
+/// measuring thread sleeps once a cycle, so past its few set-up waits
+/// this counts its cycles.
+pub fn voluntary_switches(pid: u32, tid: i32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// The CPUs thread `tid` may run on, as `taskset -p` prints them.
 pub fn taskset_cpus(tid: i32) -> Vec<usize> {
     let out = tool("taskset")

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 /// A missing tool or kernel: under CI (`CI=true`) the test fails naming
 /// it (`.ci/run` installs it); elsewhere it is skipped. Returns `None`.
 pub fn unavailable<T>(what: &str) -> Option<T> {
-    latscope_tests::missing(what);
+    crate::missing(what);
     None
 }
 
@@ -88,11 +88,23 @@ impl Arch {
         }
     }
 
-    /// Kernel flavours to look for in the kernel cache, best first.
-    fn kernel_flavours(self) -> &'static [&'static str] {
+    /// Whether this board boots a PREEMPT_RT kernel: the aarch64 one does
+    /// (the attribution runs need its IRQ threads), armv7 has none.
+    pub fn preempt_rt(self) -> bool {
         match self {
-            Arch::Aarch64 => &["-rt-arm64", "-arm64", "-cloud-arm64"],
-            Arch::Armv7 => &["-armmp-lpae"],
+            Arch::Aarch64 => true,
+            Arch::Armv7 => false,
+        }
+    }
+
+    /// The Debian kernel flavour to look for in the kernel cache (the
+    /// package `linux-image-<version><flavour>`). The RT board takes its RT
+    /// flavour only: another kernel would boot, and the checks that need
+    /// IRQ threads would pass without any.
+    fn kernel_flavour(self) -> &'static str {
+        match self {
+            Arch::Aarch64 => "-rt-arm64",
+            Arch::Armv7 => "-armmp-lpae",
         }
     }
 }
@@ -177,43 +189,71 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
-/// The Debian kernel image for `arch`.
+/// The Debian kernel image for `arch`: for the RT board, a PREEMPT_RT one.
 ///
 /// `LATSCOPE_KERNEL_AARCH64` / `LATSCOPE_KERNEL_ARMV7` name it; otherwise it
 /// is looked up in the cache that `.ci/run setup` fills
 /// (`$LATSCOPE_CACHE/kernels/*/boot/vmlinuz-*`, by default under
-/// `~/.cache/latscope`), preferring the PREEMPT_RT flavour.
+/// `~/.cache/latscope`), in the board's flavour only. A kernel whose
+/// `config-*` beside it says it is not PREEMPT_RT is refused for the RT
+/// board before it boots; the board's hello is checked after.
 pub fn kernel(arch: Arch) -> Option<PathBuf> {
     let var = format!("LATSCOPE_KERNEL_{}", arch.env_suffix());
-    if let Some(p) = std::env::var_os(&var) {
-        let p = PathBuf::from(p);
-        assert!(p.is_file(), "{var}={} does not exist", p.display());
-        return Some(p);
+    let flavour = arch.kernel_flavour();
+    let found = match std::env::var_os(&var) {
+        Some(p) => {
+            let p = PathBuf::from(p);
+            assert!(p.is_file(), "{var}={} does not exist", p.display());
+            p
+        }
+        None => {
+            let cache = cache_dir().join("kernels");
+            let Some(p) = cached_kernel(&cache, flavour) else {
+                let rt = if arch.preempt_rt() { "PREEMPT_RT " } else { "" };
+                return unavailable(&format!(
+                    "no {rt}Debian kernel linux-image-*{flavour} for {arch:?} in {} \
+                     (run `.ci/run setup` or set {var})",
+                    cache.display()
+                ));
+            };
+            p
+        }
+    };
+    if arch.preempt_rt() && config_says_rt(&found) == Some(false) {
+        return unavailable(&format!(
+            "the {arch:?} board needs a PREEMPT_RT kernel, and {} is not one \
+             (its config has no CONFIG_PREEMPT_RT=y)",
+            found.display()
+        ));
     }
-    let cache = cache_dir();
+    Some(found)
+}
+
+/// The newest `vmlinuz-*<flavour>` under `cache/*/boot/`.
+fn cached_kernel(cache: &Path, flavour: &str) -> Option<PathBuf> {
     let mut images = Vec::new();
-    if let Ok(dirs) = fs::read_dir(cache.join("kernels")) {
-        for d in dirs.flatten() {
-            if let Ok(files) = fs::read_dir(d.path().join("boot")) {
-                for f in files.flatten() {
-                    let name = f.file_name().to_string_lossy().into_owned();
-                    if name.starts_with("vmlinuz-") {
-                        images.push((name, f.path()));
-                    }
-                }
+    for d in fs::read_dir(cache).ok()?.flatten() {
+        let Ok(files) = fs::read_dir(d.path().join("boot")) else {
+            continue;
+        };
+        for f in files.flatten() {
+            let name = f.file_name().to_string_lossy().into_owned();
+            if name.starts_with("vmlinuz-") && name.ends_with(flavour) {
+                images.push((name, f.path()));
             }
         }
     }
     images.sort();
-    for flavour in arch.kernel_flavours() {
-        if let Some((_, p)) = images.iter().rev().find(|(n, _)| n.ends_with(flavour)) {
-            return Some(p.clone());
-        }
-    }
-    unavailable(&format!(
-        "no Debian kernel for {arch:?} in {} (run `.ci/run setup` or set {var})",
-        cache.join("kernels").display()
-    ))
+    images.pop().map(|(_, p)| p)
+}
+
+/// Whether the Debian kernel config beside `vmlinuz-V` (`config-V`) turns
+/// PREEMPT_RT on (`None`: there is no such file).
+fn config_says_rt(vmlinuz: &Path) -> Option<bool> {
+    let name = vmlinuz.file_name()?.to_str()?;
+    let version = name.strip_prefix("vmlinuz-")?;
+    let config = fs::read_to_string(vmlinuz.with_file_name(format!("config-{version}"))).ok()?;
+    Some(config.lines().any(|l| l.trim() == "CONFIG_PREEMPT_RT=y"))
 }
 
 /// A scratch directory that is removed when dropped.

@@ -34,6 +34,20 @@ pub fn until<T>(timeout: Duration, what: &str, f: impl FnMut() -> Option<T>) -> 
     }
 }
 
+/// Observe with `f` every 20 ms until it gives `want`, or `timeout`
+/// passes: the last observation, for the caller to compare with `want`
+/// (so a state that never comes fails with what was seen instead).
+pub fn settle<T: PartialEq>(timeout: Duration, want: &T, mut f: impl FnMut() -> T) -> T {
+    let mut seen = None;
+    poll(timeout, || {
+        let now = f();
+        let done = now == *want;
+        seen = Some(now);
+        done.then_some(())
+    });
+    seen.expect("observed at least once")
+}
+
 /// Every whole frame in `bytes` that passes its check (a recording still
 /// being written may end inside one).
 pub fn frames_of(bytes: &[u8]) -> Vec<Frame> {

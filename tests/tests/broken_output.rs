@@ -4,7 +4,8 @@
 //! everything (`--json`, the stream, a recording, `-o`). An output that
 //! cannot be opened stops a program before it measures or reads, with one
 //! line. A stream that delivered nothing is status 4 with a count and a
-//! reason.
+//! reason. After its first failed write a standard stream is not written
+//! again, by either program (`docs/console.md`).
 
 use std::fs::File;
 use std::io::Write;
@@ -16,6 +17,7 @@ use latscope_core::wire::Body;
 use latscope_tests::host::{bins, read_json, Reaper, Scratch};
 use latscope_tests::target::privilege_flags;
 use latscope_tests::wait::frames_of;
+use latscope_tests::{have, require};
 
 /// A standard stream that cannot be written.
 #[derive(Debug, Clone, Copy)]
@@ -130,6 +132,72 @@ fn target_with_nowhere_to_write_ends_its_run() {
     );
     let o = t.wait(Duration::from_secs(20));
     assert_lost_output(&o, "stdout a closed pipe, no other output");
+}
+
+/// Write attempts on standard output and standard error (fds 1 and 2) of
+/// `program` with `args` run under `strace -f`, both streams `/dev/full`
+/// and its input `stdin`; the run must end with status 4.
+fn writes_to_full_streams(
+    program: &Path,
+    args: &[&str],
+    stdin: Stdio,
+    dir: &Scratch,
+) -> [usize; 2] {
+    let log = dir.join("strace.txt");
+    let o = Command::new("strace")
+        .args([
+            "-f",
+            "-qq",
+            "-e",
+            "trace=write,writev",
+            "-e",
+            "signal=none",
+            "-o",
+        ])
+        .arg(&log)
+        .arg(program)
+        .args(args)
+        .stdin(stdin)
+        .stdout(Broken::Full.stdio())
+        .stderr(Broken::Full.stdio())
+        .output()
+        .expect("run strace");
+    assert_lost_output(&o, &format!("{} {args:?}", program.display()));
+    let text = std::fs::read_to_string(&log).expect("strace's log");
+    [1, 2].map(|fd| {
+        let call = [format!(" write({fd}, "), format!(" writev({fd}, ")];
+        text.lines()
+            .filter(|l| call.iter().any(|c| l.contains(c.as_str())))
+            .count()
+    })
+}
+
+/// Both streams of both programs broken, in runs with more than one thing
+/// to say on each (the target's header, summary, self-check note and lost
+/// output line; the host's live lines, report, `recorded` line and lost
+/// output line): each stream gets exactly its one failed write.
+#[test]
+fn a_failed_standard_stream_is_not_written_again() {
+    require!(have("strace"), "strace is not installed");
+    let dir = Scratch::new("broken-once");
+    let rec = dir.join("t.lsr");
+    let mut args = vec!["-t", "2", "-l", "300", "--self-check"];
+    args.extend(privilege_flags());
+    let stream = format!("--stream={}", rec.display());
+    args.push(&stream);
+    let target = writes_to_full_streams(&bins().latscope, &args, Stdio::null(), &dir);
+    assert_eq!(target, [1, 1], "latscope: writes to stdout, stderr");
+    assert_complete_stream(&rec);
+    let copy = dir.join("copy.lsr");
+    let input = File::open(&rec).expect("the recording");
+    let args = ["record", "-o", copy.to_str().unwrap()];
+    let host = writes_to_full_streams(&bins().host, &args, Stdio::from(input), &dir);
+    assert_eq!(
+        host,
+        [1, 1],
+        "latscope-host record: writes to stdout, stderr"
+    );
+    assert_eq!(std::fs::read(&copy).unwrap(), std::fs::read(&rec).unwrap());
 }
 
 /// `--json` holds `loops` cycles per thread.

@@ -1,8 +1,8 @@
 //! The host's cyclictest formats equal the target's, byte for byte, for
 //! the same run: `latscope-host report -f cyclictest-hist` against the
 //! target's end-of-run stdout, and `-f cyclictest-json` against its
-//! `--json` file and its `--json=-` document (the README lists the fields a
-//! host cannot know; these runs have none of them).
+//! `--json` file and its `--json=-` document (`docs/cyclictest.md` lists the
+//! fields a host cannot know; these runs have none of them).
 
 use std::process::{Command, Stdio};
 

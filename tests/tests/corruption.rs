@@ -13,21 +13,26 @@ fn recording(dir: &Scratch) -> (Vec<u8>, serde_json::Value) {
     (bytes, read_json(&json))
 }
 
-/// `bytes` with each byte changed with probability `rate`, and how many
-/// were.
-fn flip(bytes: &[u8], rate: f64, seed: u64) -> (Vec<u8>, usize) {
+/// `bytes` as a stretch of a link that changes each byte with
+/// probability `rate`, taken where the link changed one: the first changed
+/// byte is anywhere in it (uniformly), the next ones follow at the link's
+/// gaps (geometric, of mean `1 / rate`). A recording of a few kB at a rate
+/// of 1e-6 would otherwise almost never be changed at all. The changed
+/// bytes' positions, in order.
+fn flip(bytes: &[u8], rate: f64, seed: u64) -> (Vec<u8>, Vec<usize>) {
     let mut next = rng(seed);
-    let t = (rate * u64::MAX as f64) as u64;
     let mut out = bytes.to_vec();
-    let mut n = 0;
-    for b in out.iter_mut() {
-        let x = next();
-        if x < t {
-            *b ^= ((x >> 32) as u8) | 1;
-            n += 1;
-        }
+    let mut hits = Vec::new();
+    let mut at = (next() % bytes.len() as u64) as usize;
+    while let Some(b) = out.get_mut(at) {
+        *b ^= ((next() >> 32) as u8) | 1;
+        hits.push(at);
+        // a uniform draw in (0, 1] turned into the gap to the next change
+        let u = 1.0 - (next() >> 11) as f64 / (1u64 << 53) as f64;
+        let gap = (u.ln() / (1.0 - rate).ln()).floor() as usize + 1;
+        at = at.saturating_add(gap);
     }
-    (out, n)
+    (out, hits)
 }
 
 #[test]
@@ -35,34 +40,42 @@ fn flipped_bytes_are_counted_and_exact_figures_stay_exact() {
     let dir = Scratch::new("corrupt");
     let (clean, target) = recording(&dir);
     let total_frames = decode_frames(&clean).1.frames;
-    for (rate, seed) in [(1e-6, 1u64), (1e-5, 2), (1e-4, 3), (1e-3, 4)] {
+    // A change at or before the first delimiter shows only as skipped
+    // bytes: the decoder has not synchronised yet.
+    let first_delimiter = clean.iter().position(|&b| b == 0).unwrap();
+    for (rate, seed) in [(1e-6, 1u64), (1e-5, 2), (1e-4, 3), (1e-3, 4), (1e-2, 5)] {
         let (bad, hits) = flip(&clean, rate, seed);
+        assert!(
+            !hits.is_empty() && bad != clean,
+            "rate {rate}: nothing flipped"
+        );
         let p = dir.join(&format!("bad-{seed}.lsr"));
         std::fs::write(&p, &bad).unwrap();
         let (doc, code, stderr) = host_report_json(&p);
         assert!(code == 0 || code == 1, "rate {rate}: {stderr}");
         let link = &doc["link"];
-        let frames = link["frames"].as_u64().unwrap();
-        // Each hit costs at most two frames (a hit delimiter joins two).
+        let count = |name: &str| link[name].as_u64().unwrap();
+        let frames = count("frames");
+        let n = hits.len();
+        // Each hit costs at least one frame (CRC-32 catches any change
+        // of one byte) and at most two (a hit delimiter joins two).
         assert!(
-            frames + 2 * hits as u64 >= total_frames,
-            "rate {rate}: {frames} of {total_frames} frames with {hits} hits"
+            frames < total_frames && frames + 2 * n as u64 >= total_frames,
+            "rate {rate}: {frames} of {total_frames} frames with {n} hits at {hits:?}"
         );
-        if hits > 0 && frames < total_frames {
+        if hits.iter().any(|&h| h > first_delimiter) {
             assert!(
-                // A hit on the very first delimiter shows only as skipped
-                // bytes: the decoder had not synchronised yet.
-                link["crc_errors"].as_u64().unwrap()
-                    + link["seq_gaps"].as_u64().unwrap()
-                    + link["bytes_skipped"].as_u64().unwrap()
-                    > 0,
-                "rate {rate}: loss not reported: {link}"
+                count("crc_errors") + count("oversize") > 0,
+                "rate {rate}: hits at {hits:?} not counted: {link}"
             );
+        } else {
+            assert!(count("bytes_skipped") > 0, "rate {rate}: {link}");
         }
         let run = first_run(&doc);
         if run["exact_at_end"] == true {
             assert_matches_target(run, &target);
         }
+        println!("rate {rate}: {n} hits at {hits:?}, {frames} of {total_frames} frames: {link}");
     }
 }
 

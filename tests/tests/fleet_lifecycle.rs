@@ -122,7 +122,9 @@ fn sigterm_closes_every_recording_with_a_final_report_and_exit_0() {
         lines.contains("0 ended with a bye, 0 timed out, 2 interrupted"),
         "{lines}"
     );
-    for rec in recordings(&out) {
+    let recs = recordings(&out);
+    assert_eq!(recs.len(), 2, "one recording per run: {recs:?}");
+    for rec in recs {
         let (doc, _, _) = host_report_json(&rec);
         assert!(doc["link"]["frames"].as_u64().unwrap() > 0);
         assert_eq!(doc["link"]["crc_errors"], 0, "{}", rec.display());

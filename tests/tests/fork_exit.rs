@@ -8,7 +8,8 @@
 //!   in a separate process does not touch it (`fork_repro`).
 //! - exit: `--ballast-mib N` really locks N MiB; by default latscope demotes
 //!   and unlocks before it exits, while the `--no-exit-demote` control exits
-//!   at its real-time policy holding its locked memory (strace).
+//!   at its real-time policy holding its locked memory (strace); a run
+//!   that fails after set-up demotes and unlocks too.
 //!
 //! Needs root, and strace for the exit test.
 
@@ -163,4 +164,55 @@ fn exit_demotes_and_unlocks_by_default_and_not_with_the_control_flag() {
         last_attr.contains("SCHED_RR"),
         "--no-exit-demote: main thread exits at {last_attr}"
     );
+}
+
+/// A run that fails after set-up leaves as a completed one does: the main
+/// thread demotes itself and unlocks memory before it exits. The failure:
+/// a pinned SCHED_DEADLINE thread, which the kernel refuses (without an
+/// exclusive cpuset) once memory is locked.
+#[test]
+fn a_run_that_fails_after_set_up_still_demotes_and_unlocks() {
+    require!(is_root(), "needs root (locked memory)");
+    require!(have("strace"), "strace is not installed");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    require!(
+        cpus >= 2,
+        "a pinned SCHED_DEADLINE thread is refused only beside other CPUs"
+    );
+    let dir = latscope_tests::host::Scratch::new("exit-failed");
+    let out = dir.join("trace");
+    let o = Command::new("strace")
+        .args(["-f", "-qq", "-e"])
+        .arg("trace=mlockall,munlockall,sched_setattr,exit_group")
+        .arg("-o")
+        .arg(&out)
+        .arg(bins().latscope)
+        .args([
+            "-t", "1", "-a", "0", "--policy", "deadline", "-l", "100", "-q",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "the run must fail: {err}");
+    assert!(err.contains("SCHED_DEADLINE"), "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let main = text
+        .lines()
+        .find(|l| l.contains("exit_group("))
+        .and_then(|l| l.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no exit_group: {text}"));
+    let calls: Vec<&str> = text.lines().filter(|l| l.starts_with(main)).collect();
+    let at = |what: &str| calls.iter().position(|l| l.contains(what));
+    let locked = at("mlockall(").unwrap_or_else(|| panic!("never locked: {calls:#?}"));
+    let unlocked = at("munlockall()")
+        .unwrap_or_else(|| panic!("a failed run exits holding locked memory: {calls:#?}"));
+    assert!(
+        calls[locked..unlocked]
+            .iter()
+            .any(|l| l.contains("sched_setattr(0") && l.contains("SCHED_OTHER")),
+        "a failed run: no demotion before munlockall: {calls:#?}"
+    );
+    assert!(at("exit_group(") > Some(unlocked), "{calls:#?}");
 }

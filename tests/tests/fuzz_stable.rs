@@ -1,5 +1,5 @@
 //! The cargo-fuzz targets of `fuzz/` on stable Rust, through proptest: the
-//! same properties (`fuzz/src/checks.rs`, included by path), fed with
+//! same properties (the fuzz crate's [`checks`]), fed with
 //! random bytes and with mutations of the committed corpus. Also replays
 //! the corpus and every crash reproducer in `fuzz/regressions/`.
 //!
@@ -15,10 +15,6 @@
 //! [`STREAM_LIMIT`] bytes at its peak. Its inputs include streams forged with
 //! the core's encoder ([`latscope_tests::forge`]).
 
-#[path = "../../fuzz/src/checks.rs"]
-#[allow(dead_code)]
-mod checks;
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -29,6 +25,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 use latscope_core::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
 use latscope_core::wire::MAX_THREADS;
+use latscope_fuzz::checks;
 use latscope_host::aggregate::SERIES_POINTS;
 use latscope_tests::alloc::{measure, Counting};
 use latscope_tests::forge::ForgedRun;

@@ -11,6 +11,8 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use latscope_tests::host::{bins, host, Scratch};
+use latscope_tests::procs::{threads_named, voluntary_switches};
+use latscope_tests::wait::until;
 use latscope_tests::{is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 
@@ -19,8 +21,12 @@ const STOP: Duration = Duration::from_millis(8);
 /// Attempts before the machine is declared too noisy for the disturbance.
 const TRIES: usize = 3;
 
-/// Run the target with `args` in `dir`, stopped for [`STOP`] after 200 ms;
-/// its stdout.
+/// Cycles the measuring thread has run, at least, before it is stopped:
+/// the stop comes inside the measurement, not in its set-up.
+const BEFORE_STOP: u64 = 20;
+
+/// Run the target with `args` in `dir`, stopped for [`STOP`] once it has
+/// measured for [`BEFORE_STOP`] cycles; its stdout.
 fn disturbed(dir: &Scratch, args: &[&str]) -> String {
     let mut c: Child = Command::new(bins().latscope)
         .args(args)
@@ -30,7 +36,11 @@ fn disturbed(dir: &Scratch, args: &[&str]) -> String {
         .stderr(Stdio::piped())
         .spawn()
         .expect("run latscope");
-    sleep(Duration::from_millis(200));
+    let measuring = format!("{BEFORE_STOP} cycles of the measuring thread");
+    until(Duration::from_secs(10), &measuring, || {
+        let tid = *threads_named(c.id(), "latscope-rt").first()?;
+        (voluntary_switches(c.id(), tid)? >= BEFORE_STOP).then_some(())
+    });
     let pid = Pid::from_raw(c.id() as i32).expect("pid");
     kill_process(pid, Signal::STOP).expect("SIGSTOP");
     sleep(STOP);

@@ -35,16 +35,26 @@ fn killed_target_leaves_a_decodable_recording() {
     assert!(run["exact_epoch"].as_u64().unwrap_or(0) >= 1, "{run}");
     let cycles = run["threads"][0]["cycles"].as_u64().unwrap();
     assert!(cycles >= 1000, "only {cycles} cycles decoded");
-    // A recording cut inside a frame is reported as truncated, not corrupt.
+    // A recording cut inside a frame is reported as truncated, not corrupt:
+    // cut 3 bytes before the last delimiter, inside the last whole frame.
     let data = std::fs::read(&rec).unwrap();
+    let last_delimiter = data.iter().rposition(|&b| b == 0).unwrap();
+    let kept = &data[..last_delimiter - 3];
+    let partial = kept.len() - 1 - kept.iter().rposition(|&b| b == 0).unwrap();
+    assert!(partial > 0, "the cut falls on a delimiter");
     let cut = dir.join("cut.lsr");
-    std::fs::write(&cut, &data[..data.len() - 3]).unwrap();
+    std::fs::write(&cut, kept).unwrap();
     let (doc2, code2, stderr2) = host_report_json(&cut);
     assert_eq!(code2, 1);
+    assert_eq!(
+        doc2["link"]["truncated_bytes"], partial,
+        "{}: {stderr2}",
+        doc2["link"]
+    );
     assert!(
-        stderr2.contains("truncated")
-            || doc2["link"]["truncated_bytes"] != 0
-            || stderr2.contains("without a bye"),
+        stderr2.contains(&format!(
+            "truncated: the input ends inside a frame ({partial} bytes)"
+        )),
         "{stderr2}"
     );
     assert_eq!(doc2["link"]["crc_errors"], 0);

@@ -29,7 +29,7 @@ pub struct Uname<'a> {
 /// The run-wide facts of the document.
 #[derive(Debug, Clone, Copy)]
 pub struct JsonDoc<'a> {
-    /// All of argv joined by spaces (see `cmdline` in the README).
+    /// All of argv joined by spaces (see `cmdline` in `docs/cyclictest.md`).
     pub cmdline: &'a str,
     /// latscope's version.
     pub tool_version: &'a str,
@@ -51,7 +51,7 @@ pub struct JsonDoc<'a> {
 /// Write `s` as a JSON string literal. cyclictest prints its strings raw;
 /// latscope escapes `"`, `\` and control characters so the document stays
 /// valid JSON (identical for every other string).
-pub fn quote<W: Write>(w: &mut W, s: &str) -> Result {
+pub(crate) fn quote<W: Write>(w: &mut W, s: &str) -> Result {
     w.write_char('"')?;
     for ch in s.chars() {
         match ch {

@@ -11,18 +11,17 @@
 mod json;
 mod text;
 
-pub use json::{json, quote, JsonDoc, Uname};
+pub use json::{json, JsonDoc, Uname};
 pub use text::{
-    break_lines, end_text, extra_line, histogram, live_header, spike_lines, status_block,
-    status_line, verbose_line, EndText,
+    end_text, histogram, live_header, spike_lines, status_block, status_line, verbose_line, EndText,
 };
 
 use core::fmt;
 
 use crate::layout::Layout;
-use crate::record::Counters;
+use crate::seqlock::Counters;
 use crate::tz::{civil_from_days, weekday, WallTime};
-use crate::wire::SpikeRecord;
+use crate::wire::SpikeSample;
 
 /// cyclictest's default number of `--spike` records kept (`--spike-nodes`).
 pub const SPIKE_NODES: usize = 1024;
@@ -130,13 +129,13 @@ pub fn cmdline<'a, W: fmt::Write>(
 
 /// Whether a sample belongs in the `--spike` list of a run whose threshold
 /// is `spike_ns` (cyclictest: `diff > trigger`).
-pub fn is_spike(r: &SpikeRecord, spike_ns: u64) -> bool {
+pub fn is_spike(r: &SpikeSample, spike_ns: u64) -> bool {
     spike_ns > 0 && r.latency_ns > 0 && r.latency_ns as u64 > spike_ns
 }
 
 /// Order `--spike` records as they are printed: by wake-up time, then
 /// thread and cycle.
-pub fn sort_spikes(spikes: &mut [SpikeRecord]) {
+pub fn sort_spikes(spikes: &mut [SpikeSample]) {
     spikes.sort_unstable_by_key(|s| {
         (
             s.deadline_ns.saturating_add(s.latency_ns),
@@ -149,7 +148,7 @@ pub fn sort_spikes(spikes: &mut [SpikeRecord]) {
 /// A time as cyclictest's JSON writes it: `strftime("%a, %d %b %Y %T %z")`
 /// of the local time, e.g. `Mon, 30 Nov 2026 13:24:35 +0100`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Rfc2822(pub WallTime);
+pub(crate) struct Rfc2822(pub WallTime);
 
 impl fmt::Display for Rfc2822 {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

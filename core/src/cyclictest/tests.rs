@@ -5,6 +5,8 @@
 use std::string::String;
 use std::vec::Vec;
 
+use super::json::quote;
+use super::text::break_lines;
 use super::*;
 use crate::hist::Totals;
 use crate::layout::{Layout, DEFAULT_BUCKETS};
@@ -306,7 +308,7 @@ fn spike_and_break_lines_are_rt_tests_2_4_byte_for_byte() {
         let f: Vec<&str> = line.split_whitespace().collect();
         let lat: i64 = f[3].trim_end_matches(':').parse().unwrap();
         let ts: i64 = f[5].parse().unwrap();
-        recs.push(SpikeRecord {
+        recs.push(SpikeSample {
             thread: 0,
             cycle: 0,
             deadline_ns: ts * 1000 - lat * 1000 - 300,
@@ -353,7 +355,7 @@ fn end_text_keeps_cyclictests_order() {
         max: 86_000,
     };
     let t = [thread(0, c, &h[0], &o)];
-    let spike = SpikeRecord {
+    let spike = SpikeSample {
         thread: 0,
         cycle: 3,
         deadline_ns: 1_000_000,

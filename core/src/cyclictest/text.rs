@@ -4,7 +4,7 @@ use core::fmt::{Result, Write};
 
 use super::{Options, Thread};
 use crate::stats::{quantile, Ppm};
-use crate::wire::SpikeRecord;
+use crate::wire::SpikeSample;
 
 /// The live view's header and blank line:
 /// `policy: fifo: loadavg: 0.40 0.18 0.07 1/98 5206          `.
@@ -57,7 +57,7 @@ pub fn status_block<W: Write>(w: &mut W, threads: &[Thread<'_>], nsecs: bool) ->
 /// latscope's own summary of a thread, a `#` comment line (scripts that
 /// parse cyclictest's lines skip it): missed periods, early wake-ups,
 /// faults, dropped records and the quantiles in µs.
-pub fn extra_line<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options) -> Result {
+pub(crate) fn extra_line<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options) -> Result {
     let c = &t.counters;
     write!(
         w,
@@ -173,7 +173,7 @@ pub fn verbose_line<W: Write>(
 /// µs, or ns with `nsecs`; the wake-up time stamp always in µs of the
 /// clock), and `spikes = N` with a blank line. Nothing at all when no
 /// sample was over the threshold, as cyclictest.
-pub fn spike_lines<W: Write>(w: &mut W, spikes: &[SpikeRecord], total: u64, nsecs: bool) -> Result {
+pub fn spike_lines<W: Write>(w: &mut W, spikes: &[SpikeSample], total: u64, nsecs: bool) -> Result {
     if total == 0 {
         return Ok(());
     }
@@ -192,7 +192,7 @@ pub fn spike_lines<W: Write>(w: &mut W, spikes: &[SpikeRecord], total: u64, nsec
 
 /// The `-b` lines: the thread ids, and the thread and value (µs, ns with
 /// `nsecs`) of the break if one happened.
-pub fn break_lines<W: Write>(
+pub(crate) fn break_lines<W: Write>(
     w: &mut W,
     threads: &[Thread<'_>],
     broke: Option<(u16, u64)>,
@@ -227,7 +227,7 @@ pub struct EndText<'a> {
     /// latscope's `# T:` lines.
     pub extras: bool,
     /// `--spike`: the records in print order and how many there were.
-    pub spikes: Option<(&'a [SpikeRecord], u64)>,
+    pub spikes: Option<(&'a [SpikeSample], u64)>,
     /// `-b` was given.
     pub break_armed: bool,
     /// The break, if one happened: thread index and latency in ns.

@@ -578,7 +578,7 @@ fn irq_thread(comm: &str) -> Option<u32> {
 }
 
 /// Classifies a sequence of events for `window`; see [`Classifier`].
-pub fn classify<'a, I>(window: &Window, events: I) -> Attribution
+pub(crate) fn classify<'a, I>(window: &Window, events: I) -> Attribution
 where
     I: IntoIterator<Item = Event<'a>>,
 {

@@ -6,7 +6,7 @@
 //!
 //! * [`parse_line`] turns one line of tracefs text
 //!   (`<comm>-<pid> [cpu] flags timestamp: event: fields`) into an [`Event`];
-//! * [`Classifier`] (or the one-shot [`classify`] / [`classify_text`]) walks
+//! * [`Classifier`] (or the one-shot [`classify_text`]) walks
 //!   the events of one CPU, clips every interval to the window from the
 //!   deadline to the wake-up, and produces an [`Attribution`]: exclusive
 //!   [`Cause`] lines that add up exactly to the spike.
@@ -44,8 +44,8 @@
 mod classify;
 mod parse;
 
-pub use classify::{classify, classify_text, Classifier, Window, BLIND};
-pub use parse::{parse_line, parse_timestamp, softirq_name, Event, EventKind, TaskRef};
+pub use classify::{classify_text, Classifier, Window, BLIND};
+pub use parse::{parse_line, Event, EventKind, TaskRef};
 
 use postcard::experimental::max_size::MaxSize;
 use postcard_schema::Schema;
@@ -67,7 +67,7 @@ pub type Name = heapless::String<NAME_LEN>;
 pub const PRIO_UNKNOWN: i32 = i32::MIN;
 
 /// Label the report prints for [`CauseKind::Untraced`].
-pub const UNTRACED_LABEL: &str = "irqs or preemption off (untraced)";
+pub(crate) const UNTRACED_LABEL: &str = "irqs or preemption off (untraced)";
 
 /// What kind of thing a [`Cause`] line names.
 #[derive(Serialize, Deserialize, MaxSize, Schema, Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +221,8 @@ impl Attribution {
     }
 
     /// The line with the most time, if any.
-    pub fn top(&self) -> Option<&Cause> {
+    #[cfg(test)]
+    pub(crate) fn top(&self) -> Option<&Cause> {
         self.causes.iter().max_by_key(|c| c.ns)
     }
 

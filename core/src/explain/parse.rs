@@ -128,7 +128,7 @@ const SOFTIRQ_NAMES: [&str; 10] = [
 ];
 
 /// The kernel's name for softirq vector `vec` (`3` is `NET_RX`), or `None`.
-pub fn softirq_name(vec: u32) -> Option<&'static str> {
+pub(crate) fn softirq_name(vec: u32) -> Option<&'static str> {
     SOFTIRQ_NAMES.get(usize::try_from(vec).ok()?).copied()
 }
 
@@ -137,7 +137,7 @@ pub fn softirq_name(vec: u32) -> Option<&'static str> {
 ///
 /// Seconds and up to nine fractional digits are kept; further digits are
 /// ignored. Returns `None` on anything else or on overflow.
-pub fn parse_timestamp(s: &str) -> Option<u64> {
+pub(crate) fn parse_timestamp(s: &str) -> Option<u64> {
     let (secs, frac) = match s.split_once('.') {
         Some((a, b)) => (a, Some(b)),
         None => (s, None),

@@ -93,7 +93,8 @@ impl<S: BucketStore> Assembler<S> {
 
     /// Frames naming buckets outside the layout or with malformed runs:
     /// ignored.
-    pub const fn bad(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) const fn bad(&self) -> u64 {
         self.bad
     }
 

@@ -73,19 +73,19 @@
 //! [`MAX_SMALL_FRAME`]: crate::wire::MAX_SMALL_FRAME
 
 mod assembler;
+mod buckets;
 mod pacer;
 mod reporter;
 mod sink;
-mod store;
 
 pub use assembler::Assembler;
+pub use buckets::{ArrayStore, BucketStore};
 pub use pacer::Pacer;
 pub use reporter::{
     line_budget, Extra, Reporter, ThreadLog, ThreadLogIn, HELLO_EVERY_NS, MAX_BUDGET_WAIT_NS,
     ROLL_BYTES,
 };
 pub use sink::{FrameSink, SliceSink};
-pub use store::{ArrayStore, BucketStore};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 use crate::error::Error;
 use crate::hist::HistogramIn;
 use crate::layout::Layout;
-use crate::record::{Counters, SnapshotIn};
+use crate::seqlock::{Counters, SnapshotIn};
 use crate::wire::{
     Body, Encoder, Hello, HistDelta, RunWriter, SnapshotChunk, ThreadStats, RUN_BYTES,
 };
@@ -44,7 +44,7 @@ const fn paid(until: i64, budget: u32, len: usize) -> i64 {
 
 /// Bytes of runs in a thread's rolling snapshot chunk per report. At the
 /// default 1 s report this is what keeps a receiver's histograms
-/// recoverable after a loss; see the link budget in the README.
+/// recoverable after a loss; see the link budget in `docs/protocol.md`.
 pub const ROLL_BYTES: usize = 48;
 
 /// A thread's figures that its record does not hold: the target measures
@@ -176,7 +176,7 @@ where
 ///    [`Reporter::send`], then [`Reporter::resend`] for every thread;
 /// 2. [`Reporter::hello_due`] → [`Reporter::hello`];
 /// 3. [`Reporter::report_due`] → [`Reporter::begin_report`], then per
-///    thread a fresh [`crate::record::Snapshot`] of its record into [`Reporter::report`];
+///    thread a fresh [`crate::seqlock::Snapshot`] of its record into [`Reporter::report`];
 /// 4. spikes, explanations and log lines through [`Reporter::send`];
 /// 5. frames the link could not deliver → [`Reporter::lost`];
 /// 6. at the end: [`Reporter::begin_final`], [`Reporter::report`] for

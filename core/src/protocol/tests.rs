@@ -11,7 +11,7 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::layout::Layout;
-use crate::record::{Snapshot, ThreadRecord};
+use crate::seqlock::{SharedHistogram, Snapshot};
 use crate::wire::{Body, Bye, ByeReason, Decoder, ThreadStats, MAX_FRAME, MAX_SMALL_FRAME};
 
 /// A small layout keeps the cases fast: 32 linear buckets, 64 in all.
@@ -39,7 +39,7 @@ struct Sent {
 /// The target side: records, logs and the truth of every epoch.
 struct Target {
     /// Leaked: the writers borrow them while the target reports.
-    recs: Vec<&'static ThreadRecord<N>>,
+    recs: Vec<&'static SharedHistogram<N>>,
     logs: Vec<ThreadLog<N>>,
     rep: Reporter,
     /// (thread, epoch) → the record's cumulative counts and statistics.
@@ -52,7 +52,7 @@ impl Target {
     fn new(threads: usize) -> Target {
         Target {
             recs: (0..threads)
-                .map(|_| &*Box::leak(Box::new(ThreadRecord::new(LINEAR))))
+                .map(|_| &*Box::leak(Box::new(SharedHistogram::new(LINEAR))))
                 .collect(),
             logs: (0..threads)
                 .map(|i| ThreadLog::new(i as u16, LINEAR))
@@ -442,7 +442,7 @@ fn the_line_budget_is_7_percent_of_the_line() {
 
 #[test]
 fn a_resync_sends_full_snapshots_once() {
-    let rec: Box<ThreadRecord<N>> = Box::new(ThreadRecord::new(LINEAR));
+    let rec: Box<SharedHistogram<N>> = Box::new(SharedHistogram::new(LINEAR));
     let mut w = rec.writer().unwrap();
     for b in 0..N as i64 {
         w.record(b * 1_000, 0);
@@ -545,12 +545,12 @@ fn malformed_or_foreign_frames_change_nothing_they_cannot_say() {
 #[test]
 fn a_run_time_layout_in_caller_memory_reassembles_exactly() {
     use crate::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
-    use crate::record::{SnapshotIn, ThreadRecordIn};
+    use crate::seqlock::{SharedHistogramIn, SnapshotIn};
     use core::sync::atomic::AtomicU32;
     let layout = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
     let n = layout.len();
     let mem: Vec<AtomicU32> = (0..n).map(|_| AtomicU32::new(0)).collect();
-    let rec = ThreadRecordIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
+    let rec = SharedHistogramIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
     let mut log = ThreadLogIn::with_memory(
         0,
         layout,

@@ -11,7 +11,7 @@
 //! A run streams: a [`Hello`] (resent periodically and on every new
 //! connection), then per report interval and thread a [`HistDelta`] (one or
 //! more parts) and a [`ThreadStats`], and snapshot chunks of the cumulative
-//! histogram ([`SnapshotChunk`]); any [`SpikeRecord`]s, explained spikes
+//! histogram ([`SnapshotChunk`]); any [`SpikeSample`]s, explained spikes
 //! ([`Body::Explain`]) and [`LogLine`]s; and at the end a [`Bye`]. Which
 //! frames go when, and how a receiver turns them back into exact
 //! histograms, is [`crate::protocol`]'s.
@@ -42,7 +42,7 @@ pub use encode::{encode, Encoder, MAX_FRAME, MAX_PAYLOAD};
 pub use runs::{RunWriter, Runs, RUN_BYTES};
 pub use types::{
     bounded, Body, Bye, ByeReason, ClockKind, Degraded, Frame, Hello, HistDelta, Level, LogLine,
-    Policy, RunConfig, SnapshotChunk, SpikeFlags, SpikeRecord, StartAlign, TargetInfo, ThreadInfo,
+    Policy, RunConfig, SnapshotChunk, SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo,
     ThreadStats, WakeMode, WallTime, MAX_THREADS,
 };
 

@@ -44,7 +44,7 @@ pub enum Body {
     /// Part of a cumulative histogram snapshot of one thread.
     Chunk(SnapshotChunk),
     /// A sample above a threshold.
-    Spike(SpikeRecord),
+    Spike(SpikeSample),
     /// A log line or warning.
     Log(LogLine),
     /// The end of the run.
@@ -486,7 +486,7 @@ pub struct SpikeFlags {
 /// A sample reported individually.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct SpikeRecord {
+pub struct SpikeSample {
     /// Thread index.
     pub thread: u16,
     /// Recorded-cycle number.

@@ -67,7 +67,7 @@ pub enum Body {
     Stats(ThreadStats),
     Delta(HistDelta),
     Chunk(SnapshotChunk),
-    Spike(SpikeRecord),
+    Spike(SpikeSample),
     Log(LogLine),
     Bye(Bye),
     Explain(Attribution),
@@ -210,7 +210,7 @@ pub struct SpikeFlags {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
-pub struct SpikeRecord {
+pub struct SpikeSample {
     pub thread: u16,
     pub cycle: u64,
     pub deadline_ns: i64,
@@ -475,8 +475,8 @@ fn chunk(c: SnapshotChunk) -> Option<now::SnapshotChunk> {
     })
 }
 
-fn spike(s: SpikeRecord) -> now::SpikeRecord {
-    now::SpikeRecord {
+fn spike(s: SpikeSample) -> now::SpikeSample {
+    now::SpikeSample {
         thread: s.thread,
         cycle: s.cycle,
         deadline_ns: s.deadline_ns,

@@ -10,7 +10,7 @@ const CAUSES: usize = 256;
 
 /// A cause's total over the explained spikes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CauseTotal {
+pub(crate) struct CauseTotal {
     /// The cause, as the report prints it (without counts and time).
     pub label: String,
     /// Episodes over all spikes.
@@ -23,7 +23,7 @@ pub struct CauseTotal {
 
 /// The explained spikes of one run.
 #[derive(Debug, Clone, Default)]
-pub struct Explained {
+pub(crate) struct Explained {
     /// Attributions received.
     pub total: u64,
     /// The largest attributions, largest first.
@@ -46,7 +46,7 @@ fn policy(c: &Cause) -> String {
 /// What a cause line is called in reports (`irq 19 eth0`, `irq 13
 /// irq/13-uart-pl0 (SCHED_FIFO/RR 50)` for a `PREEMPT_RT` IRQ thread,
 /// `softirq NET_RX`, `task kworker/0:1 (pid 33, SCHED_OTHER)`, ...).
-pub fn cause_label(c: &Cause) -> String {
+pub(crate) fn cause_label(c: &Cause) -> String {
     match c.kind {
         // A PREEMPT_RT IRQ thread's line: its name and priority.
         CauseKind::Irq if c.prio != PRIO_UNKNOWN => {
@@ -62,7 +62,7 @@ pub fn cause_label(c: &Cause) -> String {
 
 impl Explained {
     /// Account one attribution.
-    pub fn push(&mut self, a: &Attribution) {
+    pub(crate) fn push(&mut self, a: &Attribution) {
         self.total += 1;
         for c in &a.causes {
             let label = match c.kind {
@@ -113,7 +113,7 @@ impl Explained {
     }
 
     /// Cause totals, most time first.
-    pub fn ranked(&self) -> Vec<CauseTotal> {
+    pub(crate) fn ranked(&self) -> Vec<CauseTotal> {
         let mut v = self.causes.clone();
         v.sort_by(|a, b| b.ns.cmp(&a.ns).then(b.count.cmp(&a.count)));
         v

@@ -3,14 +3,15 @@
 //! length of the stream.
 
 mod explain;
+mod paged;
 mod series;
 mod spikes;
-mod store;
 mod thread;
 
-pub use explain::{cause_label, Explained};
-pub use series::Point;
-pub use thread::{ThreadAgg, SERIES_POINTS};
+pub(crate) use explain::{cause_label, Explained};
+pub(crate) use series::Point;
+pub(crate) use thread::ThreadAgg;
+pub use thread::SERIES_POINTS;
 
 use std::sync::Arc;
 
@@ -32,7 +33,7 @@ fn overflow_keep(hello: &Hello) -> usize {
 
 /// One run of the target: everything between its hellos and its bye.
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     /// The latest hello of the run.
     pub hello: Hello,
     /// Its histogram layout.
@@ -103,7 +104,7 @@ impl Run {
     }
 
     /// The run's host name.
-    pub fn hostname(&self) -> &str {
+    pub(crate) fn hostname(&self) -> &str {
         self.hello.target.hostname.as_str()
     }
 
@@ -131,7 +132,7 @@ impl Run {
 
     /// Counts and frames the stream's memory budget refused (the
     /// histograms are incomplete when it is not 0).
-    pub fn refused(&self) -> u64 {
+    pub(crate) fn refused(&self) -> u64 {
         self.refused_frames + self.threads.iter().map(ThreadAgg::refused).sum::<u64>()
     }
 
@@ -172,7 +173,7 @@ impl Run {
 
     /// Whether the bye arrived and every thread's histogram is exact as of
     /// its final statistics.
-    pub fn exact_at_end(&self) -> bool {
+    pub(crate) fn exact_at_end(&self) -> bool {
         self.bye.is_some()
             && self
                 .threads
@@ -181,7 +182,7 @@ impl Run {
     }
 
     /// The earliest epoch as of which every thread's histogram is exact.
-    pub fn exact_epoch(&self) -> Option<u32> {
+    pub(crate) fn exact_epoch(&self) -> Option<u32> {
         self.threads
             .iter()
             .map(|t| t.exact_epoch())
@@ -190,7 +191,7 @@ impl Run {
     }
 
     /// Warnings and errors the target logged.
-    pub fn warnings(&self) -> impl Iterator<Item = &LogLine> {
+    pub(crate) fn warnings(&self) -> impl Iterator<Item = &LogLine> {
         self.logs.iter().filter(|l| l.level != Level::Info)
     }
 }
@@ -200,7 +201,7 @@ const PENDING_KEPT: usize = 2048;
 
 /// Frames in, runs out, within one stream's memory budget.
 #[derive(Debug)]
-pub struct Aggregator {
+pub(crate) struct Aggregator {
     /// Runs in the order they started; the last one is current.
     pub runs: Vec<Run>,
     /// Frames that arrived before any hello and could not be held.
@@ -228,15 +229,9 @@ impl Default for Aggregator {
 }
 
 impl Aggregator {
-    /// An aggregator that has seen nothing, with a stream's budget of its
-    /// own.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     /// An aggregator that has seen nothing, charging what it keeps to
     /// `budget`.
-    pub fn with_budget(budget: Arc<Budget>) -> Self {
+    pub(crate) fn with_budget(budget: Arc<Budget>) -> Self {
         Aggregator {
             runs: Vec::new(),
             before_hello: 0,
@@ -252,12 +247,12 @@ impl Aggregator {
     }
 
     /// The stream's memory budget.
-    pub fn budget(&self) -> &Budget {
+    pub(crate) fn budget(&self) -> &Budget {
         &self.budget
     }
 
     /// Account one decoded frame.
-    pub fn frame(&mut self, frame: &Frame) {
+    pub(crate) fn frame(&mut self, frame: &Frame) {
         if let Body::Hello(h) = &frame.body {
             if !h.is_possible() {
                 // the decoder rejects these already; nothing sized by it
@@ -330,7 +325,7 @@ impl Aggregator {
 
     /// End of input. Frames held for a hello that never came make a run of
     /// an unknown target with the default bucket layout.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.adopt_unknown();
     }
 
@@ -350,7 +345,7 @@ impl Aggregator {
     }
 
     /// The current run.
-    pub fn current(&self) -> Option<&Run> {
+    pub(crate) fn current(&self) -> Option<&Run> {
         self.runs.last()
     }
 }

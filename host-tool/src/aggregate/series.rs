@@ -6,7 +6,7 @@
 
 /// One point: the reports up to `epoch`, ending `elapsed_ns` into the run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Point {
+pub(crate) struct Point {
     /// Last report covered.
     pub epoch: u32,
     /// Run time at that report (ns).
@@ -17,7 +17,7 @@ pub struct Point {
 
 /// Max latency per report interval, at most `cap` points.
 #[derive(Debug, Clone)]
-pub struct MaxSeries {
+pub(crate) struct MaxSeries {
     points: Vec<Point>,
     cap: usize,
     stride: u32,
@@ -29,7 +29,7 @@ impl MaxSeries {
     /// is reserved at once (it is charged as a thread's fixed part, and
     /// only the points written become resident): growing by doubling
     /// copied a long run's series over and over.
-    pub fn new(cap: usize) -> Self {
+    pub(crate) fn new(cap: usize) -> Self {
         let cap = cap.max(2);
         MaxSeries {
             points: Vec::with_capacity(cap),
@@ -40,7 +40,7 @@ impl MaxSeries {
     }
 
     /// Add the figures of one report.
-    pub fn push(&mut self, epoch: u32, elapsed_ns: u64, max_ns: u64) {
+    pub(crate) fn push(&mut self, epoch: u32, elapsed_ns: u64, max_ns: u64) {
         let p = Point {
             epoch,
             elapsed_ns,
@@ -83,7 +83,7 @@ impl MaxSeries {
     }
 
     /// The points, oldest first, including a partly filled last one.
-    pub fn points(&self) -> Vec<Point> {
+    pub(crate) fn points(&self) -> Vec<Point> {
         let mut v = self.points.clone();
         if let Some((p, _)) = self.pending {
             v.push(p);

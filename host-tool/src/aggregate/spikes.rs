@@ -3,24 +3,24 @@
 //! the first histogram-range overflows.
 
 use latscope_core::cyclictest::{is_spike, SPIKE_NODES};
-use latscope_core::wire::SpikeRecord;
+use latscope_core::wire::SpikeSample;
 
 use crate::budget::LIST_STEP;
 
 /// Spike records kept for reports, in bounded memory.
 #[derive(Debug, Clone)]
-pub struct SpikeList {
+pub(crate) struct SpikeList {
     /// Records received.
     pub total: u64,
     /// The largest records by latency, largest first.
-    pub largest: Vec<SpikeRecord>,
+    pub largest: Vec<SpikeSample>,
     /// Cycle numbers of the first records flagged as overflows.
     pub overflow_cycles: Vec<u64>,
     /// Records flagged as overflows.
     pub overflows: u64,
     /// The first records over the run's `--spike` threshold, in arrival
     /// order (at most [`SPIKE_NODES`], as the target keeps them).
-    pub spike_lines: Vec<SpikeRecord>,
+    pub spike_lines: Vec<SpikeSample>,
     /// Records over the `--spike` threshold.
     pub spike_total: u64,
     keep: usize,
@@ -32,7 +32,7 @@ impl SpikeList {
     /// Keep the `keep` largest records, the first `overflow_keep`
     /// overflow cycle numbers and the first records over `spike_ns` (0:
     /// no `--spike`).
-    pub fn new(keep: usize, overflow_keep: usize, spike_ns: u64) -> Self {
+    pub(crate) fn new(keep: usize, overflow_keep: usize, spike_ns: u64) -> Self {
         SpikeList {
             total: 0,
             largest: Vec::new(),
@@ -48,20 +48,20 @@ impl SpikeList {
 
     /// The bytes the lists must grow by to keep `r`: a step of [`LIST_STEP`]
     /// entries of each full list that keeps it (0: no growth).
-    pub fn growth(&self, r: &SpikeRecord) -> usize {
+    pub(crate) fn growth(&self, r: &SpikeSample) -> usize {
         let mut bytes = 0;
         if r.flags.overflow && grows(&self.overflow_cycles, self.overflow_keep) {
             bytes += LIST_STEP * std::mem::size_of::<u64>();
         }
         if is_spike(r, self.spike_ns) && grows(&self.spike_lines, SPIKE_NODES) {
-            bytes += LIST_STEP * std::mem::size_of::<SpikeRecord>();
+            bytes += LIST_STEP * std::mem::size_of::<SpikeSample>();
         }
         bytes
     }
 
     /// Account one record; with `room` false, full lists are not grown
     /// for it ([`SpikeList::growth`]), and it is only counted there.
-    pub fn push(&mut self, r: &SpikeRecord, room: bool) {
+    pub(crate) fn push(&mut self, r: &SpikeSample, room: bool) {
         self.total += 1;
         if r.flags.overflow {
             self.overflows += 1;

@@ -4,23 +4,23 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
-use latscope_core::wire::{HistDelta, SnapshotChunk, SpikeRecord, ThreadInfo, ThreadStats};
+use latscope_core::wire::{HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats};
 use latscope_core::Error;
 use std::sync::Arc;
 
+use super::paged::PagedStore;
 use super::series::MaxSeries;
 use super::spikes::SpikeList;
-use super::store::PagedStore;
 use crate::budget::{Budget, Charge, THREAD_FIXED};
 
 /// Max-over-time points kept per thread.
 pub const SERIES_POINTS: usize = 4096;
 /// Largest spike records kept per thread.
-pub const SPIKES_KEPT: usize = 32;
+pub(super) const SPIKES_KEPT: usize = 32;
 
 /// What the host knows about one measuring thread.
 #[derive(Debug)]
-pub struct ThreadAgg {
+pub(crate) struct ThreadAgg {
     /// From the hello, if it described this thread.
     pub info: Option<ThreadInfo>,
     asm: Assembler<PagedStore>,
@@ -41,7 +41,7 @@ impl ThreadAgg {
     /// over `spike_ns`, its memory charged to `budget`; fails on a layout
     /// no target can produce, and `Ok(None)` when the budget refuses the
     /// thread.
-    pub fn new(
+    pub(crate) fn new(
         layout: &Layout,
         info: Option<ThreadInfo>,
         overflow_keep: usize,
@@ -64,7 +64,7 @@ impl ThreadAgg {
     /// Account one spike record. Its lists grow in steps, each charged to
     /// the budget first; a step the budget refuses leaves the record out
     /// of the full lists (it is still counted).
-    pub fn spike(&mut self, r: &SpikeRecord) {
+    pub(crate) fn spike(&mut self, r: &SpikeSample) {
         let step = self.spikes.growth(r);
         let room = step == 0 || self.charge.grow(step);
         if !room {
@@ -75,62 +75,62 @@ impl ThreadAgg {
 
     /// Counts this thread's histogram could not keep (the stream's memory
     /// budget refused their page), and spike records its lists could not.
-    pub fn refused(&self) -> u64 {
+    pub(crate) fn refused(&self) -> u64 {
         self.asm.counts().refused() + self.refused_spikes
     }
 
     /// The cumulative bucket counts as of the last report applied, one
     /// per bucket.
-    pub fn hist(&self) -> Vec<u64> {
+    pub(crate) fn hist(&self) -> Vec<u64> {
         self.asm.counts().dense()
     }
 
     /// Sum of the histogram's counts.
-    pub fn hist_total(&self) -> u64 {
+    pub(crate) fn hist_total(&self) -> u64 {
         self.asm.total()
     }
 
     /// The report the histogram reflects (`None`: nothing applied yet).
     #[cfg(test)]
-    pub fn hist_epoch(&self) -> Option<u32> {
+    pub(crate) fn hist_epoch(&self) -> Option<u32> {
         self.asm.epoch()
     }
 
     /// The latest epoch at which the histogram was verified exact.
-    pub fn exact_epoch(&self) -> Option<u32> {
+    pub(crate) fn exact_epoch(&self) -> Option<u32> {
         self.asm.exact_epoch()
     }
 
     /// The latest statistics received.
-    pub fn stats(&self) -> Option<ThreadStats> {
+    pub(crate) fn stats(&self) -> Option<ThreadStats> {
         self.asm.stats().copied()
     }
 
     /// Frames older than the histogram, or repeated: ignored.
     #[cfg(test)]
-    pub fn stale_parts(&self) -> u64 {
+    pub(crate) fn stale_parts(&self) -> u64 {
         self.asm.stale()
     }
 
     /// A delta part arrived.
-    pub fn on_delta(&mut self, d: &HistDelta) {
+    pub(crate) fn on_delta(&mut self, d: &HistDelta) {
         self.asm.on_delta(d);
     }
 
     /// Cumulative statistics arrived.
-    pub fn on_stats(&mut self, s: &ThreadStats) {
+    pub(crate) fn on_stats(&mut self, s: &ThreadStats) {
         if self.asm.on_stats(s) {
             self.series.push(s.epoch, s.elapsed_ns, s.interval_max);
         }
     }
 
     /// A snapshot chunk arrived.
-    pub fn on_chunk(&mut self, c: &SnapshotChunk) {
+    pub(crate) fn on_chunk(&mut self, c: &SnapshotChunk) {
         self.asm.on_chunk(c);
     }
 
     /// Whether the histogram is exact as of the latest statistics.
-    pub fn exact_now(&self) -> bool {
+    pub(crate) fn exact_now(&self) -> bool {
         self.asm.exact_now()
     }
 }

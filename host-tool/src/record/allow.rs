@@ -33,7 +33,7 @@ impl Net {
 
     /// Whether `ip` is in this network (an IPv4-mapped IPv6 peer counts as
     /// its IPv4 address).
-    pub fn contains(&self, ip: IpAddr) -> bool {
+    pub(crate) fn contains(&self, ip: IpAddr) -> bool {
         match (self.addr, ip.to_canonical()) {
             (IpAddr::V4(n), IpAddr::V4(a)) => {
                 masked(u32::from(n).into(), self.prefix, 32)
@@ -56,7 +56,7 @@ fn masked(v: u128, prefix: u8, bits: u32) -> u128 {
 }
 
 /// Whether `ip` may connect: always with no list, else if a network holds it.
-pub fn allowed(list: &[Net], ip: IpAddr) -> bool {
+pub(crate) fn allowed(list: &[Net], ip: IpAddr) -> bool {
     list.is_empty() || list.iter().any(|n| n.contains(ip))
 }
 

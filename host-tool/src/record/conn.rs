@@ -52,7 +52,7 @@ struct Conn {
 }
 
 /// Serve one accepted connection until it ends.
-pub fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits) {
+pub(crate) fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(TICK));
     let mut c = Conn {
@@ -74,7 +74,7 @@ pub fn serve(stream: TcpStream, peer: String, fleet: Arc<Fleet>, limits: Limits)
         c.fleet.detach(link);
     }
     if c.link.is_none() {
-        super::board::FleetStats::bump(&c.fleet.board.stats.no_hello);
+        super::targets::FleetStats::bump(&c.fleet.targets.stats.no_hello);
     }
     match (why, &c.link) {
         (Some(why), None) => console::say(format_args!("{}: nothing recorded: {why}", c.peer)),

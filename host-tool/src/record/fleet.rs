@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::board::{Board, TargetView};
+use super::recordings;
 use super::split::{newer, Kind, Peeked};
-use super::store;
+use super::targets::{TargetTable, TargetView};
 use crate::budget::{Budget, Charge, SESSION_FIXED};
 use crate::console;
 use crate::error::Result;
@@ -23,7 +23,7 @@ const PUBLISH_EVERY: Duration = Duration::from_millis(250);
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ending {
+pub(crate) enum Ending {
     /// Its bye arrived.
     Bye,
     /// Nothing arrived for the idle timeout.
@@ -33,7 +33,7 @@ pub enum Ending {
 }
 
 /// One run and its recording.
-pub struct RunRec {
+pub(crate) struct RunRec {
     /// Run id.
     pub id: u64,
     /// Board name.
@@ -67,7 +67,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A connection's hold on its run.
-pub struct Link {
+pub(crate) struct Link {
     /// The run.
     pub run: Arc<Mutex<RunRec>>,
     /// The connection's generation: a newer connection of the same run
@@ -76,7 +76,7 @@ pub struct Link {
 }
 
 /// One frame (or junk) of a read, with what the peek found.
-pub struct Item {
+pub(crate) struct Item {
     /// Range of its bytes in the read's scratch buffer, delimiters included.
     pub range: std::ops::Range<usize>,
     /// Its sequence number and kind, if it decoded.
@@ -85,7 +85,7 @@ pub struct Item {
 
 /// What taking a read's frames came to.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Taken {
+pub(crate) struct Taken {
     /// Sequence number to acknowledge.
     pub ack: Option<u32>,
     /// Items not taken because a hello of another run came first; the
@@ -98,7 +98,7 @@ pub struct Taken {
 impl RunRec {
     /// Take a read's items (their bytes in `bytes`): new frames are
     /// recorded and decoded, resent ones left out.
-    pub fn take(
+    pub(crate) fn take(
         &mut self,
         gen: u64,
         items: &[Item],
@@ -142,7 +142,7 @@ impl RunRec {
         if bytes.is_empty() {
             return Ok(());
         }
-        store::append(&mut self.file, &self.path, bytes)?;
+        recordings::append(&mut self.file, &self.path, bytes)?;
         self.last_frame = Instant::now();
         if let Some(s) = self.session.as_mut() {
             s.feed(bytes);
@@ -151,12 +151,12 @@ impl RunRec {
     }
 
     /// Whether connection generation `gen` still holds the run.
-    pub fn is_gen(&self, gen: u64) -> bool {
+    pub(crate) fn is_gen(&self, gen: u64) -> bool {
         self.gen == gen && self.session.is_some()
     }
 
     /// Whether the run's bye has been recorded.
-    pub fn has_bye(&self) -> bool {
+    pub(crate) fn has_bye(&self) -> bool {
         self.session
             .as_ref()
             .and_then(|s| s.agg.current())
@@ -164,7 +164,7 @@ impl RunRec {
     }
 
     /// The run's view for the live view and the metrics.
-    pub fn view(&self, active: bool) -> TargetView {
+    pub(crate) fn view(&self, active: bool) -> TargetView {
         let label = self
             .path
             .file_name()
@@ -179,7 +179,7 @@ impl RunRec {
 
 /// The fleet-wide settings of the runs.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Recordings directory.
     pub dir: PathBuf,
     /// How long an ended run's metrics stay.
@@ -187,14 +187,14 @@ pub struct Settings {
 }
 
 /// Every run of this recorder.
-pub struct Fleet {
+pub(crate) struct Fleet {
     /// What the live view and metrics show.
-    pub board: Arc<Board>,
+    pub targets: Arc<TargetTable>,
     /// Settings.
     pub settings: Settings,
     runs: Mutex<HashMap<u64, Arc<Mutex<RunRec>>>>,
     files: Mutex<HashMap<u64, PathBuf>>,
-    /// Board slot of every run seen: a run that comes back after it ended
+    /// The target table's slot of every run seen: a run that comes back after it ended
     /// replaces its lingering view instead of adding a second series with
     /// the same labels (Prometheus refuses a scrape with duplicates).
     slots: Mutex<HashMap<u64, u64>>,
@@ -209,10 +209,14 @@ pub struct Fleet {
 impl Fleet {
     /// A fleet recording into `settings.dir`; run ids whose run ended are
     /// sent to `ended`.
-    pub fn new(board: Arc<Board>, settings: Settings, ended: mpsc::Sender<u64>) -> Fleet {
-        let files = store::index(&settings.dir);
+    pub(crate) fn new(
+        targets: Arc<TargetTable>,
+        settings: Settings,
+        ended: mpsc::Sender<u64>,
+    ) -> Fleet {
+        let files = recordings::index(&settings.dir);
         Fleet {
-            board,
+            targets,
             settings,
             runs: Mutex::new(HashMap::new()),
             files: Mutex::new(files),
@@ -229,7 +233,7 @@ impl Fleet {
     /// recording on disk, or to a new recording whose decoding is charged
     /// to the connection's `budget`. Returns the link and the sequence
     /// number to acknowledge; `None` if `first` is no hello.
-    pub fn attach(
+    pub(crate) fn attach(
         &self,
         first: &Peeked,
         seg: &[u8],
@@ -260,7 +264,7 @@ impl Fleet {
         let view = g.view(true);
         let slot = g.slot;
         drop(g);
-        self.board.publish(slot, view);
+        self.targets.publish(slot, view);
         Ok(Some((Link { run, gen }, ack)))
     }
 
@@ -279,7 +283,7 @@ impl Fleet {
         let known = lock(&self.files).get(&id).cloned();
         let (file, path, session, last_seq) = match known {
             Some(path) => {
-                let r = store::resume(&path, Arc::clone(budget))?;
+                let r = recordings::resume(&path, Arc::clone(budget))?;
                 console::say(format_args!(
                     "{peer}: run {id:016x} of {name} resumes {}",
                     path.display()
@@ -287,7 +291,7 @@ impl Fleet {
                 (r.file, path, r.session, r.last_seq)
             }
             None => {
-                let (file, path) = store::create(&self.settings.dir, name, id)?;
+                let (file, path) = recordings::create(&self.settings.dir, name, id)?;
                 lock(&self.files).insert(id, path.clone());
                 let session = Session::with_budget(path.display().to_string(), Arc::clone(budget));
                 (file, path, session, None)
@@ -299,7 +303,7 @@ impl Fleet {
             peer: peer.to_string(),
             slot: *lock(&self.slots)
                 .entry(id)
-                .or_insert_with(|| self.board.slot()),
+                .or_insert_with(|| self.targets.slot()),
             path,
             file,
             session: Some(session),
@@ -346,7 +350,7 @@ impl Fleet {
 
     /// After a read: publish the run's view now and then, and report its
     /// end when its bye was recorded.
-    pub fn after_read(&self, run: &Arc<Mutex<RunRec>>) {
+    pub(crate) fn after_read(&self, run: &Arc<Mutex<RunRec>>) {
         let mut g = lock(run);
         let bye = g.ended.is_none() && g.has_bye();
         if bye {
@@ -356,7 +360,7 @@ impl Fleet {
             g.published = Instant::now();
             let (slot, view) = (g.slot, g.view(true));
             drop(g);
-            self.board.publish(slot, view);
+            self.targets.publish(slot, view);
             if bye {
                 let id = lock(run).id;
                 let _ = lock(&self.ended).send(id);
@@ -365,17 +369,17 @@ impl Fleet {
     }
 
     /// The connection `link` ended.
-    pub fn detach(&self, link: &Link) {
+    pub(crate) fn detach(&self, link: &Link) {
         let g = lock(&link.run);
         if g.gen == link.gen && g.ended.is_none() {
             let (slot, view) = (g.slot, g.view(false));
             drop(g);
-            self.board.publish(slot, view);
+            self.targets.publish(slot, view);
         }
     }
 
     /// Runs that have had no frame for `idle`: they end, timed out.
-    pub fn time_out(&self, idle: Duration) {
+    pub(crate) fn time_out(&self, idle: Duration) {
         for r in lock(&self.runs).values() {
             let mut g = lock(r);
             if g.ended.is_none() && g.last_frame.elapsed() >= idle {
@@ -386,7 +390,7 @@ impl Fleet {
     }
 
     /// End every run that has not ended (the recorder is stopping).
-    pub fn interrupt_all(&self) -> Vec<u64> {
+    pub(crate) fn interrupt_all(&self) -> Vec<u64> {
         let mut ids = Vec::new();
         for r in lock(&self.runs).values() {
             let mut g = lock(r);
@@ -404,7 +408,7 @@ impl Fleet {
 
     /// Take an ended run out of the fleet: its final view lingers on the
     /// board, its memory goes. Returns its ending, session and recording.
-    pub fn retire(&self, id: u64) -> Option<(Ending, Session, PathBuf)> {
+    pub(crate) fn retire(&self, id: u64) -> Option<(Ending, Session, PathBuf)> {
         let r = lock(&self.runs).remove(&id)?;
         let mut g = lock(&r);
         let ending = g.ended.unwrap_or(Ending::Interrupted);
@@ -417,7 +421,8 @@ impl Fleet {
             .unwrap_or_default();
         let mut view = TargetView::of(&label, &g.peer, &session, false);
         view.finished = true;
-        self.board.publish_final(g.slot, view, self.settings.linger);
+        self.targets
+            .publish_final(g.slot, view, self.settings.linger);
         Some((ending, session, g.path.clone()))
     }
 }

@@ -22,9 +22,9 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::allow::{allowed, Net};
-use super::board::{Board, FleetStats};
 use super::conn::{self, Limits};
 use super::fleet::{Ending, Fleet, Settings};
+use super::targets::{FleetStats, TargetTable};
 use super::{spawn_display, Plan};
 use crate::console;
 use crate::error::{Error, Result};
@@ -34,7 +34,7 @@ use crate::session::Session;
 /// Default cap on concurrent connections.
 pub const DEFAULT_MAX_CONNECTIONS: u64 = 1024;
 /// Stack of a connection thread.
-pub const CONN_STACK: usize = 256 * 1024;
+pub(crate) const CONN_STACK: usize = 256 * 1024;
 /// How often the supervisor looks at timeouts and lingering views.
 const TICK: Duration = Duration::from_millis(200);
 
@@ -60,7 +60,12 @@ fn listen_addr(addr: &str) -> String {
 }
 
 /// Run the listening recorder; returns the exit status.
-pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>, stop: Arc<AtomicBool>) -> Result<u8> {
+pub(crate) fn listen(
+    plan: &Plan,
+    addr: &str,
+    targets: Arc<TargetTable>,
+    stop: Arc<AtomicBool>,
+) -> Result<u8> {
     let fw = plan.fleet.clone();
     let addr = listen_addr(addr);
     let bind_err = |source| Error::Bind {
@@ -84,13 +89,13 @@ pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>, stop: Arc<AtomicBool>)
             "note: accepting targets from any address; restrict with --allow NET"
         ));
     }
-    board.listening.store(true, Ordering::Relaxed);
+    targets.listening.store(true, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel();
     let settings = Settings {
         dir: plan.out_dir.clone(),
         linger: fw.linger,
     };
-    let fleet = Arc::new(Fleet::new(Arc::clone(&board), settings, tx));
+    let fleet = Arc::new(Fleet::new(Arc::clone(&targets), settings, tx));
     let f2 = Arc::clone(&fleet);
     let fw2 = fw.clone();
     thread::Builder::new()
@@ -98,13 +103,13 @@ pub fn listen(plan: &Plan, addr: &str, board: Arc<Board>, stop: Arc<AtomicBool>)
         .spawn(move || accept_loop(listener, f2, fw2))
         .map_err(bind_err)?;
     let shown = Arc::new(AtomicBool::new(false));
-    let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&board), Arc::clone(&shown)));
+    let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&targets), Arc::clone(&shown)));
     let mut tally = Tally::default();
     supervise(&fleet, &rx, &stop, plan, &mut tally);
     fleet.stopping.store(true, Ordering::Release);
     // Connections notice within their read tick; then no write is under way.
     let deadline = Instant::now() + Duration::from_secs(2);
-    while board.stats.open.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+    while targets.stats.open.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(20));
     }
     for id in fleet.interrupt_all() {
@@ -136,7 +141,7 @@ fn supervise(
             Err(mpsc::RecvTimeoutError::Disconnected) => return,
         }
         fleet.time_out(idle);
-        fleet.board.expire(Instant::now());
+        fleet.targets.expire(Instant::now());
         if stop.load(Ordering::Acquire) {
             console::say(format_args!("stopping: closing every recording"));
             return;
@@ -151,7 +156,7 @@ fn supervise(
 /// refused something: the first time, then each time the count doubles
 /// since `said`; returns the count said last.
 fn note_refusals(fleet: &Fleet, said: u64) -> u64 {
-    let stats = &fleet.board.stats;
+    let stats = &fleet.targets.stats;
     let now = fleet.budget.refused();
     stats
         .memory
@@ -189,7 +194,7 @@ impl Tally {
         let Some((ending, session, path)) = fleet.retire(id) else {
             return;
         };
-        let stats = &fleet.board.stats;
+        let stats = &fleet.targets.stats;
         match ending {
             Ending::Bye => {
                 self.bye += 1;
@@ -293,7 +298,7 @@ pub(crate) fn accept(
 }
 
 fn admit(stream: TcpStream, peer: SocketAddr, fleet: &Arc<Fleet>, fw: &Fleetwide) {
-    let stats = &fleet.board.stats;
+    let stats = &fleet.targets.stats;
     let ip = peer.ip().to_canonical();
     if !allowed(&fw.allow, ip) {
         FleetStats::bump(&stats.refused_allow);
@@ -317,7 +322,7 @@ fn admit(stream: TcpStream, peer: SocketAddr, fleet: &Arc<Fleet>, fw: &Fleetwide
         .stack_size(CONN_STACK)
         .spawn(move || {
             conn::serve(stream, ip.to_string(), Arc::clone(&f), limits);
-            f.board.stats.open.fetch_sub(1, Ordering::Relaxed);
+            f.targets.stats.open.fetch_sub(1, Ordering::Relaxed);
         });
     if spawned.is_err() {
         stats.open.fetch_sub(1, Ordering::Relaxed);

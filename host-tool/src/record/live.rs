@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::Write;
 
-use super::board::{TargetView, ThreadView};
+use super::targets::{TargetView, ThreadView};
 use crate::summary::{avg_us, or_dash, us, us_opt};
 
 fn bar(elapsed_ns: u64, duration_ns: u64) -> String {
@@ -40,7 +40,7 @@ fn link(v: &TargetView) -> String {
 }
 
 /// The table of all targets, as lines.
-pub fn table(views: &[TargetView]) -> String {
+pub(crate) fn table(views: &[TargetView]) -> String {
     let mut out = String::new();
     for v in views {
         let state = match (&v.ended, v.active) {
@@ -109,7 +109,7 @@ pub fn table(views: &[TargetView]) -> String {
 }
 
 /// One plain line for a thread.
-pub fn line(v: &TargetView, t: &ThreadView) -> String {
+pub(crate) fn line(v: &TargetView, t: &ThreadView) -> String {
     format!(
         "{} T{} cpu {} {} report {} cycles {} min {} avg {} p99 {} p99.9 {} max {} missed {} minflt {} majflt {} dropped {} | {}",
         if v.host.is_empty() { &v.name } else { &v.host },
@@ -132,7 +132,7 @@ pub fn line(v: &TargetView, t: &ThreadView) -> String {
 }
 
 /// Draws successive states of the board.
-pub struct Live {
+pub(crate) struct Live {
     tty: bool,
     drawn_lines: usize,
     seen: HashMap<(String, u16), u32>,
@@ -140,7 +140,7 @@ pub struct Live {
 
 impl Live {
     /// A live view redrawing on a terminal (`tty`) or printing lines.
-    pub fn new(tty: bool) -> Self {
+    pub(crate) fn new(tty: bool) -> Self {
         Live {
             tty,
             drawn_lines: 0,
@@ -149,7 +149,7 @@ impl Live {
     }
 
     /// Show the current views.
-    pub fn draw(&mut self, views: &[TargetView], out: &mut dyn Write) {
+    pub(crate) fn draw(&mut self, views: &[TargetView], out: &mut dyn Write) {
         if self.tty {
             let text = table(views);
             let mut s = String::new();

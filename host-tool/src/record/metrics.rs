@@ -1,4 +1,10 @@
 //! OpenMetrics text over a minimal HTTP/1.1 server, for a lab's Prometheus.
+//!
+//! A target's series come in families ([`FAMILIES`]), each written by an
+//! exhaustive match on its enum: a family added without its samples does
+//! not build.
+
+#![deny(clippy::wildcard_enum_match_arm)]
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -9,7 +15,7 @@ use std::time::Duration;
 
 use std::sync::atomic::Ordering;
 
-use super::board::{Board, FleetStats, TargetView, ThreadView};
+use super::targets::{FleetStats, TargetTable, TargetView, ThreadView};
 use crate::error::{Error, Result};
 
 /// The media type Prometheus asks for.
@@ -120,61 +126,165 @@ fn memory_families(o: &mut String, st: &FleetStats) {
     }
 }
 
-/// The families of a target's series: name, type, help.
-const FAMILIES: [(&str, &str, &str); 13] = [
-    ("latscope_cycles", "counter", "Wake-ups measured."),
-    (
+/// A family of a target's series: one of the run's, or one per thread.
+/// Each variant is made only in [`FAMILIES`] (so one missing there is dead
+/// code), and each is matched exhaustively where its samples are written
+/// (so one without samples does not build).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    /// Series of one measuring thread.
+    Thread(ThreadFamily),
+    /// Series of the run as a whole.
+    Run(RunFamily),
+}
+
+/// The families with one series (or several) per measuring thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ThreadFamily {
+    Cycles,
+    Latency,
+    LatencyMax,
+    MissedPeriods,
+    PageFaults,
+    DroppedRecords,
+}
+
+/// The families with one series (or several) per run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunFamily {
+    LinkFrames,
+    LinkErrors,
+    LinkBytesSkipped,
+    Connected,
+    Elapsed,
+    Ended,
+    Degraded,
+}
+
+/// One family's metadata.
+struct FamilySpec {
+    family: Family,
+    name: &'static str,
+    /// Its OpenMetrics type.
+    kind: &'static str,
+    /// Its `# UNIT` line, if it has one.
+    unit: Option<&'static str>,
+    help: &'static str,
+}
+
+const fn thread(
+    f: ThreadFamily,
+    name: &'static str,
+    kind: &'static str,
+    unit: Option<&'static str>,
+    help: &'static str,
+) -> FamilySpec {
+    FamilySpec {
+        family: Family::Thread(f),
+        name,
+        kind,
+        unit,
+        help,
+    }
+}
+
+const fn run(
+    f: RunFamily,
+    name: &'static str,
+    kind: &'static str,
+    help: &'static str,
+) -> FamilySpec {
+    FamilySpec {
+        family: Family::Run(f),
+        name,
+        kind,
+        unit: None,
+        help,
+    }
+}
+
+/// The families of a target's series, in the order of the exposition.
+const FAMILIES: [FamilySpec; 13] = [
+    thread(
+        ThreadFamily::Cycles,
+        "latscope_cycles",
+        "counter",
+        None,
+        "Wake-ups measured.",
+    ),
+    thread(
+        ThreadFamily::Latency,
         "latscope_latency_seconds",
         "summary",
+        Some("seconds"),
         "Wake-up latency: count, sum and quantiles (bucket upper edges).",
     ),
-    (
+    thread(
+        ThreadFamily::LatencyMax,
         "latscope_latency_max_seconds",
         "gauge",
+        Some("seconds"),
         "Largest latency, exact.",
     ),
-    (
+    thread(
+        ThreadFamily::MissedPeriods,
         "latscope_missed_periods",
         "counter",
+        None,
         "Periods missed by late wake-ups.",
     ),
-    (
+    thread(
+        ThreadFamily::PageFaults,
         "latscope_page_faults",
         "counter",
+        None,
         "Page faults of the measuring thread.",
     ),
-    (
+    thread(
+        ThreadFamily::DroppedRecords,
         "latscope_dropped_records",
         "counter",
+        None,
         "Spike records the target could not queue.",
     ),
-    ("latscope_link_frames", "counter", "Good frames received."),
-    (
+    run(
+        RunFamily::LinkFrames,
+        "latscope_link_frames",
+        "counter",
+        "Good frames received.",
+    ),
+    run(
+        RunFamily::LinkErrors,
         "latscope_link_errors",
         "counter",
         "Frames rejected or lost on the link.",
     ),
-    (
+    run(
+        RunFamily::LinkBytesSkipped,
         "latscope_link_bytes_skipped",
         "counter",
         "Bytes not part of a good frame.",
     ),
-    (
+    run(
+        RunFamily::Connected,
         "latscope_connected",
         "gauge",
         "Whether the target's connection is open.",
     ),
-    (
+    run(
+        RunFamily::Elapsed,
         "latscope_elapsed_seconds",
         "gauge",
         "Run time of the target.",
     ),
-    (
+    run(
+        RunFamily::Ended,
         "latscope_ended",
         "gauge",
         "Whether the run has ended (its figures are final); shown until the linger passes.",
     ),
-    (
+    run(
+        RunFamily::Degraded,
         "latscope_degraded",
         "gauge",
         "Whether the run degraded its real-time settings (--best-effort).",
@@ -183,7 +293,7 @@ const FAMILIES: [(&str, &str, &str); 13] = [
 
 /// The OpenMetrics exposition of all targets (and, listening, the
 /// recorder's own counters), into `o`.
-pub fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetStats>) {
+pub(crate) fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetStats>) {
     o.clear();
     let run_labels: Vec<String> = views.iter().map(|v| labels(v)).collect();
     let thread_labels: Vec<Vec<String>> = views
@@ -199,16 +309,20 @@ pub fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetSta
                 .collect()
         })
         .collect();
-    for (name, kind, help) in FAMILIES {
-        let _ = writeln!(o, "# TYPE {name} {kind}");
-        let _ = writeln!(o, "# HELP {name} {help}");
-        if kind == "summary" || name == "latscope_latency_max_seconds" {
-            let _ = writeln!(o, "# UNIT {name} seconds");
+    for spec in &FAMILIES {
+        let name = spec.name;
+        let _ = writeln!(o, "# TYPE {name} {}", spec.kind);
+        let _ = writeln!(o, "# HELP {name} {}", spec.help);
+        if let Some(unit) = spec.unit {
+            let _ = writeln!(o, "# UNIT {name} {unit}");
         }
         for ((v, tl), tls) in views.iter().zip(&run_labels).zip(&thread_labels) {
-            if !run_family(o, name, tl, v) {
-                for (t, l) in v.threads.iter().zip(tls) {
-                    thread_family(o, name, l, t);
+            match spec.family {
+                Family::Run(f) => run_family(o, f, name, tl, v),
+                Family::Thread(f) => {
+                    for (t, l) in v.threads.iter().zip(tls) {
+                        thread_family(o, f, name, l, t);
+                    }
                 }
             }
         }
@@ -219,13 +333,12 @@ pub fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetSta
     o.push_str("# EOF\n");
 }
 
-/// The series of family `name` that belong to a run (not to a thread);
-/// whether `name` is such a family.
-fn run_family(o: &mut String, name: &str, tl: &str, v: &TargetView) -> bool {
+/// The series of run family `f` (named `name`), labelled `tl`.
+fn run_family(o: &mut String, f: RunFamily, name: &str, tl: &str, v: &TargetView) {
     let l = &v.link;
-    let _ = match name {
-        "latscope_link_frames" => writeln!(o, "{name}_total{{{tl}}} {}", l.frames),
-        "latscope_link_errors" => {
+    let _ = match f {
+        RunFamily::LinkFrames => writeln!(o, "{name}_total{{{tl}}} {}", l.frames),
+        RunFamily::LinkErrors => {
             for (kind, n) in [
                 ("crc", l.crc_errors),
                 ("oversize", l.oversize),
@@ -237,21 +350,20 @@ fn run_family(o: &mut String, name: &str, tl: &str, v: &TargetView) -> bool {
             }
             Ok(())
         }
-        "latscope_link_bytes_skipped" => writeln!(o, "{name}_total{{{tl}}} {}", l.bytes_skipped),
-        "latscope_connected" => writeln!(o, "{name}{{{tl}}} {}", u8::from(v.active)),
-        "latscope_elapsed_seconds" => writeln!(o, "{name}{{{tl}}} {}", secs(v.elapsed_ns)),
-        "latscope_ended" => writeln!(o, "{name}{{{tl}}} {}", u8::from(v.finished)),
-        "latscope_degraded" => writeln!(o, "{name}{{{tl}}} {}", u8::from(!v.degraded.is_empty())),
-        _ => return false,
+        RunFamily::LinkBytesSkipped => writeln!(o, "{name}_total{{{tl}}} {}", l.bytes_skipped),
+        RunFamily::Connected => writeln!(o, "{name}{{{tl}}} {}", u8::from(v.active)),
+        RunFamily::Elapsed => writeln!(o, "{name}{{{tl}}} {}", secs(v.elapsed_ns)),
+        RunFamily::Ended => writeln!(o, "{name}{{{tl}}} {}", u8::from(v.finished)),
+        RunFamily::Degraded => writeln!(o, "{name}{{{tl}}} {}", u8::from(!v.degraded.is_empty())),
     };
-    true
 }
 
-/// The series of family `name` of one thread, labelled `l`.
-fn thread_family(o: &mut String, name: &str, l: &str, t: &ThreadView) {
-    let _ = match name {
-        "latscope_cycles" => writeln!(o, "{name}_total{{{l}}} {}", t.cycles),
-        "latscope_latency_seconds" => {
+/// The series of thread family `f` (named `name`) of one thread, labelled
+/// `l`.
+fn thread_family(o: &mut String, f: ThreadFamily, name: &str, l: &str, t: &ThreadView) {
+    let _ = match f {
+        ThreadFamily::Cycles => writeln!(o, "{name}_total{{{l}}} {}", t.cycles),
+        ThreadFamily::Latency => {
             for (q, val) in [("0.99", t.p99_ns), ("0.999", t.p999_ns)] {
                 if let Some(val) = val {
                     let _ = writeln!(o, "{name}{{{l},quantile=\"{q}\"}} {}", secs(val));
@@ -260,20 +372,19 @@ fn thread_family(o: &mut String, name: &str, l: &str, t: &ThreadView) {
             let _ = writeln!(o, "{name}_sum{{{l}}} {}", secs(t.sum_ns));
             writeln!(o, "{name}_count{{{l}}} {}", t.count)
         }
-        "latscope_latency_max_seconds" => writeln!(o, "{name}{{{l}}} {}", secs(t.max_ns)),
-        "latscope_missed_periods" => writeln!(o, "{name}_total{{{l}}} {}", t.missed),
-        "latscope_page_faults" => {
+        ThreadFamily::LatencyMax => writeln!(o, "{name}{{{l}}} {}", secs(t.max_ns)),
+        ThreadFamily::MissedPeriods => writeln!(o, "{name}_total{{{l}}} {}", t.missed),
+        ThreadFamily::PageFaults => {
             let _ = writeln!(o, "{name}_total{{{l},kind=\"minor\"}} {}", t.minflt);
             writeln!(o, "{name}_total{{{l},kind=\"major\"}} {}", t.majflt)
         }
-        "latscope_dropped_records" => writeln!(o, "{name}_total{{{l}}} {}", t.dropped),
-        _ => Ok(()),
+        ThreadFamily::DroppedRecords => writeln!(o, "{name}_total{{{l}}} {}", t.dropped),
     };
 }
 
 /// Answer one request; `body` is reused from request to request, so a
 /// scrape of hundreds of runs does not churn the allocator.
-fn answer(stream: TcpStream, board: &Board, body: &mut String) {
+fn answer(stream: TcpStream, targets: &TargetTable, body: &mut String) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
     let Ok(clone) = stream.try_clone() else {
@@ -299,11 +410,11 @@ fn answer(stream: TcpStream, board: &Board, body: &mut String) {
     let path = parts.next().unwrap_or("");
     let (status, ctype) = match (method, path) {
         ("GET", "/metrics") | ("GET", "/metrics/") => {
-            let fleet = board
+            let fleet = targets
                 .listening
                 .load(Ordering::Relaxed)
-                .then_some(&board.stats);
-            board.with_views(|views| exposition(body, views, fleet));
+                .then_some(&targets.stats);
+            targets.with_views(|views| exposition(body, views, fleet));
             ("200 OK", CONTENT_TYPE)
         }
         ("GET", "/") => {
@@ -335,7 +446,7 @@ fn answer(stream: TcpStream, board: &Board, body: &mut String) {
 /// Serve the board's metrics on `addr` from a background thread, one
 /// request at a time (each has 2 s to arrive and to be taken), with one
 /// reused body buffer.
-pub fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
+pub(crate) fn serve(addr: &str, targets: Arc<TargetTable>) -> Result<std::net::SocketAddr> {
     let listener = TcpListener::bind(addr).map_err(|source| Error::Bind {
         addr: addr.to_string(),
         source,
@@ -351,7 +462,7 @@ pub fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
             let mut backoff = Duration::ZERO;
             loop {
                 if let Some((stream, _)) = super::listen::accept(&listener, &mut backoff) {
-                    answer(stream, &board, &mut body);
+                    answer(stream, &targets, &mut body);
                 }
             }
         })
@@ -365,7 +476,8 @@ pub fn serve(addr: &str, board: Arc<Board>) -> Result<std::net::SocketAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::board::{Identity, ThreadView};
+    use crate::record::targets::{Identity, ThreadView};
+    use latscope_core::wire::LinkStats;
 
     fn view(board: &str, run: &str) -> TargetView {
         TargetView {
@@ -386,6 +498,102 @@ mod tests {
                 ..ThreadView::default()
             }],
             ..TargetView::default()
+        }
+    }
+
+    /// Two runs, every figure set and distinct, two threads each, and the
+    /// counters of a listening recorder.
+    fn populated() -> (Vec<TargetView>, FleetStats) {
+        let mut views = vec![view("a", "0a"), view("b", "0b")];
+        for (k, v) in views.iter_mut().enumerate() {
+            let k = k as u64 * 100;
+            v.finished = k > 0;
+            v.elapsed_ns = 7_000_000_000 + k;
+            v.degraded = vec!["policy"];
+            v.link = LinkStats {
+                frames: 11 + k,
+                crc_errors: 12 + k,
+                oversize: 13 + k,
+                unknown_version: 14 + k,
+                malformed: 15 + k,
+                frames_lost: 16 + k,
+                bytes_skipped: 17 + k,
+                ..LinkStats::default()
+            };
+            let second = ThreadView {
+                index: 1,
+                cpu: None,
+                cycles: 21 + k,
+                count: 22 + k,
+                sum_ns: 23_000 + k,
+                p99_ns: Some(24_000 + k),
+                p999_ns: Some(25_000 + k),
+                max_ns: 26_000 + k,
+                missed: 27 + k,
+                minflt: 28 + k,
+                majflt: 29 + k,
+                dropped: 30 + k,
+                ..ThreadView::default()
+            };
+            v.threads.push(second);
+        }
+        let st = FleetStats::default();
+        for c in [
+            &st.open,
+            &st.accepted,
+            &st.refused_cap,
+            &st.runs_bye,
+            &st.memory,
+        ] {
+            FleetStats::bump(c);
+        }
+        (views, st)
+    }
+
+    /// Every family of [`FAMILIES`] writes its own samples: for each run
+    /// (run families) or each thread (thread families), at least one line
+    /// under its header, each line its own name's.
+    #[test]
+    fn every_family_yields_its_samples() {
+        let (views, st) = populated();
+        let refs: Vec<&TargetView> = views.iter().collect();
+        let mut o = String::new();
+        exposition(&mut o, &refs, Some(&st));
+        let mut blocks = o.split("# TYPE ").skip(1);
+        for spec in &FAMILIES {
+            let block = blocks
+                .next()
+                .unwrap_or_else(|| panic!("{}: no header", spec.name));
+            assert!(
+                block.starts_with(&format!("{} ", spec.name)),
+                "{}: {block}",
+                spec.name
+            );
+            let samples: Vec<&str> = block
+                .lines()
+                .filter(|l| !l.starts_with('#'))
+                .skip(1)
+                .collect();
+            let per = match spec.family {
+                Family::Thread(_) => views.iter().map(|v| v.threads.len()).sum(),
+                Family::Run(_) => views.len(),
+            };
+            let owners: std::collections::BTreeSet<&str> = samples
+                .iter()
+                .map(|l| l.split_once('}').map_or(*l, |(k, _)| k))
+                .map(|k| k.split(",kind=").next().unwrap_or(k))
+                .map(|k| k.split(",quantile=").next().unwrap_or(k))
+                .map(|k| k.split_once('{').map_or(k, |(_, labels)| labels))
+                .collect();
+            assert_eq!(
+                owners.len(),
+                per,
+                "{}: one series set each:\n{block}",
+                spec.name
+            );
+            for l in &samples {
+                assert!(l.starts_with(spec.name), "{}: {l}", spec.name);
+            }
         }
     }
 

@@ -3,15 +3,15 @@
 //! a serial line) or many (`--listen`, one thread per connection and one
 //! recording per run, across reconnects).
 
-pub mod allow;
-pub mod board;
-pub mod conn;
+pub(crate) mod allow;
+pub(crate) mod conn;
 mod fleet;
-pub mod listen;
-pub mod live;
-pub mod metrics;
+pub(crate) mod listen;
+pub(crate) mod live;
+pub(crate) mod metrics;
+mod recordings;
 mod split;
-mod store;
+pub(crate) mod targets;
 
 use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
@@ -21,7 +21,11 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use board::{Board, TargetView};
+use targets::{TargetTable, TargetView};
+
+pub use allow::Net;
+pub use conn::Limits;
+pub use listen::{Fleetwide, DEFAULT_MAX_CONNECTIONS};
 
 use crate::console;
 use crate::error::{Error, Result};
@@ -51,7 +55,7 @@ pub struct Plan {
 }
 
 /// UTC time as `YYYYMMDDTHHMMSSZ`.
-pub fn stamp(t: SystemTime) -> String {
+pub(crate) fn stamp(t: SystemTime) -> String {
     let secs = t
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -68,7 +72,7 @@ pub fn stamp(t: SystemTime) -> String {
 
 /// The board name a hello gives (`latscope --name`), or the host name of
 /// a stream whose hello names no board (version 1).
-pub fn board_name(h: &latscope_core::wire::Hello) -> &str {
+pub(crate) fn board_name(h: &latscope_core::wire::Hello) -> &str {
     if h.target.name.is_empty() {
         h.target.hostname.as_str()
     } else {
@@ -199,7 +203,7 @@ fn record_stream(
     r: &mut dyn Read,
     mut rec: Recording,
     name: &str,
-    board: &Board,
+    targets: &TargetTable,
     slot: u64,
     stop_on_bye: bool,
 ) -> (Session, PathBuf, Option<io::Error>) {
@@ -223,7 +227,7 @@ fn record_stream(
         }
         if last.elapsed() >= Duration::from_millis(250) {
             last = Instant::now();
-            board.publish(slot, TargetView::of(&label, name, &s, true));
+            targets.publish(slot, TargetView::of(&label, name, &s, true));
         }
         let done = stop_on_bye && s.agg.current().is_some_and(|r| r.bye.is_some());
         Ok(!done)
@@ -236,13 +240,13 @@ fn record_stream(
     s.name = rec.path.display().to_string();
     let mut view = TargetView::of(&label, name, &s, false);
     view.finished = true;
-    board.publish(slot, view);
+    targets.publish(slot, view);
     (s, rec.path, res.err())
 }
 
 /// Redraw the board about once a second until `stop` is set.
 pub(crate) fn spawn_display(
-    board: Arc<Board>,
+    targets: Arc<TargetTable>,
     stop: Arc<AtomicBool>,
 ) -> Option<thread::JoinHandle<()>> {
     let tty = io::stdout().is_terminal();
@@ -253,7 +257,7 @@ pub(crate) fn spawn_display(
             let mut out = console::Stdout;
             loop {
                 let stopping = stop.load(Ordering::Acquire);
-                live.draw(&board.views(), &mut out);
+                live.draw(&targets.views(), &mut out);
                 if stopping {
                     return;
                 }
@@ -270,9 +274,9 @@ pub(crate) fn spawn_display(
 
 /// Run `record`; returns the exit status.
 pub fn run(plan: Plan) -> Result<u8> {
-    let board = Board::new();
+    let targets = TargetTable::new();
     if let Some(addr) = &plan.metrics {
-        let local = metrics::serve(addr, Arc::clone(&board))?;
+        let local = metrics::serve(addr, Arc::clone(&targets))?;
         console::say(format_args!("metrics at http://{local}/metrics"));
     }
     let signalled = Arc::new(AtomicBool::new(false));
@@ -283,29 +287,29 @@ pub fn run(plan: Plan) -> Result<u8> {
         let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
     }
     match &plan.listen {
-        Some(addr) => listen::listen(&plan, addr, board, signalled),
-        None => single(&plan, board, signalled),
+        Some(addr) => listen::listen(&plan, addr, targets, signalled),
+        None => single(&plan, targets, signalled),
     }
 }
 
 /// One stream. SIGINT/SIGTERM end a serial line's recording as if the
 /// line had ended; a pipe or file ends when its writer does (the target
 /// gets the same Ctrl-C and sends its bye).
-fn single(plan: &Plan, board: Arc<Board>, signalled: Arc<AtomicBool>) -> Result<u8> {
+fn single(plan: &Plan, targets: Arc<TargetTable>, signalled: Arc<AtomicBool>) -> Result<u8> {
     let source = plan.source.clone().unwrap_or(Source::Stdin);
     let mut reader = source.open_until(Some(Arc::clone(&signalled)))?;
-    let slot = board.slot();
+    let slot = targets.slot();
     let rec = match &plan.output {
         Some(p) => Recording::fixed(p)?,
         None => Recording::pending(&plan.out_dir, slot)?,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&board), Arc::clone(&stop)));
+    let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&targets), Arc::clone(&stop)));
     let (session, path, err) = record_stream(
         &mut *reader,
         rec,
         &source.name(),
-        &board,
+        &targets,
         slot,
         source.endless(),
     );

@@ -7,7 +7,7 @@ use latscope_core::wire::{Body, DecodeError, Decoder, MAX_FRAME};
 
 /// What the splitter found.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Piece<'a> {
+pub(super) enum Piece<'a> {
     /// The bytes between two delimiters (never empty).
     Frame(&'a [u8]),
     /// Bytes of a segment longer than any frame: not a frame, passed on
@@ -18,14 +18,14 @@ pub enum Piece<'a> {
 /// A splitter that holds at most one frame's worth of bytes between
 /// calls.
 #[derive(Debug, Default)]
-pub struct Splitter {
+pub(super) struct Splitter {
     partial: Vec<u8>,
     overlong: bool,
 }
 
 impl Splitter {
     /// An empty splitter.
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Splitter {
             partial: Vec::with_capacity(MAX_FRAME),
             overlong: false,
@@ -34,7 +34,7 @@ impl Splitter {
 
     /// Split `data`, handing every complete frame (and any over-long junk)
     /// to `f` in order.
-    pub fn push(&mut self, data: &[u8], mut f: impl FnMut(Piece<'_>)) {
+    pub(super) fn push(&mut self, data: &[u8], mut f: impl FnMut(Piece<'_>)) {
         let mut rest = data;
         while !rest.is_empty() {
             let (seg, delim, after) = match rest.iter().position(|&b| b == 0) {
@@ -78,14 +78,14 @@ impl Splitter {
 
     /// Bytes held of a frame that has not ended yet.
     #[cfg(test)]
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.partial.len()
     }
 }
 
 /// What a frame says about the run it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A hello: the run's id, board name and host name.
     Hello {
         /// Run id.
@@ -103,7 +103,7 @@ pub enum Kind {
 
 /// A frame's sequence number and kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Peeked {
+pub(crate) struct Peeked {
     /// Sequence number.
     pub seq: u32,
     /// Kind.
@@ -112,7 +112,7 @@ pub struct Peeked {
 
 /// Decodes single frames to decide where they go, before they are
 /// recorded and decoded for good.
-pub struct Peeker {
+pub(super) struct Peeker {
     dec: Box<Decoder<MAX_FRAME>>,
     /// The protocol version of the first frame of another version seen.
     pub other_version: Option<u8>,
@@ -130,7 +130,7 @@ impl Default for Peeker {
 impl Peeker {
     /// The sequence number and kind of the frame `seg` (the bytes between
     /// two delimiters); `None` if it is not a frame this build decodes.
-    pub fn frame(&mut self, seg: &[u8]) -> Option<Peeked> {
+    pub(super) fn frame(&mut self, seg: &[u8]) -> Option<Peeked> {
         let mut out = None;
         for part in [&[0u8][..], seg, &[0u8][..]] {
             let mut rest = part;
@@ -160,7 +160,7 @@ impl Peeker {
 
 /// Whether sequence number `seq` comes after `last` (serial-number
 /// arithmetic, so a run longer than 2^32 frames keeps working).
-pub const fn newer(seq: u32, last: u32) -> bool {
+pub(super) const fn newer(seq: u32, last: u32) -> bool {
     (seq.wrapping_sub(last) as i32) > 0
 }
 

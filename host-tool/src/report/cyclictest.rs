@@ -2,22 +2,22 @@
 //! formatter the target uses (`latscope_core::cyclictest`): the end-of-run
 //! text with the `-h`/`-H` histogram and the `--json` document. For a run
 //! the host received completely, both equal what the target printed, byte
-//! for byte, apart from the fields listed in the README.
+//! for byte, apart from the fields listed in `docs/cyclictest.md`.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, Uname};
 use latscope_core::hist::Totals;
-use latscope_core::record::Counters;
+use latscope_core::seqlock::Counters;
 use latscope_core::tz::WallTime;
-use latscope_core::wire::{ByeReason, SpikeRecord};
+use latscope_core::wire::{ByeReason, SpikeSample};
 
 use crate::aggregate::{Run, ThreadAgg};
 use crate::error::{Error, Result};
 
 /// The histogram range in µs: the explicit one, else the run's `-h`, else
 /// the linear 1 µs range. Refuses a range past the 1 µs buckets.
-pub fn range_us(run: &Run, explicit: Option<u32>) -> Result<u32> {
+pub(crate) fn range_us(run: &Run, explicit: Option<u32>) -> Result<u32> {
     let linear = run.layout.linear_us;
     let r = explicit
         .or((run.hello.config.hist_us > 0).then_some(run.hello.config.hist_us))
@@ -28,7 +28,7 @@ pub fn range_us(run: &Run, explicit: Option<u32>) -> Result<u32> {
 
 /// The `--json` histogram range: the explicit one, else the run's `-h`
 /// (0: none, as the target's document).
-pub fn json_range_us(run: &Run, explicit: Option<u32>) -> Result<u32> {
+pub(crate) fn json_range_us(run: &Run, explicit: Option<u32>) -> Result<u32> {
     let r = explicit.unwrap_or(run.hello.config.hist_us);
     if r > 0 {
         check_range(run, r)?;
@@ -108,11 +108,11 @@ fn options(run: &Run, hist_us: u32, histofall: bool) -> Options {
 }
 
 /// The `--spike` records of the run in print order, and how many there were.
-fn spikes(run: &Run) -> Option<(Vec<SpikeRecord>, u64)> {
+fn spikes(run: &Run) -> Option<(Vec<SpikeSample>, u64)> {
     if run.hello.config.spike_ns == 0 {
         return None;
     }
-    let mut all: Vec<SpikeRecord> = run
+    let mut all: Vec<SpikeSample> = run
         .threads
         .iter()
         .flat_map(|t| t.spikes.spike_lines.iter().copied())
@@ -131,7 +131,7 @@ fn from_version_1(run: &Run) -> bool {
 /// The target's end-of-run text of one run, with the `-h US` (or `-H US`
 /// with `histofall`) histogram. Of a version 1 recording, the histogram
 /// alone, as the host has always printed it.
-pub fn hist_text(out: &mut String, run: &Run, range: u32, histofall: bool) {
+pub(crate) fn hist_text(out: &mut String, run: &Run, range: u32, histofall: bool) {
     let h = hists(run);
     let t = threads(run, &h);
     let v1 = from_version_1(run);
@@ -182,7 +182,7 @@ fn times(run: &Run, end: SystemTime) -> (WallTime, WallTime) {
 }
 
 /// The target's `--json` document of one run; `end` as in [`times`].
-pub fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String {
+pub(crate) fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String {
     let h = &run.hello;
     let (start, end) = times(run, end);
     let doc = JsonDoc {

@@ -1,8 +1,10 @@
-//! `latscope-host report`: the outputs made from decoded runs.
+//! `latscope-host report`: the outputs made from decoded runs, and the
+//! subcommand itself ([`run`] with a [`Plan`]).
 
-pub mod cyclictest;
+pub(crate) mod cyclictest;
 mod pretty;
-pub mod text;
+mod run;
+pub(crate) mod text;
 
 #[cfg(test)]
 mod golden;
@@ -19,6 +21,9 @@ use crate::aggregate::Run;
 use crate::error::Result;
 use crate::session::Session;
 use crate::summary::{summarize, Summary};
+
+pub(crate) use run::decode;
+pub use run::{run, Plan};
 
 /// The report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -57,7 +62,7 @@ pub struct Decoded {
 /// Whether a run ended as a good run should (for the exit status): its
 /// hello and its bye arrived, without an error or self-check defects, and
 /// its memory budget held all of it.
-pub fn run_ok(run: &Run) -> bool {
+pub(crate) fn run_ok(run: &Run) -> bool {
     if run.hello_lost || run.refused() > 0 {
         return false;
     }
@@ -130,7 +135,7 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
 /// serialised: one input's document, or an array of them, and a newline.
 /// Nothing report-sized is held: a 64-thread run's buckets go straight to
 /// `w` (give it a buffer).
-pub fn write_json(inputs: &[Decoded], mut w: impl io::Write) -> io::Result<()> {
+pub(crate) fn write_json(inputs: &[Decoded], mut w: impl io::Write) -> io::Result<()> {
     let docs: Vec<InputJson> = inputs.iter().map(InputJson).collect();
     let mut s = serde_json::Serializer::with_formatter(&mut w, pretty::Pretty::default());
     match docs.as_slice() {

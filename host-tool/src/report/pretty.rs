@@ -23,7 +23,7 @@ const DEEPEST: usize = 32;
 /// serde_json's `PrettyFormatter` with its default indentation, byte for
 /// byte.
 #[derive(Debug, Default)]
-pub struct Pretty {
+pub(super) struct Pretty {
     depth: usize,
     has_value: bool,
 }

@@ -13,7 +13,7 @@ use crate::summary::{avg_us, or_dash, summarize, us, us_opt, Summary, QUANTILES}
 const SPIKES_SHOWN: usize = 10;
 
 /// How a run ended, in words.
-pub fn ending(run: &Run) -> String {
+pub(crate) fn ending(run: &Run) -> String {
     match &run.bye {
         None => "no bye (stream cut short)".into(),
         Some(b) => {
@@ -54,7 +54,7 @@ fn dma_latency_device_missing(run: &Run) -> bool {
 
 /// The devices the target's kernel lacks (not degradations: nothing was
 /// given up, there was nothing to hold).
-pub fn missing_devices(run: &Run) -> Vec<&'static str> {
+pub(crate) fn missing_devices(run: &Run) -> Vec<&'static str> {
     let mut v = Vec::new();
     if dma_latency_device_missing(run) {
         v.push("/dev/cpu_dma_latency");
@@ -63,7 +63,7 @@ pub fn missing_devices(run: &Run) -> Vec<&'static str> {
 }
 
 /// The run's degradations under `--best-effort`, in words (empty if none).
-pub fn degraded(run: &Run) -> Vec<&'static str> {
+pub(crate) fn degraded(run: &Run) -> Vec<&'static str> {
     let d = run.hello.config.degraded;
     let mut v = Vec::new();
     if d.no_rt_policy {
@@ -82,7 +82,7 @@ pub fn degraded(run: &Run) -> Vec<&'static str> {
 }
 
 /// Link statistics in one line.
-pub fn link_line(l: &LinkStats) -> String {
+pub(crate) fn link_line(l: &LinkStats) -> String {
     format!(
         "{} frames, {} CRC errors, {} oversize, {} other-version, {} malformed, {} gaps ({} frames lost), {} restarts, {} bytes skipped of {}",
         l.frames,
@@ -99,7 +99,7 @@ pub fn link_line(l: &LinkStats) -> String {
 }
 
 /// Whether the figures are exact, in words.
-pub fn exactness(run: &Run) -> String {
+pub(crate) fn exactness(run: &Run) -> String {
     if run.exact_at_end() {
         "exact at the end (bye intact)".into()
     } else {
@@ -111,7 +111,7 @@ pub fn exactness(run: &Run) -> String {
 }
 
 /// A target log line's level, in words.
-pub fn level(l: Level) -> &'static str {
+pub(crate) fn level(l: Level) -> &'static str {
     match l {
         Level::Info => "info",
         Level::Warn => "warning",
@@ -140,7 +140,7 @@ fn clip(s: &str, n: usize) -> String {
 }
 
 /// The header lines describing a run.
-pub fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
+pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
     if run.hello_lost {
         unknown_header(out, name, run, link);
         return;
@@ -312,7 +312,7 @@ fn table(out: &mut String, rows: &[&Summary]) {
 }
 
 /// The full text report of one run.
-pub fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
+pub(crate) fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
     header(out, name, run, link);
     let (per, all) = summarize(run);
     let mut rows: Vec<&Summary> = per.iter().collect();
@@ -356,7 +356,7 @@ pub fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) {
 
 /// Explained spikes: one line per spike, one per cause, and the run's
 /// per-cause totals.
-pub fn explained(out: &mut String, run: &Run) {
+pub(crate) fn explained(out: &mut String, run: &Run) {
     let e = &run.explained;
     if e.total == 0 {
         return;

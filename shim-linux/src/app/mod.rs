@@ -18,7 +18,6 @@ mod finish;
 mod hello;
 mod setup;
 mod start;
-mod startup;
 mod wait;
 
 use crate::bench;
@@ -89,7 +88,7 @@ fn with_lost_output(status: i32) -> i32 {
 
 /// Run a measurement; returns the exit status.
 fn run(cfg: &Config) -> i32 {
-    startup::notes(cfg);
+    setup::cyclictest::notes(cfg);
     let mut held = exit::Held {
         demote: !cfg.bench.no_exit_demote,
         ..exit::Held::default()

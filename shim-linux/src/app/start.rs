@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::thread::{Scope, ScopedJoinHandle};
 
 use heapless::spsc::{Consumer, Producer};
-use latscope_core::wire::SpikeRecord;
+use latscope_core::wire::SpikeSample;
 
 use super::hello::{hello, policy_label};
 use super::setup::{Degradations, Handoff, Setup};
@@ -17,8 +17,8 @@ use crate::linux::clock::monotonic_ns;
 use crate::linux::cpu_set;
 use crate::linux::tracefs::Marker;
 use crate::output;
-use crate::report::{self, Outcome, View};
 use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
+use crate::sender::{self, Outcome, View};
 
 /// Stack of the sender thread (unoptimised builds need far more). The
 /// release sender touches at most 52 KiB of it (measured with --explain,
@@ -41,7 +41,7 @@ pub struct Ended {
 
 /// The sender's ends of the queues.
 struct Receivers<'q> {
-    spikes: Vec<Consumer<'q, SpikeRecord>>,
+    spikes: Vec<Consumer<'q, SpikeSample>>,
     verbose: Vec<Consumer<'q, VerboseSample>>,
 }
 
@@ -83,7 +83,7 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         for w in &deg.warnings {
             output::note(&format!("latscope: {w}"));
         }
-        let args = report::Args {
+        let args = sender::Args {
             shared: &setup.shared,
             views,
             plans: effective.clone(),
@@ -124,7 +124,7 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
 fn start_measuring<'scope, 'env: 'scope>(
     scope: &'scope Scope<'scope, 'env>,
     s: &'env Setup,
-    spike_tx: Vec<Producer<'env, SpikeRecord>>,
+    spike_tx: Vec<Producer<'env, SpikeSample>>,
     verbose_tx: Vec<Option<Producer<'env, VerboseSample>>>,
     markers: Vec<Option<Marker>>,
 ) -> Result<(), Error> {
@@ -207,7 +207,7 @@ fn views(cfg: &Config, s: &Setup) -> Result<Vec<View>, Error> {
 fn spawn_sender<'scope, 'env: 'scope>(
     scope: &'scope Scope<'scope, 'env>,
     s: &'env Setup,
-    args: report::Args<'env>,
+    args: sender::Args<'env>,
 ) -> Result<ScopedJoinHandle<'scope, Outcome>, Error> {
     let cpus = s.mainaffinity.clone();
     std::thread::Builder::new()
@@ -216,7 +216,7 @@ fn spawn_sender<'scope, 'env: 'scope>(
             if let Some(c) = &cpus {
                 let _ = rustix::thread::sched_setaffinity(None, &cpu_set(c));
             }
-            report::run(args)
+            sender::run(args)
         })
         .map_err(|e| {
             s.control.stop.store(true, Ordering::SeqCst);
@@ -228,8 +228,8 @@ fn spawn_sender<'scope, 'env: 'scope>(
 }
 
 /// The sender's output settings.
-fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> report::Options {
-    report::Options {
+fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> sender::Options {
+    sender::Options {
         nsecs: cfg.nsecs,
         quiet: cfg.quiet,
         verbose: cfg.verbose,

@@ -75,11 +75,11 @@ fn long_option(body: &str, words: &[&str], i: &mut usize) -> Result<Given, Error
             return Err(Error::usage(format!("{spelled} takes no value")))
         }
         Arg::No => None,
-        Arg::Required => Some(match inline {
+        Arg::Required(_) => Some(match inline {
             Some(v) => v,
             None => next_word(&spelled, words, i)?,
         }),
-        Arg::Optional(peek) => inline.or_else(|| peeked(peek, words, i)),
+        Arg::Optional(peek, _) => inline.or_else(|| peeked(peek, words, i)),
     };
     Ok(Given {
         spec,
@@ -102,9 +102,9 @@ fn short_cluster(
         let rest = &letters[k + c.len_utf8()..];
         let value = match spec.arg {
             Arg::No => None,
-            Arg::Required if rest.is_empty() => Some(next_word(&spelled, words, i)?),
-            Arg::Optional(peek) if rest.is_empty() => peeked(peek, words, i),
-            Arg::Required | Arg::Optional(_) => Some(rest.to_string()),
+            Arg::Required(_) if rest.is_empty() => Some(next_word(&spelled, words, i)?),
+            Arg::Optional(peek, _) if rest.is_empty() => peeked(peek, words, i),
+            Arg::Required(_) | Arg::Optional(..) => Some(rest.to_string()),
         };
         let takes_rest = value.is_some() && !rest.is_empty();
         out.push(Given {

@@ -1,11 +1,18 @@
-//! The `--help` text.
+//! The `--help` text: an introduction, the options of the option table
+//! in sections ([`LAYOUT`]), and what the exit statuses and signals mean.
 
+use super::options::{Arg, Help, Opt, Spec, OPTIONS};
 use crate::rt::hist_bytes_per_thread;
 
 /// The `--help` text, with the histogram memory each `-h` costs.
 pub fn help() -> String {
     let kib = |us| hist_bytes_per_thread(us).div_ceil(1024);
-    HELP.replace(
+    let mut text = String::from(INTRO);
+    for item in LAYOUT {
+        item.write(&mut text);
+    }
+    text.push_str(OUTRO);
+    text.replace(
         "{MEM}",
         &format!(
             "{} KiB up to 1000, {} KiB\n                          at 3500, {} KiB at 20000",
@@ -16,8 +23,172 @@ pub fn help() -> String {
     )
 }
 
-/// The `--help` text before the memory figures are filled in.
-const HELP: &str = "\
+/// The column where the text of an entry starts.
+const TEXT_COLUMN: usize = 26;
+
+/// One line (or entry) of the option list of `--help`.
+enum Item {
+    /// A section heading.
+    Heading(&'static str),
+    /// An option's entry: its names, then its text from column
+    /// [`TEXT_COLUMN`] (at least one blank after the names).
+    Opt(Opt),
+    /// An entry whose names leave no room: its text two blanks after them.
+    Wide(Opt),
+    /// An entry that is no option: a label and a text.
+    Row(&'static str, &'static str),
+}
+
+use Item::{Heading, Row, Wide};
+
+/// The option list of `--help`, in its order (the option table is in
+/// cyclictest's order). Each option shown has one item; the options
+/// [`Help::Joined`] to it are named in its entry.
+const LAYOUT: &[Item] = &[
+    Heading("Threads and CPUs"),
+    Item::Opt(Opt::Threads),
+    Item::Opt(Opt::Affinity),
+    Item::Opt(Opt::Smp),
+    Wide(Opt::Mainaffinity),
+    Heading("Timing"),
+    Item::Opt(Opt::Interval),
+    Item::Opt(Opt::Distance),
+    Item::Opt(Opt::Clock),
+    Item::Opt(Opt::Loops),
+    Item::Opt(Opt::Duration),
+    Item::Opt(Opt::Aligned),
+    Item::Opt(Opt::Secaligned),
+    Item::Opt(Opt::Warmup),
+    Heading("How each cycle waits (only the default keeps every guarantee of latscope)"),
+    Row(
+        "(default)",
+        "clock_nanosleep(TIMER_ABSTIME) to the next deadline:\n\
+         one system call per cycle, a fixed grid of deadlines",
+    ),
+    Item::Opt(Opt::Relative),
+    Item::Opt(Opt::System),
+    Item::Opt(Opt::PosixTimers),
+    Item::Opt(Opt::Resolution),
+    Item::Opt(Opt::Smi),
+    Heading("Scheduling and memory"),
+    Item::Opt(Opt::Priority),
+    Item::Opt(Opt::Policy),
+    Item::Opt(Opt::Priospread),
+    Item::Opt(Opt::DeadlineRuntime),
+    Item::Opt(Opt::Mlockall),
+    Item::Opt(Opt::NoMlock),
+    Item::Opt(Opt::Latency),
+    Item::Opt(Opt::DefaultSystem),
+    Item::Opt(Opt::Laptop),
+    Item::Opt(Opt::BestEffort),
+    Heading("Output (cyclictest formats)"),
+    Item::Opt(Opt::Quiet),
+    Item::Opt(Opt::Verbose),
+    Item::Opt(Opt::Oscope),
+    Item::Opt(Opt::RefreshOnMax),
+    Item::Opt(Opt::Unbuffered),
+    Item::Opt(Opt::Nsecs),
+    Item::Opt(Opt::Histogram),
+    Item::Opt(Opt::Histofall),
+    Item::Opt(Opt::Histfile),
+    Item::Opt(Opt::Json),
+    Item::Opt(Opt::Spike),
+    Item::Opt(Opt::SpikeNodes),
+    Item::Opt(Opt::Breaktrace),
+    Item::Opt(Opt::Tracemark),
+    Item::Opt(Opt::Explain),
+    Item::Opt(Opt::Fifo),
+    Item::Opt(Opt::DbgCyclictest),
+    Heading("Stream (binary frames for latscope-host)"),
+    Item::Opt(Opt::Stream),
+    Item::Opt(Opt::Name),
+    Wide(Opt::ReportInterval),
+    Heading("Checks"),
+    Item::Opt(Opt::SelfCheck),
+    Item::Opt(Opt::Version),
+    Item::Opt(Opt::Help),
+];
+
+impl Item {
+    /// Append this item's lines to `out`.
+    fn write(&self, out: &mut String) {
+        match *self {
+            Heading(h) => {
+                out.push_str(h);
+                out.push('\n');
+            }
+            Item::Opt(opt) => entry(out, opt, false),
+            Wide(opt) => entry(out, opt, true),
+            Row(label, text) => lines(out, &format!("  {label}"), text, false),
+        }
+    }
+}
+
+/// The entry of `opt` and of the options joined to it.
+fn entry(out: &mut String, opt: Opt, wide: bool) {
+    // every option of the layout is in the table (see the tests)
+    let Some(at) = OPTIONS.iter().position(|s| s.opt == opt) else {
+        return;
+    };
+    let spec = &OPTIONS[at];
+    let mut label = format!("  {}", names(spec));
+    let joined = OPTIONS[at + 1..]
+        .iter()
+        .take_while(|s| s.help == Help::Joined);
+    let mut own_line = false;
+    for s in joined {
+        label.push_str(", ");
+        label.push_str(names(s).trim_start());
+        own_line = true;
+    }
+    match spec.help {
+        Help::Text(text) if own_line => {
+            out.push_str(&label);
+            out.push('\n');
+            lines(out, &" ".repeat(TEXT_COLUMN - 1), text, false);
+        }
+        Help::Text(text) => lines(out, &label, text, wide),
+        // not listed
+        Help::Joined | Help::Hidden(_) => {}
+    }
+}
+
+/// `-t, --threads[=N]`, `    --json=FILE`.
+fn names(s: &Spec) -> String {
+    let short = match s.short {
+        Some(c) => format!("-{c}, "),
+        None => "    ".to_string(),
+    };
+    let value = match s.arg {
+        Arg::No => String::new(),
+        Arg::Required(v) => format!("={v}"),
+        Arg::Optional(_, v) => format!("[={v}]"),
+    };
+    format!("{short}--{}{value}", s.long)
+}
+
+/// `label`, then the lines of `text`, the first after the label (from
+/// [`TEXT_COLUMN`], or two blanks after it if `wide`), the others
+/// indented to that column.
+fn lines(out: &mut String, label: &str, text: &str, wide: bool) {
+    out.push_str(label);
+    let gap = if wide {
+        2
+    } else {
+        TEXT_COLUMN.saturating_sub(label.len()).max(1)
+    };
+    out.push_str(&" ".repeat(gap));
+    for (k, line) in text.split('\n').enumerate() {
+        if k > 0 {
+            out.push_str(&" ".repeat(TEXT_COLUMN));
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+}
+
+/// What `--help` says before the options.
+const INTRO: &str = "\
 latscope: real-time wake-up latency measurement (a cyclictest that is safe by default)
 
 Usage: latscope [OPTIONS]
@@ -32,102 +203,10 @@ attached (-i100) or in the next word, numbers read as C's atoi reads them
 (a note says what was ignored), -t, -A and --secaligned take the next word only
 if it is a non-zero number, -a also one starting with 0, !, + or a.
 
-Threads and CPUs
-  -t, --threads[=N]       N measuring threads (1..64); -t alone or -t 0: one per
-                          available CPU (default: 1)
-  -a, --affinity[=CPUSET] pin threads round-robin to CPUSET (0,2-3, !0, all,
-                          +0-1 = the first two available); -a alone: all of them.
-                          Without -a, thread N runs on the N-th available CPU
-                          (modulo their number), as in cyclictest 2.4
-  -S, --smp               one thread per CPU, each pinned (-t -a; overrides both)
-      --mainaffinity=CPUSET  pin the non-RT sender (reporting) thread
-Timing
-  -i, --interval=US       base interval in us (default 1000)
-  -d, --distance=US       thread N runs at interval + N*US (default 500; 0 with -h)
-  -c, --clock=CLOCK       0|monotonic (default) or 1|realtime
-  -l, --loops=N           stop each thread after N samples (default 0: endless)
-  -D, --duration=T        stop after T seconds; a suffix m, h or d (either case)
-                          means minutes, hours or days (as cyclictest: 10ms is
-                          10 minutes)
-  -A, --aligned[=US]      all threads start from one common time, thread N
-                          offset by N*US
-      --secaligned[=US]   all threads start at the next full second (+US)
-      --warmup=T          do not record the first T (units ms, s, m, h, d)
-How each cycle waits (only the default keeps every guarantee of latscope)
-  (default)               clock_nanosleep(TIMER_ABSTIME) to the next deadline:
-                          one system call per cycle, a fixed grid of deadlines
-  -r, --relative          relative clock_nanosleep: the period drifts by every
-                          latency and no period counts as missed; not periodic
-  -s, --system            relative nanosleep(): the drift of -r (wins over -x)
-  -x, --posix_timers      a POSIX timer signals the thread (rt_sigtimedwait):
-                          every sample includes signal delivery; a cycle one
-                          period or more late costs a second system call
-                          (timer_getoverrun)
-  -R, --resolution        measure the clock's resolution at start-up (stderr)
-      --smi               count SMIs: exits 1 naming why where the CPU has no
-                          SMI counter (as cyclictest), and where it has one
-                          (latscope does not read it yet)
-Scheduling and memory
-  -p, --priority=PRIO     real-time priority 0..99 (default 80; 0: threads + 1);
-                          with --policy other, batch or idle it means fifo
-      --policy=NAME       fifo (default), rr, deadline, other|normal, batch, idle
-      --priospread        thread N gets priority PRIO-N (default: all equal)
-      --deadline-runtime=US, --deadline-deadline=US, --deadline-period=US
-                          SCHED_DEADLINE parameters (defaults: period = -i,
-                          deadline = period, runtime = deadline/10). Deadline
-                          threads are NOT pinned unless -a is given: the kernel
-                          refuses SCHED_DEADLINE (EPERM) for a thread pinned to
-                          one CPU unless that CPU is an exclusive cpuset
-                          partition (its admission control is per root domain).
-  -m, --mlockall          lock memory (accepted for compatibility; on by default)
-      --no-mlock          do not lock memory (page faults then count as latency)
-      --latency=US        value held in /dev/cpu_dma_latency (default 0)
-      --default-system    leave /dev/cpu_dma_latency alone
-      --laptop            the same, in cyclictest's older words
-      --best-effort       without a privilege, degrade instead of stopping: run
-                          SCHED_OTHER (timer slack 1 ns), unlocked, unpinned;
-                          the output and the stream say what was degraded
-Output (cyclictest formats)
-  -q, --quiet             print only the summary at the end
-  -v, --verbose           print every sample as thread:cycle:value
-  -o, --oscope=RED        with -v: print only the largest of each RED samples
-  -M, --refresh_on_max    show the live status only when a maximum grew
-  -u, --unbuffered        write each -v line as it is formatted (other output is
-                          written at least every 100 ms anyway)
-  -N, --nsecs             print ns instead of us
-  -h, --histogram=US      print the histogram text up to US (max 20000), every
-                          row; memory per thread: {MEM} (20 bytes a 1 us row
-                          beyond 1000, 8 more for its overflow cycle number)
-  -H, --histofall=US      as -h, plus a column summing all threads
-      --histfile=PATH     write the histogram text to PATH instead of stdout
-      --json=FILE         write cyclictest's JSON results (plus quantiles,
-                          missed periods, faults, early, dropped) to FILE
-      --spike=US          list the samples above US at the end
-      --spike-nodes=N     list at most N of them (default 1024)
-  -b, --breaktrace=US     stop when a sample exceeds US
-      --tracemark         with -b: write a marker to the trace buffer and stop tracing
-      --explain=US        attribute samples above US to IRQs, softirqs and tasks
-  -F, --fifo=PATH         make a named pipe at PATH; whoever reads it gets the
-                          status lines
-      --dbg_cyclictest    print facts for debugging (thread plan; -R readings)
-Stream (binary frames for latscope-host)
-      --stream=DEST       - (stdout; human output moves to stderr), a file path,
-                          tcp:IP:PORT (IP literal only: a static binary cannot
-                          resolve names; reconnects with backoff, measuring goes
-                          on meanwhile), or serial:/dev/ttyX[:BAUD] (raw mode,
-                          default 115200; reports keep to 7 % of the line on
-                          average, less often if histograms are wide)
-      --name=NAME         the board's name in the stream (default: host name and
-                          a keyed hash of /etc/machine-id, never the id itself)
-      --report-interval=T  report period of the stream and live view (default 1s;
-                          longer on a serial line whose budget is used up)
-Checks
-      --self-check        forbid process creation and exec with seccomp after
-                          start-up; attempts are refused, counted and reported
-                          as defects (exit status 1)
-      --version           print the version
-      --help              print this help
+";
 
+/// What `--help` says after the options.
+const OUTRO: &str = "\n\
 Signals: SIGINT, SIGTERM and SIGHUP end the run cleanly (summary, stream, exit);
 SIGUSR1 prints the current status to stderr; SIGUSR2 writes it to
 /dev/shm/cyclictest<PID> (made at start-up, removed at exit), which rt-tests'
@@ -148,10 +227,47 @@ end.
 
 #[cfg(test)]
 mod tests {
-    use super::help;
+    use super::{help, names, Help, Item, LAYOUT, OPTIONS};
     use crate::rt::hist_bytes_per_thread;
 
-    /// The memory figures of `--help`, as the README quotes them.
+    /// `--help` lists every option of the table once, with its names, except
+    /// the hidden ones (which it does not name at all); the joined ones in
+    /// the entry they join.
+    #[test]
+    fn help_lists_each_option_of_the_table_once() {
+        let h = help();
+        for spec in OPTIONS {
+            let items = LAYOUT
+                .iter()
+                .filter(|i| matches!(i, Item::Opt(o) | Item::Wide(o) if *o == spec.opt))
+                .count();
+            let label = names(spec);
+            let label = label.trim_start();
+            let lines = h
+                .lines()
+                .filter(|l| {
+                    l.contains(&format!("{label} "))
+                        || l.ends_with(label)
+                        || l.contains(&format!("{label},"))
+                })
+                .count();
+            match spec.help {
+                Help::Text(_) => assert_eq!((items, lines), (1, 1), "{label}"),
+                Help::Joined => assert_eq!((items, lines), (0, 1), "{label}"),
+                Help::Hidden(_) => {
+                    assert_eq!(items, 0, "{label}");
+                    assert!(!h.contains(&format!("--{}", spec.long)), "{label}");
+                }
+            }
+        }
+        for item in LAYOUT {
+            if let Item::Opt(o) | Item::Wide(o) = item {
+                assert!(OPTIONS.iter().any(|s| s.opt == *o), "{o:?}");
+            }
+        }
+    }
+
+    /// The memory figures of `--help`, as `docs/histogram.md` quotes them.
     #[test]
     fn help_states_the_histogram_memory() {
         for (us, kib) in [(1000, 67), (3500, 131), (20_000, 576)] {

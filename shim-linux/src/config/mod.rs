@@ -3,7 +3,11 @@
 //! where ([`plan()`]).
 //!
 //! Everything else reads the configuration; nothing here depends on the
-//! threads that use it.
+//! threads that use it. Dispatch on the options is by exhaustive matches
+//! on [`options::Opt`], with no arm for "any other": an option added to
+//! the table but not handled does not build.
+
+#![deny(clippy::wildcard_enum_match_arm)]
 
 mod checks;
 mod cpus;

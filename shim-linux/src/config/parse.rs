@@ -14,6 +14,7 @@ use latscope_core::wire::{ClockKind, Policy, StartAlign};
 use super::cpus::{parse_cpu_list, CpuList};
 use super::getopt::{self, Given};
 use super::numbers::{self, atoi};
+use super::options::Opt;
 use super::values::{parse_dest, parse_duration, parse_report_interval};
 use super::{checks, Action, Config, Threads};
 use crate::bench;
@@ -65,126 +66,89 @@ struct Parser {
 }
 
 impl Parser {
-    /// Apply one option; `Some` for `--help` and `--version`.
+    /// Apply one option; `Some` for `--help` and `--version`. One arm per
+    /// entry of the option table, none for "any other".
     fn apply(&mut self, g: &Given) -> Result<Option<Action>, Error> {
-        let name = g.spec.long;
-        if let Some(&(_, max)) = bench::VALUES.iter().find(|(l, _)| *l == name) {
-            let v = g.value.as_deref().unwrap_or("");
-            let n = parse_u64(&g.spelled, v, 0, max)?;
-            self.cfg.bench.set_value(name, n);
-            return Ok(None);
-        }
-        match g.value.as_deref() {
-            None => self.flag(g),
-            Some(v) => {
-                self.value(g, v)?;
-                Ok(None)
+        // the getopt step gives every option of `Arg::Required` a value
+        let v = g.value.as_deref().unwrap_or("");
+        let us = |lo| parse_u64(&g.spelled, v, lo, MAX_US as u64);
+        match g.spec.opt {
+            Opt::Help => return Ok(Some(Action::Help)),
+            Opt::Version => return Ok(Some(Action::Version)),
+            // an optional value
+            Opt::Affinity => self.affinity(g)?,
+            Opt::Threads => self.threads(g)?,
+            Opt::Aligned => self.saw.aligned = Some(self.optional(g, MAX_US)?),
+            Opt::Secaligned => self.saw.secaligned = Some(self.optional(g, 999_999)?),
+            // no value
+            Opt::Mlockall => self.cfg.mlock = true,
+            Opt::NoMlock => self.cfg.mlock = false,
+            Opt::Nsecs => self.cfg.nsecs = true,
+            Opt::Quiet => self.cfg.quiet = true,
+            Opt::Smp => self.cfg.smp = true,
+            Opt::Verbose => self.cfg.verbose = true,
+            Opt::Priospread => self.cfg.priospread = true,
+            Opt::Tracemark => self.cfg.tracemark = true,
+            Opt::DefaultSystem => self.cfg.default_system = true,
+            Opt::Laptop => self.cfg.laptop = true,
+            Opt::RefreshOnMax => self.cfg.refresh_on_max = true,
+            Opt::Relative => self.saw.relative = true,
+            Opt::System => self.saw.system = true,
+            Opt::PosixTimers => self.saw.posix_timers = true,
+            Opt::Resolution => self.cfg.resolution = true,
+            Opt::Smi => self.cfg.smi = true,
+            Opt::Unbuffered => self.cfg.unbuffered = true,
+            Opt::DbgCyclictest => self.cfg.debug = true,
+            Opt::BestEffort => self.cfg.best_effort = true,
+            Opt::SelfCheck => self.cfg.self_check = true,
+            // cyclictest's values
+            Opt::Mainaffinity => self.cfg.mainaffinity = Some(cpus(g, v)?),
+            Opt::Breaktrace => self.cfg.break_us = self.int(g, 0, MAX_US)? as u64,
+            Opt::Clock => self.cfg.clock = self.clock(g, v)?,
+            Opt::Distance => self.distance(g)?,
+            Opt::Duration => self.duration(v)?,
+            Opt::Histogram => self.cfg.hist_us = self.hist(g)?,
+            Opt::Histofall => self.histofall(g)?,
+            Opt::Interval => self.cfg.interval_us = self.int(g, 1, MAX_US)? as u64,
+            Opt::Loops => self.cfg.loops = self.int(g, 0, i64::MAX / 4)? as u64,
+            Opt::Oscope => self.cfg.oscope = self.int(g, 1, 1 << 30)? as u32,
+            Opt::Priority => self.priority(g)?,
+            Opt::Spike => self.cfg.spike_us = self.int(g, 0, MAX_US)? as u64,
+            Opt::SpikeNodes => self.spike_nodes(g)?,
+            Opt::Latency => self.latency(g)?,
+            Opt::Policy => self.cfg.policy = policy(v)?,
+            Opt::Fifo => self.cfg.fifo = Some(nonempty(&g.spelled, v)?),
+            Opt::Histfile => self.cfg.histfile = Some(nonempty(&g.spelled, v)?),
+            Opt::Json => self.cfg.json = Some(nonempty(&g.spelled, v)?),
+            // latscope's values
+            Opt::Stream => self.cfg.stream = Some(parse_dest(v)?),
+            Opt::Name => self.cfg.name = Some(board_name(v)?),
+            Opt::Warmup => self.cfg.warmup_ns = parse_duration("--warmup", v)?,
+            Opt::ReportInterval => self.cfg.report_ns = parse_report_interval(v)?,
+            Opt::DeadlineRuntime => self.cfg.dl_runtime_us = us(1)?,
+            Opt::DeadlineDeadline => self.cfg.dl_deadline_us = us(1)?,
+            Opt::DeadlinePeriod => self.cfg.dl_period_us = us(1)?,
+            Opt::Explain => self.cfg.explain_us = us(1)?,
+            // the proof scripts'
+            Opt::BallastMib => {
+                self.cfg.bench.ballast_mib = parse_u64(&g.spelled, v, 0, bench::MAX_BALLAST_MIB)?;
             }
-        }
-    }
-
-    /// An option without a value (or an optional one left out).
-    fn flag(&mut self, g: &Given) -> Result<Option<Action>, Error> {
-        let c = &mut self.cfg;
-        match g.spec.long {
-            "help" => return Ok(Some(Action::Help)),
-            "version" => return Ok(Some(Action::Version)),
-            "affinity" => {
-                c.affinity = Some(CpuList::All);
-                self.saw.affinity = true;
-            }
-            "threads" => {
-                c.threads = Some(Threads::PerCpu);
-                self.saw.threads = true;
-            }
-            "aligned" => self.saw.aligned = Some(0),
-            "secaligned" => self.saw.secaligned = Some(0),
-            "mlockall" => c.mlock = true,
-            "no-mlock" => c.mlock = false,
-            "nsecs" => c.nsecs = true,
-            "quiet" => c.quiet = true,
-            "smp" => c.smp = true,
-            "verbose" => c.verbose = true,
-            "priospread" => c.priospread = true,
-            "tracemark" => c.tracemark = true,
-            "default-system" => c.default_system = true,
-            "laptop" => c.laptop = true,
-            "refresh_on_max" => c.refresh_on_max = true,
-            "relative" => self.saw.relative = true,
-            "system" => self.saw.system = true,
-            "posix_timers" => self.saw.posix_timers = true,
-            "resolution" => c.resolution = true,
-            "smi" => c.smi = true,
-            "unbuffered" => c.unbuffered = true,
-            "dbg_cyclictest" => c.debug = true,
-            "best-effort" => c.best_effort = true,
-            "self-check" => c.self_check = true,
-            hidden => {
-                c.bench.set_flag(hidden);
+            Opt::NoExitDemote => self.cfg.bench.no_exit_demote = true,
+            Opt::SelfCheckProbe => {
+                self.cfg.bench.self_check_probe = true;
                 // the probe proves the self-check, so it needs one
-                c.self_check |= c.bench.self_check_probe;
+                self.cfg.self_check = true;
             }
         }
         Ok(None)
     }
 
-    /// An option with its value.
-    fn value(&mut self, g: &Given, v: &str) -> Result<(), Error> {
-        match g.spec.long {
-            "affinity" | "mainaffinity" => self.cpus(g, v)?,
-            "threads" => self.threads(g)?,
-            "aligned" => self.saw.aligned = Some(self.int(g, 0, MAX_US)? as u64),
-            "secaligned" => self.saw.secaligned = Some(self.int(g, 0, 999_999)? as u64),
-            "breaktrace" => self.cfg.break_us = self.int(g, 0, MAX_US)? as u64,
-            "clock" => self.cfg.clock = self.clock(g, v)?,
-            "distance" => {
-                self.cfg.distance_us = Some(self.int(g, 0, MAX_US)? as u64);
-                self.saw.distance = true;
-            }
-            "duration" => self.duration(v)?,
-            "histogram" | "histofall" => {
-                self.cfg.hist_us = self.hist(g)?;
-                self.cfg.hist_all |= g.spec.long == "histofall";
-            }
-            "interval" => self.cfg.interval_us = self.int(g, 1, MAX_US)? as u64,
-            "loops" => self.cfg.loops = self.int(g, 0, i64::MAX / 4)? as u64,
-            "oscope" => self.cfg.oscope = self.int(g, 1, 1 << 30)? as u32,
-            "priority" => {
-                self.cfg.priority = self.int(g, 0, 99)? as u32;
-                self.saw.priority = true;
-            }
-            "spike" => self.cfg.spike_us = self.int(g, 0, MAX_US)? as u64,
-            "spike-nodes" => {
-                self.cfg.spike_nodes = self.int(g, 1, MAX_SPIKE_NODES)? as usize;
-                self.saw.spike_nodes = true;
-            }
-            "latency" => self.latency(g)?,
-            "policy" => self.cfg.policy = policy(v)?,
-            _ => self.path_or_own(g, v)?,
+    /// `-A`, `--secaligned`: the offset in µs, 0 without one.
+    fn optional(&mut self, g: &Given, hi: i64) -> Result<u64, Error> {
+        match g.value {
+            None => Ok(0),
+            Some(_) => Ok(self.int(g, 0, hi)? as u64),
         }
-        Ok(())
-    }
-
-    /// The options whose value is a path, and latscope's own.
-    fn path_or_own(&mut self, g: &Given, v: &str) -> Result<(), Error> {
-        let c = &mut self.cfg;
-        let path = || nonempty(&g.spelled, v);
-        let us = |lo| parse_u64(&g.spelled, v, lo, MAX_US as u64);
-        match g.spec.long {
-            "fifo" => c.fifo = Some(path()?),
-            "histfile" => c.histfile = Some(path()?),
-            "json" => c.json = Some(path()?),
-            "stream" => c.stream = Some(parse_dest(v)?),
-            "name" => c.name = Some(board_name(v)?),
-            "warmup" => c.warmup_ns = parse_duration("--warmup", v)?,
-            "report-interval" => c.report_ns = parse_report_interval(v)?,
-            "deadline-runtime" => c.dl_runtime_us = us(1)?,
-            "deadline-deadline" => c.dl_deadline_us = us(1)?,
-            "deadline-period" => c.dl_period_us = us(1)?,
-            "explain" => c.explain_us = us(1)?,
-            other => return Err(Error::usage(format!("--{other} takes no value"))),
-        }
-        Ok(())
     }
 
     /// A whole number as cyclictest's `atoi` reads it, in `lo..=hi`.
@@ -226,28 +190,58 @@ impl Parser {
         self.cfg.notes.extend(note);
     }
 
-    /// `-a CPUSET`, `--mainaffinity CPUSET`.
-    fn cpus(&mut self, g: &Given, v: &str) -> Result<(), Error> {
-        let list =
-            parse_cpu_list(v).map_err(|e| Error::usage(format!("{} {v}: {e}", g.spelled)))?;
-        if g.spec.long == "affinity" {
-            self.cfg.affinity = Some(list);
-            self.saw.affinity = true;
-        } else {
-            self.cfg.mainaffinity = Some(list);
-        }
+    /// `-a [CPUSET]`.
+    fn affinity(&mut self, g: &Given) -> Result<(), Error> {
+        self.cfg.affinity = Some(match g.value.as_deref() {
+            None => CpuList::All,
+            Some(v) => cpus(g, v)?,
+        });
+        self.saw.affinity = true;
         Ok(())
     }
 
-    /// `-t N` (`-t0` reads as 0 threads, which cyclictest refuses too).
+    /// `-t [N]` (`-t0` reads as 0 threads, which cyclictest refuses too).
     fn threads(&mut self, g: &Given) -> Result<(), Error> {
-        let n = self.int(g, 1, MAX_THREADS as i64).map_err(|e| {
-            Error::usage(format!(
-                "{e}; -t alone, or -t 0 as two words, means one thread per CPU"
-            ))
-        })?;
-        self.cfg.threads = Some(Threads::Count(n as usize));
+        self.cfg.threads = Some(match g.value {
+            None => Threads::PerCpu,
+            Some(_) => {
+                let n = self.int(g, 1, MAX_THREADS as i64).map_err(|e| {
+                    Error::usage(format!(
+                        "{e}; -t alone, or -t 0 as two words, means one thread per CPU"
+                    ))
+                })?;
+                Threads::Count(n as usize)
+            }
+        });
         self.saw.threads = true;
+        Ok(())
+    }
+
+    /// `-d US`.
+    fn distance(&mut self, g: &Given) -> Result<(), Error> {
+        self.cfg.distance_us = Some(self.int(g, 0, MAX_US)? as u64);
+        self.saw.distance = true;
+        Ok(())
+    }
+
+    /// `-H US`: `-h` plus the all-threads column.
+    fn histofall(&mut self, g: &Given) -> Result<(), Error> {
+        self.cfg.hist_us = self.hist(g)?;
+        self.cfg.hist_all = true;
+        Ok(())
+    }
+
+    /// `-p PRIO`.
+    fn priority(&mut self, g: &Given) -> Result<(), Error> {
+        self.cfg.priority = self.int(g, 0, 99)? as u32;
+        self.saw.priority = true;
+        Ok(())
+    }
+
+    /// `--spike-nodes N`.
+    fn spike_nodes(&mut self, g: &Given) -> Result<(), Error> {
+        self.cfg.spike_nodes = self.int(g, 1, MAX_SPIKE_NODES)? as usize;
+        self.saw.spike_nodes = true;
         Ok(())
     }
 
@@ -322,6 +316,11 @@ fn policy(v: &str) -> Result<Policy, Error> {
                 "--policy {v}: use fifo, rr, deadline, other|normal, batch or idle"
             ))
         })
+}
+
+/// `-a CPUSET`, `--mainaffinity CPUSET`.
+fn cpus(g: &Given, v: &str) -> Result<CpuList, Error> {
+    parse_cpu_list(v).map_err(|e| Error::usage(format!("{} {v}: {e}", g.spelled)))
 }
 
 /// `--name`: the board's name in the stream.

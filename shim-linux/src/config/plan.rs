@@ -77,7 +77,12 @@ pub fn plan(cfg: &Config, available: &[usize]) -> Result<Vec<ThreadPlan>, Error>
 pub fn first_priority(cfg: &Config, threads: usize) -> u32 {
     match cfg.policy {
         Policy::Fifo | Policy::Rr if cfg.priority == 0 => (threads as u32 + 1).min(99),
-        _ => cfg.priority,
+        Policy::Fifo
+        | Policy::Rr
+        | Policy::Deadline
+        | Policy::Other
+        | Policy::Batch
+        | Policy::Idle => cfg.priority,
     }
 }
 
@@ -106,7 +111,7 @@ mod tests {
     fn cfg(args: &[&str]) -> Config {
         match parse(args).unwrap() {
             Action::Run(c) => *c,
-            a => panic!("{a:?}"),
+            a @ (Action::Help | Action::Version) => panic!("{a:?}"),
         }
     }
 

@@ -3,6 +3,7 @@
 
 use latscope_core::wire::{ClockKind, Policy, StartAlign, WakeMode};
 
+use super::options::{Opt, OPTIONS};
 use super::*;
 
 fn ok(args: &[&str]) -> Config {
@@ -226,6 +227,275 @@ fn bad_inputs_are_usage_errors_never_panics() {
                 assert!(!e.to_string().contains('\n'), "{e}");
             }
             Ok(a) => panic!("{args:?} accepted: {a:?}"),
+        }
+    }
+}
+
+/// Every field of a configuration, named, with its value: a field added to
+/// [`Config`] or [`crate::bench::Knobs`] must be added here (the patterns
+/// name them all).
+fn fields(c: &Config) -> Vec<(&'static str, String)> {
+    let Config {
+        affinity,
+        threads,
+        smp,
+        interval_us,
+        distance_us,
+        priority,
+        policy,
+        priospread,
+        loops,
+        duration_ns,
+        break_us,
+        tracemark,
+        hist_us,
+        hist_all,
+        histfile,
+        json,
+        nsecs,
+        quiet,
+        verbose,
+        spike_us,
+        clock,
+        mainaffinity,
+        latency_us,
+        default_system,
+        mlock,
+        best_effort,
+        warmup_ns,
+        report_ns,
+        dl_runtime_us,
+        dl_deadline_us,
+        dl_period_us,
+        explain_us,
+        self_check,
+        wake,
+        align,
+        fifo,
+        refresh_on_max,
+        oscope,
+        resolution,
+        smi,
+        spike_nodes,
+        unbuffered,
+        laptop,
+        debug,
+        notes,
+        bench,
+        stream,
+        name,
+        cmdline,
+    } = c;
+    let crate::bench::Knobs {
+        ballast_mib,
+        no_exit_demote,
+        self_check_probe,
+    } = bench;
+    macro_rules! named {
+        ($($f:ident),* $(,)?) => {
+            vec![$((stringify!($f), format!("{:?}", $f))),*]
+        };
+    }
+    named![
+        affinity,
+        threads,
+        smp,
+        interval_us,
+        distance_us,
+        priority,
+        policy,
+        priospread,
+        loops,
+        duration_ns,
+        break_us,
+        tracemark,
+        hist_us,
+        hist_all,
+        histfile,
+        json,
+        nsecs,
+        quiet,
+        verbose,
+        spike_us,
+        clock,
+        mainaffinity,
+        latency_us,
+        default_system,
+        mlock,
+        best_effort,
+        warmup_ns,
+        report_ns,
+        dl_runtime_us,
+        dl_deadline_us,
+        dl_period_us,
+        explain_us,
+        self_check,
+        wake,
+        align,
+        fifo,
+        refresh_on_max,
+        oscope,
+        resolution,
+        smi,
+        spike_nodes,
+        unbuffered,
+        laptop,
+        debug,
+        notes,
+        stream,
+        name,
+        cmdline,
+        ballast_mib,
+        no_exit_demote,
+        self_check_probe,
+    ]
+}
+
+/// What one option is tried with: the options it needs (`base`), its value,
+/// and the fields it must change against `base` alone. One arm per option,
+/// no "any other".
+fn effect(
+    opt: Opt,
+) -> (
+    &'static [&'static str],
+    Option<&'static str>,
+    &'static [&'static str],
+) {
+    const DEADLINE: &[&str] = &["--policy", "deadline"];
+    match opt {
+        // no Config: an action of its own (see the test)
+        Opt::Help | Opt::Version => (&[], None, &[]),
+        Opt::Affinity => (&[], Some("1"), &["affinity"]),
+        Opt::Aligned => (&[], Some("50"), &["align"]),
+        Opt::Breaktrace => (&[], Some("50"), &["break_us"]),
+        Opt::Clock => (&[], Some("1"), &["clock"]),
+        Opt::DefaultSystem => (&[], None, &["default_system"]),
+        Opt::Distance => (&[], Some("100"), &["distance_us"]),
+        Opt::Duration => (&[], Some("5"), &["duration_ns"]),
+        Opt::Latency => (&[], Some("10"), &["latency_us"]),
+        Opt::Fifo => (&[], Some("/tmp/f"), &["fifo"]),
+        Opt::Histogram => (&[], Some("100"), &["hist_us"]),
+        Opt::Histofall => (&[], Some("100"), &["hist_us", "hist_all"]),
+        Opt::Histfile => (&["-h", "10"], Some("/tmp/h"), &["histfile"]),
+        Opt::Interval => (&[], Some("200"), &["interval_us"]),
+        Opt::Json => (&[], Some("/tmp/j"), &["json"]),
+        // cyclictest's older words for --default-system
+        Opt::Laptop => (&[], None, &["laptop", "default_system"]),
+        Opt::Loops => (&[], Some("5"), &["loops"]),
+        Opt::Mainaffinity => (&[], Some("1"), &["mainaffinity"]),
+        Opt::Mlockall => (&["--no-mlock"], None, &["mlock"]),
+        Opt::RefreshOnMax => (&[], None, &["refresh_on_max"]),
+        Opt::Nsecs => (&[], None, &["nsecs"]),
+        Opt::Oscope => (&["-v"], Some("10"), &["oscope"]),
+        Opt::Priority => (&[], Some("90"), &["priority"]),
+        Opt::Quiet => (&[], None, &["quiet"]),
+        Opt::Priospread => (&[], None, &["priospread"]),
+        Opt::Relative => (&[], None, &["wake"]),
+        Opt::Resolution => (&[], None, &["resolution"]),
+        Opt::Secaligned => (&[], Some("250"), &["align"]),
+        Opt::System => (&[], None, &["wake"]),
+        Opt::Smi => (&[], None, &["smi"]),
+        Opt::Smp => (&[], None, &["smp"]),
+        Opt::Spike => (&[], Some("20"), &["spike_us"]),
+        // with its note that it needs --spike
+        Opt::SpikeNodes => (&[], Some("5"), &["spike_nodes", "notes"]),
+        Opt::Threads => (&[], Some("2"), &["threads"]),
+        Opt::Tracemark => (&["-b", "50"], None, &["tracemark"]),
+        Opt::Unbuffered => (&[], None, &["unbuffered"]),
+        Opt::Verbose => (&[], None, &["verbose"]),
+        Opt::DbgCyclictest => (&[], None, &["debug"]),
+        Opt::Policy => (&[], Some("rr"), &["policy"]),
+        Opt::PosixTimers => (&[], None, &["wake"]),
+        Opt::Stream => (&[], Some("-"), &["stream"]),
+        Opt::Name => (&[], Some("board-7"), &["name"]),
+        Opt::NoMlock => (&[], None, &["mlock"]),
+        Opt::BestEffort => (&[], None, &["best_effort"]),
+        Opt::Warmup => (&[], Some("1s"), &["warmup_ns"]),
+        Opt::ReportInterval => (&[], Some("2s"), &["report_ns"]),
+        Opt::DeadlineRuntime => (DEADLINE, Some("50"), &["dl_runtime_us"]),
+        Opt::DeadlineDeadline => (
+            &["--policy", "deadline", "--deadline-runtime", "50"],
+            Some("500"),
+            &["dl_deadline_us"],
+        ),
+        Opt::DeadlinePeriod => (
+            &[
+                "--policy",
+                "deadline",
+                "--deadline-runtime",
+                "50",
+                "--deadline-deadline",
+                "500",
+            ],
+            Some("2000"),
+            &["dl_period_us"],
+        ),
+        Opt::Explain => (&[], Some("50"), &["explain_us"]),
+        Opt::SelfCheck => (&[], None, &["self_check"]),
+        // the probe proves the self-check, so it turns it on
+        Opt::SelfCheckProbe => (&[], None, &["self_check_probe", "self_check"]),
+        Opt::NoExitDemote => (&[], None, &["no_exit_demote"]),
+        Opt::BallastMib => (&[], Some("3"), &["ballast_mib"]),
+    }
+}
+
+/// Every entry of the option table, by its long name and by its short
+/// letter, reaches its own effect: the fields it owns change, and no
+/// other (so no option falls into another's, such as `--no-exit-demote`'s).
+#[test]
+fn every_option_reaches_its_own_effect() {
+    let mut checked = 0;
+    for spec in OPTIONS {
+        let (base, value, want) = effect(spec.opt);
+        let mut spellings = vec![format!("--{}", spec.long)];
+        spellings.extend(spec.short.map(|c| format!("-{c}")));
+        for spelled in &spellings {
+            let mut args: Vec<&str> = base.to_vec();
+            args.push(spelled);
+            args.extend(value);
+            let got = match (spec.opt, parse(&args)) {
+                (Opt::Help, Ok(Action::Help)) | (Opt::Version, Ok(Action::Version)) => continue,
+                (_, Ok(Action::Run(c))) => fields(&c),
+                (_, other) => panic!("{args:?}: {other:?}"),
+            };
+            let before = fields(&ok(base));
+            let changed: Vec<&str> = before
+                .iter()
+                .zip(&got)
+                .filter(|(b, a)| b != a)
+                .map(|(b, _)| b.0)
+                .collect();
+            let mut want = want.to_vec();
+            let mut changed_sorted = changed.clone();
+            want.sort_unstable();
+            changed_sorted.sort_unstable();
+            assert_eq!(changed_sorted, want, "{args:?}");
+            checked += 1;
+        }
+    }
+    // every option but --help and --version, and the short letters
+    let shorts = OPTIONS.iter().filter(|s| s.short.is_some()).count();
+    assert_eq!(checked, OPTIONS.len() - 2 + shorts);
+}
+
+/// No option but `--no-exit-demote` turns off the exit discipline, whatever
+/// the others given with it.
+#[test]
+fn only_no_exit_demote_turns_off_the_exit_discipline() {
+    for spec in OPTIONS {
+        let (base, value, _) = effect(spec.opt);
+        let mut args: Vec<&str> = base.to_vec();
+        let spelled = format!("--{}", spec.long);
+        args.push(&spelled);
+        args.extend(value);
+        if let Ok(Action::Run(c)) = parse(&args) {
+            assert_eq!(
+                c.bench.no_exit_demote,
+                spec.opt == Opt::NoExitDemote,
+                "{args:?}"
+            );
+        } else {
+            assert!(matches!(spec.opt, Opt::Help | Opt::Version), "{args:?}");
         }
     }
 }

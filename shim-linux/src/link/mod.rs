@@ -197,3 +197,54 @@ fn pace(p: &mut Pacer, len: usize) {
     }
     p.sent(at.max(now), len);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_frame_after_a_failed_write_is_counted_once() {
+        let mut s = Sink::open(&Dest::File("/dev/full".into())).expect("open /dev/full");
+        for seq in 0..5 {
+            s.send(&[1, 2, 3, 0], seq);
+        }
+        assert_eq!(s.frames_dropped, 5);
+        assert!(s.broken());
+        let why = s.loss_reason();
+        assert!(why.starts_with("a write failed: "), "{why}");
+    }
+
+    #[test]
+    fn a_file_takes_every_frame() {
+        let path = std::env::temp_dir().join(format!("latscope-sink-{}", std::process::id()));
+        let name = path.to_str().expect("utf-8 temp path").to_string();
+        let mut s = Sink::open(&Dest::File(name)).expect("open a file");
+        for seq in 0..5 {
+            s.send(&[1, 2, 3, 0], seq);
+        }
+        let len = std::fs::metadata(&path).map(|m| m.len());
+        let _ = std::fs::remove_file(&path);
+        assert_eq!((s.frames_dropped, s.broken()), (0, false));
+        assert_eq!(len.ok(), Some(20));
+    }
+
+    #[test]
+    fn tcp_frames_nobody_acknowledged_count_as_lost_at_the_end() {
+        // a port nobody listens on
+        let addr = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let mut s = Sink::open(&Dest::Tcp(addr)).expect("a TCP sink");
+        // more than the resend buffer keeps: the oldest are dropped while
+        // the link is down, the rest are kept to the end
+        let frame = [7u8; 1000];
+        let n = 600;
+        assert!(n * frame.len() > resend::RESEND_BYTES);
+        for seq in 0..n {
+            s.send(&frame, seq as u32);
+        }
+        s.finish(monotonic_ns(), 0);
+        assert_eq!(s.frames_dropped, n as u64, "{}", s.loss_reason());
+        assert!(s.loss_reason().starts_with("nobody accepted a connection"));
+    }
+}

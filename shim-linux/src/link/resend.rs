@@ -373,6 +373,43 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_larger_than_the_buffer_is_lost_at_once_and_counted() {
+        let mut r = Resend::new();
+        r.connected();
+        r.ack(u32::MAX);
+        push(&mut r, 0, 1, 100);
+        r.push(1, &frame(1, RESEND_BYTES + 1));
+        assert_eq!(r.pending(), 1, "not kept");
+        assert_eq!(r.take_lost(), 1, "and counted");
+        // while the host's position is not known, it waits to be settled
+        r.disconnected();
+        r.push(2, &frame(2, RESEND_BYTES + 1));
+        assert_eq!(r.unsettled(), 1);
+        r.connected();
+        r.ack(1);
+        assert_eq!(r.take_lost(), 1, "beyond the host's recording: lost");
+    }
+
+    #[test]
+    fn unsettled_drops_beyond_the_open_ranges_kept_count_as_lost() {
+        let mut r = Resend::new();
+        r.connected(); // the host's position is not known yet
+                       // Frames of more than half the buffer: each push drops the one
+                       // before, sent and unsent in turn, so every drop opens a range.
+        let big = RESEND_BYTES / 2 + 1;
+        let drops = OPEN_RANGES as u32 + 8;
+        for s in 0..=drops {
+            if s % 2 == 1 {
+                send_all(&mut r);
+            }
+            r.push(s, &frame(s, big));
+        }
+        assert_eq!(r.pending(), 1);
+        assert_eq!(r.unsettled(), OPEN_RANGES as u64, "the ranges kept");
+        assert_eq!(r.take_lost(), 8, "the oldest, beyond them, are lost");
+    }
+
+    #[test]
     fn unsent_bytes_follow_the_ring_around_its_end() {
         let mut r = Resend::new();
         r.connected();

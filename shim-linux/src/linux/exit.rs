@@ -123,3 +123,74 @@ pub fn power_off() -> ! {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::channel;
+
+    use latscope_tests::{is_root, require};
+
+    use super::*;
+
+    /// `VmLck` of this process, in kB.
+    fn locked_kib() -> u64 {
+        std::fs::read_to_string("/proc/self/status")
+            .expect("/proc/self/status")
+            .lines()
+            .find_map(|l| l.strip_prefix("VmLck:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .expect("a VmLck line")
+    }
+
+    /// Run only by [`a_panic_demotes_every_measuring_thread_and_unlocks`],
+    /// in a process of its own (it locks memory and installs the hook): a
+    /// registered SCHED_FIFO thread, locked memory, then a panic on
+    /// another thread.
+    #[test]
+    #[ignore = "run by a_panic_demotes_every_measuring_thread_and_unlocks in a child process"]
+    fn panics_beside_a_real_time_thread() {
+        use rustix::mm::{mlockall, MlockAllFlags};
+        require!(is_root(), "needs root (SCHED_FIFO, locked memory)");
+        mlockall(MlockAllFlags::CURRENT | MlockAllFlags::FUTURE).expect("mlockall as root");
+        assert!(locked_kib() > 0, "memory is locked");
+        let (tid_tx, tid_rx) = channel();
+        let (end_tx, end_rx) = channel::<()>();
+        let rt = std::thread::spawn(move || {
+            let fifo = sys::SchedAttr {
+                sched_policy: sys::policy::FIFO,
+                sched_priority: 1,
+                ..sys::SchedAttr::default()
+            };
+            sys::sched_setattr(0, &fifo).expect("SCHED_FIFO 1 as root");
+            let tid = rustix::thread::gettid().as_raw_nonzero().get();
+            register_tid(0, tid);
+            tid_tx.send(tid).expect("send the tid");
+            let _ = end_rx.recv();
+        });
+        let tid = tid_rx.recv().expect("the thread's tid");
+        install_panic_hook();
+        let panicked = std::thread::spawn(|| panic!("a panic on purpose")).join();
+        // the default hook again, for whatever this process does next
+        drop(std::panic::take_hook());
+        assert!(panicked.is_err());
+        let policy = sys::sched_getattr(tid).expect("sched_getattr").sched_policy;
+        let locked = locked_kib();
+        drop(end_tx);
+        rt.join().expect("the real-time thread");
+        assert_eq!(policy, sys::policy::OTHER, "the hook demotes the thread");
+        assert_eq!(locked, 0, "the hook unlocks memory");
+    }
+
+    #[test]
+    fn a_panic_demotes_every_measuring_thread_and_unlocks() {
+        require!(is_root(), "needs root (SCHED_FIFO, locked memory)");
+        let out = std::process::Command::new(std::env::current_exe().expect("this test binary"))
+            .args(["--ignored", "--exact", "--test-threads=1"])
+            .arg("linux::exit::tests::panics_beside_a_real_time_thread")
+            .output()
+            .expect("run the test binary");
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{text}");
+        assert!(text.contains("1 passed"), "{text}");
+    }
+}

@@ -545,6 +545,8 @@ unsafe fn leave_if_child(ret: isize) -> Result<(), Errno> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
     use super::*;
 
     #[test]
@@ -627,12 +629,27 @@ mod tests {
                 tv_nsec: 0,
             };
             assert_eq!(wait_signal(set, Some(&long)), Ok(Some(sig::ALRM)));
+            // Taken at some time in [before, taken]; the next one after at
+            // least `asleep` more and at most `pending` since `before`.
+            let before = Instant::now();
             assert_eq!(wait_signal(set, None), Ok(Some(sig::ALRM)));
-            // asleep for 20 periods: the pending signal merges the others
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            let taken = Instant::now();
+            // At least 20 periods pass, however long a loaded machine
+            // keeps this thread away: the pending signal merges every
+            // expiry meanwhile, each counted as an overrun.
+            std::thread::sleep(Duration::from_millis(20));
+            let asleep = taken.elapsed();
             assert_eq!(wait_signal(set, None), Ok(Some(sig::ALRM)));
+            let pending = before.elapsed();
             let over = timer_getoverrun(&t).unwrap();
-            assert!((10..=30).contains(&over), "{over} overruns");
+            // the periods that ended meanwhile, less the signal's own,
+            // and one either way for where the periods' edges fall
+            let periods = |d: Duration| d.as_millis() as u64;
+            let (least, most) = (periods(asleep) - 2, periods(pending) + 1);
+            assert!(
+                (least..=most).contains(&over),
+                "{over} overruns, expected {least}..={most} ({asleep:?} to {pending:?} pending)"
+            );
             drop(t);
             // deleted: after one that may have been pending, no more
             let five_ms = Timespec {

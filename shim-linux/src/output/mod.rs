@@ -11,6 +11,9 @@
 //! Rust runtime sets it before `main`, so a closed pipe is such an EPIPE
 //! and never kills the run. The exit status then says output was lost
 //! ([`crate::error::EXIT_OUTPUT_LOST`]).
+//!
+//! The rule is the host's too (its `console` module); both follow
+//! `docs/console.md`.
 
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
@@ -29,11 +32,6 @@ pub enum Std {
     Err,
 }
 
-/// Writes lost per standard stream (output, error).
-static LOST: [AtomicU64; 2] = [const { AtomicU64::new(0) }; 2];
-/// The error number of each stream's first failed write (0: none).
-static FIRST_ERRNO: [AtomicI32; 2] = [const { AtomicI32::new(0) }; 2];
-
 /// What a standard stream lost.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lost {
@@ -43,6 +41,58 @@ pub struct Lost {
     pub errno: Errno,
 }
 
+/// The bookkeeping of one standard stream: its writes stop at the first
+/// failure.
+struct Ledger {
+    /// Writes that failed or were not attempted after the first failure.
+    lost: AtomicU64,
+    /// The error number of the first failed write (0: none).
+    first_errno: AtomicI32,
+}
+
+impl Ledger {
+    const fn new() -> Ledger {
+        Ledger {
+            lost: AtomicU64::new(0),
+            first_errno: AtomicI32::new(0),
+        }
+    }
+
+    /// Run `write` unless a write failed before. Returns whether it ran and
+    /// succeeded; a failure, or a write not attempted because of an
+    /// earlier one, is counted.
+    fn write(&self, write: impl FnOnce() -> Result<(), Errno>) -> bool {
+        if self.lost.load(Ordering::Relaxed) > 0 {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        match write() {
+            Ok(()) => true,
+            Err(e) => {
+                let _ = self.first_errno.compare_exchange(
+                    0,
+                    e.raw_os_error(),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                );
+                self.lost.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    fn lost(&self) -> Option<Lost> {
+        let writes = self.lost.load(Ordering::Relaxed);
+        (writes > 0).then(|| Lost {
+            writes,
+            errno: Errno::from_raw_os_error(self.first_errno.load(Ordering::Relaxed)),
+        })
+    }
+}
+
+/// The ledgers of standard output and standard error.
+static LEDGERS: [Ledger; 2] = [const { Ledger::new() }; 2];
+
 impl Std {
     fn fd(self) -> BorrowedFd<'static> {
         match self {
@@ -51,10 +101,10 @@ impl Std {
         }
     }
 
-    fn slot(self) -> usize {
+    fn ledger(self) -> &'static Ledger {
         match self {
-            Std::Out => 0,
-            Std::Err => 1,
+            Std::Out => &LEDGERS[0],
+            Std::Err => &LEDGERS[1],
         }
     }
 
@@ -70,34 +120,12 @@ impl Std {
     /// written; a failure is counted (see [`Std::lost`]) and the stream is
     /// not written again.
     pub fn write(self, bytes: &[u8]) -> bool {
-        let i = self.slot();
-        if LOST[i].load(Ordering::Relaxed) > 0 {
-            LOST[i].fetch_add(1, Ordering::Relaxed);
-            return false;
-        }
-        match write_all(self.fd(), bytes) {
-            Ok(()) => true,
-            Err(e) => {
-                let _ = FIRST_ERRNO[i].compare_exchange(
-                    0,
-                    e.raw_os_error(),
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                );
-                LOST[i].fetch_add(1, Ordering::Relaxed);
-                false
-            }
-        }
+        self.ledger().write(|| write_all(self.fd(), bytes))
     }
 
     /// What this stream lost so far, if anything.
     pub fn lost(self) -> Option<Lost> {
-        let i = self.slot();
-        let writes = LOST[i].load(Ordering::Relaxed);
-        (writes > 0).then(|| Lost {
-            writes,
-            errno: Errno::from_raw_os_error(FIRST_ERRNO[i].load(Ordering::Relaxed)),
-        })
+        self.ledger().lost()
     }
 }
 
@@ -158,5 +186,48 @@ impl TextOut {
             let _ = self.std.write(self.buf.as_bytes());
             self.buf.clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn output_stream_is_not_written_after_its_first_failed_write() {
+        let l = Ledger::new();
+        let calls = Cell::new(0);
+        let ok = || {
+            calls.set(calls.get() + 1);
+            Ok(())
+        };
+        assert!(l.write(ok));
+        assert_eq!(l.lost(), None);
+        assert!(!l.write(|| {
+            calls.set(calls.get() + 1);
+            Err(Errno::PIPE)
+        }));
+        for _ in 0..3 {
+            assert!(!l.write(ok));
+        }
+        assert_eq!(calls.get(), 2, "written again after the failure");
+        let want = Lost {
+            writes: 4,
+            errno: Errno::PIPE,
+        };
+        assert_eq!(l.lost(), Some(want));
+    }
+
+    #[test]
+    fn output_keeps_the_first_failures_errno() {
+        let l = Ledger::new();
+        assert!(!l.write(|| Err(Errno::NOSPC)));
+        assert!(!l.write(|| Err(Errno::PIPE)));
+        let want = Lost {
+            writes: 2,
+            errno: Errno::NOSPC,
+        };
+        assert_eq!(l.lost(), Some(want));
     }
 }

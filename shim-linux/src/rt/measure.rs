@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, Sample, Step, StopReason};
-use latscope_core::record::Writer;
-use latscope_core::wire::{SpikeFlags, SpikeRecord, StartAlign, WakeMode};
+use latscope_core::seqlock::Writer;
+use latscope_core::wire::{SpikeFlags, SpikeSample, StartAlign, WakeMode};
 
 use super::wake::{Absolute, Nanosleep, PosixTimer, Relative, Wake};
 use super::ThreadArgs;
@@ -111,7 +111,7 @@ fn run<W: Wake>(
 /// dropped), and with `--explain` mark the trace.
 #[cold]
 fn flagged(a: &mut ThreadArgs<'_>, sample: &Sample) {
-    let r = SpikeRecord {
+    let r = SpikeSample {
         thread: a.index as u16,
         cycle: sample.cycle,
         deadline_ns: sample.deadline,

@@ -9,9 +9,9 @@
 //! flagged samples into a wait-free single-producer queue. It polls the
 //! stop flag once per cycle.
 
+mod gate;
 mod measure;
 mod setup;
-mod start;
 mod wake;
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicI64, AtomicU32, AtomicU64, Ordering};
@@ -21,8 +21,8 @@ use heapless::spsc::{Producer, Queue};
 use latscope_core::cycle::{CycleConfig, StopReason};
 use latscope_core::layout::Layout;
 use latscope_core::protocol::ThreadLogIn;
-use latscope_core::record::{SnapshotIn, ThreadRecordIn};
-use latscope_core::wire::{Policy, SpikeFlags, SpikeRecord, StartAlign, WakeMode};
+use latscope_core::seqlock::{SharedHistogramIn, SnapshotIn};
+use latscope_core::wire::{Policy, SpikeFlags, SpikeSample, StartAlign, WakeMode};
 
 use crate::config::ThreadPlan;
 use crate::error::Error;
@@ -31,10 +31,10 @@ use crate::linux::procfs::Faults;
 use crate::linux::tracefs::{Marker, Tracemark};
 use crate::linux::{exit, sys};
 
-pub use start::{common_start, Phase, PhaseCell, StartGate};
+pub use gate::{common_start, Phase, PhaseCell, StartGate};
 
 /// A thread's record: its counters in memory sized by the run's layout.
-pub type Record = ThreadRecordIn<Box<[AtomicU32]>>;
+pub type Record = SharedHistogramIn<Box<[AtomicU32]>>;
 /// A copy of a record's counters, sized as the record.
 pub type Snap = SnapshotIn<Box<[u32]>>;
 /// What the stream's reports keep about a thread, sized as the record.
@@ -60,12 +60,12 @@ pub const STACK_BYTES: usize = 64 * 1024;
 /// One `-v` sample: recorded-cycle number and latency in ns.
 pub type VerboseSample = (u64, i64);
 /// The queue of flagged samples of one thread.
-pub type SpikeQueue = Queue<SpikeRecord, SPIKE_QUEUE>;
+pub type SpikeQueue = Queue<SpikeSample, SPIKE_QUEUE>;
 /// The queue of `-v` samples of one thread.
 pub type VerboseQueue = Queue<VerboseSample, VERBOSE_QUEUE>;
 
 /// A placeholder record (for prefaulting queues).
-const EMPTY_SPIKE: SpikeRecord = SpikeRecord {
+const EMPTY_SPIKE: SpikeSample = SpikeSample {
     thread: 0,
     cycle: 0,
     deadline_ns: 0,
@@ -265,7 +265,7 @@ pub struct ThreadArgs<'a> {
     /// Run control.
     pub control: &'a Control,
     /// Flagged samples go here.
-    pub spikes: Producer<'a, SpikeRecord>,
+    pub spikes: Producer<'a, SpikeSample>,
     /// Every sample goes here with `-v`.
     pub verbose: Option<Producer<'a, VerboseSample>>,
     /// Trace marker for spikes (`--explain`): one rate-limited write.

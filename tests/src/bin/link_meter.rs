@@ -31,7 +31,7 @@ use latscope_core::layout::{Layout, DEFAULT_BUCKETS};
 use latscope_core::protocol::{
     ArrayStore, Assembler, Extra, Reporter, ThreadLog, MAX_BUDGET_WAIT_NS,
 };
-use latscope_core::record::Snapshot;
+use latscope_core::seqlock::Snapshot;
 use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
 use latscope_tests::host::Pty;
 

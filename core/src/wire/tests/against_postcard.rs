@@ -234,7 +234,7 @@ fn any_body() -> impl Strategy<Value = Body> {
         )
             .prop_map(
                 |((thread, cycle, deadline_ns, latency_ns, missed), [spike, overflow, brk])| {
-                    Body::Spike(SpikeRecord {
+                    Body::Spike(SpikeSample {
                         thread,
                         cycle,
                         deadline_ns,

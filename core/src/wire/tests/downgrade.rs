@@ -14,7 +14,7 @@ pub(crate) fn downgrade(f: &now::Frame) -> Option<Frame> {
     let body = match &f.body {
         now::Body::Hello(h) => Body::Hello(down_hello(h)),
         now::Body::Stats(s) => Body::Stats(down_stats(s)),
-        now::Body::Spike(s) => Body::Spike(SpikeRecord {
+        now::Body::Spike(s) => Body::Spike(SpikeSample {
             thread: s.thread,
             cycle: s.cycle,
             deadline_ns: s.deadline_ns,

@@ -137,7 +137,7 @@ pub(super) fn every_body() -> Vec<Body> {
         Body::Stats(stats(3, 42)),
         Body::Delta(delta),
         Body::Chunk(chunk),
-        Body::Spike(SpikeRecord {
+        Body::Spike(SpikeSample {
             thread: 0,
             cycle: 18_234,
             deadline_ns: 12_345_678_000,
@@ -278,7 +278,7 @@ fn small_frames_fit_256_bytes_at_their_worst() {
     assert!(worst(SnapshotChunk::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(HistDelta::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(ThreadStats::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
-    assert!(worst(SpikeRecord::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(SpikeSample::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
 }
 
 #[test]

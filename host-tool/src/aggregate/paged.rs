@@ -17,7 +17,7 @@ use crate::budget::{Budget, PAGE, PAGE_BYTES};
 
 /// Bucket counts in pages allocated on demand.
 #[derive(Debug)]
-pub struct PagedStore {
+pub(super) struct PagedStore {
     pages: Vec<Option<Box<[u64; PAGE]>>>,
     len: usize,
     budget: Arc<Budget>,
@@ -34,7 +34,7 @@ impl Default for PagedStore {
 
 impl PagedStore {
     /// An empty store whose pages are charged to `budget`.
-    pub fn new(budget: Arc<Budget>) -> Self {
+    pub(super) fn new(budget: Arc<Budget>) -> Self {
         PagedStore {
             pages: Vec::new(),
             len: 0,
@@ -45,7 +45,7 @@ impl PagedStore {
 
     /// Bytes held: the page table and the pages in use.
     #[cfg(test)]
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.pages.capacity() * std::mem::size_of::<Option<Box<[u64; PAGE]>>>()
             + self.used_pages() * std::mem::size_of::<[u64; PAGE]>()
     }
@@ -56,12 +56,12 @@ impl PagedStore {
 
     /// Counts that were not kept because the stream's memory budget
     /// refused their page.
-    pub fn refused(&self) -> u64 {
+    pub(super) fn refused(&self) -> u64 {
         self.refused
     }
 
     /// The counts, one per bucket.
-    pub fn dense(&self) -> Vec<u64> {
+    pub(super) fn dense(&self) -> Vec<u64> {
         let mut v = vec![0; self.len];
         for (i, c) in self.nonzero() {
             v[i] = c;

@@ -5,8 +5,8 @@ use std::sync::atomic::Ordering;
 use latscope_core::cyclictest::Thread;
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Extra;
-use latscope_core::record::Counters;
-use latscope_core::wire::SpikeRecord;
+use latscope_core::seqlock::Counters;
+use latscope_core::wire::SpikeSample;
 
 use crate::config::ThreadPlan;
 use crate::error::Error;
@@ -33,7 +33,7 @@ pub struct View {
     /// Cycle numbers (from 0) of the first `-h` overflows.
     pub overflow_cycles: Vec<u64>,
     /// `--spike` samples kept for the end.
-    pub spikes: Vec<SpikeRecord>,
+    pub spikes: Vec<SpikeSample>,
     /// All `--spike` samples seen.
     pub spikes_total: u64,
     /// `/proc/self/task/TID/stat` of the thread.

@@ -1,5 +1,6 @@
 //! Step 1 of a run: everything it needs, acquired and allocated (and so
-//! locked) before any thread starts. A missing privilege stops the run
+//! locked) before any thread starts, and what cyclictest's start-up says
+//! and creates besides ([`cyclictest`]). A missing privilege stops the run
 //! here, or with `--best-effort` becomes a degradation the output and the
 //! stream report.
 
@@ -11,7 +12,6 @@ use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
-use super::startup;
 use crate::bench;
 use crate::config::{self, Config, ThreadPlan};
 use crate::error::Error;
@@ -26,6 +26,8 @@ use crate::linux::tracefs::{Marker, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT
 use crate::linux::{self, hold_dma_latency};
 use crate::output::Console;
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
+
+pub(super) mod cyclictest;
 
 /// glibc's heap grows by exactly what is asked (its default pad, 128 KiB,
 /// would all be locked and resident under mlockall). Only start-up and the
@@ -152,7 +154,7 @@ impl Setup {
         // before any thread exists (threads inherit the mask)
         sys::block_signals(SIGNALS | TIMER_SIGNAL)
             .map_err(|e| Error::sys("blocking signals", e))?;
-        startup::check_smi(cfg)?;
+        cyclictest::check_smi(cfg)?;
         // the vDSO clock, whose first call can allocate
         let clock = LinuxClock::new(cfg.clock);
         clock.warm_up();
@@ -161,8 +163,8 @@ impl Setup {
         let available = linux::available_cpus();
         let plans = config::plan(cfg, &available)?;
         let mainaffinity = config::mainaffinity(cfg, &available)?;
-        startup::plan_facts(cfg, &plans);
-        startup::resolution(cfg, &clock);
+        cyclictest::plan_facts(cfg, &plans);
+        cyclictest::resolution(cfg, &clock);
         let layout = Layout::for_hist_us(cfg.hist_us)
             .ok_or_else(|| Error::usage(format!("-h {}: above latscope's cap", cfg.hist_us)))?;
         // the outputs first: a bad path ends the run before anything else
@@ -175,8 +177,8 @@ impl Setup {
             held.ballast = bench::ballast(cfg.bench.ballast_mib);
         }
         let dma_latency = dma_latency(cfg, held, &mut deg)?;
-        let snapshot = startup::snapshot();
-        let fifo = startup::fifo(cfg);
+        let snapshot = cyclictest::snapshot();
+        let fifo = cyclictest::fifo(cfg);
         let tracefs = find_or_mount_tracefs(cfg, &mut deg);
         let tracemark = open_tracemark(cfg, tracefs.as_ref(), &mut deg);
         let (tracer, markers) = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);

@@ -1,6 +1,6 @@
-//! The measuring thread's shared record: one RT writer, lock-free readers.
+//! The measuring thread's shared histogram: one RT writer, lock-free readers.
 //!
-//! [`ThreadRecord`] holds a thread's bucket counters and statistics as
+//! [`SharedHistogram`] holds a thread's bucket counters and statistics as
 //! atomics behind a sequence lock. The single writer (the measuring thread,
 //! through the [`Writer`] it claims once) never waits; a non-RT reader takes a
 //! consistent [`Snapshot`] and simply retries if the writer was active.
@@ -27,7 +27,7 @@
 //! only the fields a sample changed.
 //!
 //! Bucket counters are u32 and wrap; readers widen them wrap-aware into u64
-//! ([`crate::hist::Histogram::absorb_raw`]), which is exact as long as a
+//! (`Histogram::absorb_raw`), which is exact as long as a
 //! reader looks at least once per 2^32 samples of one bucket (five days at
 //! 10 kHz). Totals are 64-bit.
 
@@ -146,7 +146,7 @@ impl Default for Counters {
     }
 }
 
-/// A consistent copy of a [`ThreadRecordIn`], with the raw u32 bucket
+/// A consistent copy of a [`SharedHistogramIn`], with the raw u32 bucket
 /// counters in storage `B` (an array, or memory sized by the run's layout).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SnapshotIn<B> {
@@ -186,15 +186,15 @@ impl<B: AsMut<[u32]>> SnapshotIn<B> {
     }
 }
 
-/// The shared, lock-free record of one measuring thread, its bucket
+/// The shared, lock-free histogram of one measuring thread, its bucket
 /// counters in storage `B`: an array sized at compile time
-/// ([`ThreadRecord`], const-constructible, for the default layout) or
+/// ([`SharedHistogram`], const-constructible, for the default layout) or
 /// memory the caller allocated and prefaulted for a run-time layout
-/// ([`ThreadRecordIn::with_buckets`]).
+/// ([`SharedHistogramIn::with_buckets`]).
 ///
 /// Its size at the default layout is stated and tested below: 12 KiB of
 /// bucket counters plus ~60 bytes, well under the 16 KiB budget.
-pub struct ThreadRecordIn<B> {
+pub struct SharedHistogramIn<B> {
     layout: Layout,
     seq: AtomicU32,
     claimed: AtomicBool,
@@ -208,14 +208,14 @@ pub struct ThreadRecordIn<B> {
     buckets: B,
 }
 
-/// A record of `N` buckets, sized at compile time.
-pub type ThreadRecord<const N: usize> = ThreadRecordIn<[AtomicU32; N]>;
+/// A shared histogram of `N` buckets, sized at compile time.
+pub type SharedHistogram<const N: usize> = SharedHistogramIn<[AtomicU32; N]>;
 
-/// An empty record of `layout` over the counters `buckets` (an expression
+/// An empty shared histogram of `layout` over the counters `buckets` (an expression
 /// usable in const fns, where the loom build's atomics are not).
-macro_rules! empty_record {
+macro_rules! empty_histogram {
     ($layout:expr, $buckets:expr) => {
-        ThreadRecordIn {
+        SharedHistogramIn {
             layout: $layout,
             seq: AtomicU32::new(0),
             claimed: AtomicBool::new(false),
@@ -231,28 +231,28 @@ macro_rules! empty_record {
     };
 }
 
-impl<const N: usize> ThreadRecordIn<[AtomicU32; N]> {
-    /// An empty record with `linear_us` linear buckets (see [`crate::layout`]).
+impl<const N: usize> SharedHistogramIn<[AtomicU32; N]> {
+    /// An empty shared histogram with `linear_us` linear buckets (see [`crate::layout`]).
     #[cfg(not(loom))]
     pub const fn new(linear_us: u32) -> Self {
         const {
             assert!(N >= 2 && N <= crate::layout::MAX_BUCKETS);
         }
-        empty_record!(Layout::new(linear_us, N), [const { AtomicU32::new(0) }; N])
+        empty_histogram!(Layout::new(linear_us, N), [const { AtomicU32::new(0) }; N])
     }
 
-    /// An empty record (loom build: atomics are not const there).
+    /// An empty shared histogram (loom build: atomics are not const there).
     #[cfg(loom)]
     pub fn new(linear_us: u32) -> Self {
-        empty_record!(
+        empty_histogram!(
             Layout::new(linear_us, N),
             core::array::from_fn(|_| AtomicU32::new(0))
         )
     }
 }
 
-impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
-    /// An empty record of `layout` whose counters live in the caller's
+impl<B: AsRef<[AtomicU32]>> SharedHistogramIn<B> {
+    /// An empty shared histogram of `layout` whose counters live in the caller's
     /// `buckets`: one zeroed counter per bucket, allocated (and touched)
     /// before measuring. Fails on any other length or a non-zero counter.
     pub fn with_buckets(layout: Layout, buckets: B) -> Result<Self, Error> {
@@ -260,7 +260,7 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
         if b.len() != layout.len() || !layout.is_valid() || b.iter().any(|c| c.load(Relaxed) != 0) {
             return Err(Error::BucketMemory);
         }
-        Ok(empty_record!(layout, buckets))
+        Ok(empty_histogram!(layout, buckets))
     }
 
     /// The bucket layout.
@@ -269,7 +269,7 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
     }
 
     /// Claim the single writer. Returns `None` if it was claimed before:
-    /// there is exactly one writer per record for its whole life.
+    /// there is exactly one writer per shared histogram for its whole life.
     pub fn writer(&self) -> Option<Writer<'_, B>> {
         if self.claimed.swap(true, Acquire) {
             return None;
@@ -284,7 +284,7 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
 
     /// Try once to copy a consistent snapshot; `false` if the writer was
     /// active (the copy in `out` is then garbage and must be retried).
-    pub fn try_snapshot<C: AsMut<[u32]>>(&self, out: &mut SnapshotIn<C>) -> bool {
+    pub(crate) fn try_snapshot<C: AsMut<[u32]>>(&self, out: &mut SnapshotIn<C>) -> bool {
         let s1 = self.seq.load(Acquire);
         if s1 & 1 == 1 {
             return false;
@@ -326,15 +326,15 @@ impl<B: AsRef<[AtomicU32]>> ThreadRecordIn<B> {
     }
 }
 
-/// The single writer of a [`ThreadRecordIn`], owned by the measuring thread.
+/// The single writer of a [`SharedHistogramIn`], owned by the measuring thread.
 ///
-/// Being their only writer, it reads the counters back from the record
+/// Being their only writer, it reads the counters back from the shared histogram
 /// (each update is one read-modify-write of a field it alone writes, which
 /// x86 does in one instruction) instead of keeping a copy to store twice.
 /// Only the minimum and maximum have a copy here: they are compared on
 /// every sample but rarely stored.
 pub struct Writer<'a, B> {
-    rec: &'a ThreadRecordIn<B>,
+    rec: &'a SharedHistogramIn<B>,
     /// The counters of the linear range (looked up once): a latency of
     /// `us` whole µs below its end counts in `linear[us]`.
     linear: &'a [AtomicU32],
@@ -346,7 +346,7 @@ pub struct Writer<'a, B> {
 /// Count a latency past the 1 µs range of `r` in its log-linear bucket.
 #[cold]
 #[inline(never)]
-fn add_beyond_linear<B: AsRef<[AtomicU32]>>(r: &ThreadRecordIn<B>, ns: u64) {
+fn add_beyond_linear<B: AsRef<[AtomicU32]>>(r: &SharedHistogramIn<B>, ns: u64) {
     if let Some(b) = r.buckets.as_ref().get(r.layout.bucket_of(ns)) {
         bump(b);
     }
@@ -466,11 +466,11 @@ mod tests {
     use crate::layout::DEFAULT_BUCKETS;
     use core::mem::size_of;
 
-    /// The default thread record, as the target allocates it.
-    type Rec = ThreadRecord<DEFAULT_BUCKETS>;
+    /// The default shared histogram, as the target allocates it.
+    type Rec = SharedHistogram<DEFAULT_BUCKETS>;
 
     #[test]
-    fn default_record_fits_budget() {
+    fn default_histogram_fits_budget() {
         // 3028 × 4 B of counters, 8 split u64, seq, flag and layout
         let size = size_of::<Rec>();
         assert!(size <= DEFAULT_BUCKETS * 4 + 8 * 8 + 24, "{size}");
@@ -542,7 +542,7 @@ mod tests {
         use crate::layout::{MAX_LINEAR_US, MAX_TARGET_BUCKETS};
         let layout = Layout::for_hist_us(MAX_LINEAR_US).unwrap();
         let mem: std::vec::Vec<AtomicU32> = (0..layout.len()).map(|_| AtomicU32::new(0)).collect();
-        let r = ThreadRecordIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
+        let r = SharedHistogramIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
         let mut w = r.writer().unwrap();
         for ns in [999_999, 19_999_999, 20_000_000, 70_000_000_000] {
             w.record(ns, 0);
@@ -558,11 +558,11 @@ mod tests {
         assert_eq!(s.counters.totals.max, 70_000_000_000);
         // wrong length, or memory that is not zero
         let short: std::vec::Vec<AtomicU32> = (0..10).map(|_| AtomicU32::new(0)).collect();
-        assert!(ThreadRecordIn::with_buckets(layout, short).is_err());
+        assert!(SharedHistogramIn::with_buckets(layout, short).is_err());
         let dirty: std::vec::Vec<AtomicU32> = (0..layout.len())
             .map(|i| AtomicU32::new(i as u32))
             .collect();
-        assert!(ThreadRecordIn::with_buckets(layout, dirty).is_err());
+        assert!(SharedHistogramIn::with_buckets(layout, dirty).is_err());
     }
 
     #[test]
@@ -592,7 +592,7 @@ mod tests {
     fn reader_sees_consistent_copies_while_writer_runs() {
         use std::sync::atomic::AtomicBool as StdBool;
         use std::sync::Arc;
-        let rec: Arc<ThreadRecord<64>> = Arc::new(ThreadRecord::new(32));
+        let rec: Arc<SharedHistogram<64>> = Arc::new(SharedHistogram::new(32));
         let done = Arc::new(StdBool::new(false));
         let (r2, d2) = (rec.clone(), done.clone());
         let writer = std::thread::spawn(move || {
@@ -633,7 +633,7 @@ mod loom_tests {
         let mut model = loom::model::Builder::new();
         model.preemption_bound = Some(2);
         model.check(|| {
-            let rec: Arc<ThreadRecord<2>> = Arc::new(ThreadRecord::new(1));
+            let rec: Arc<SharedHistogram<2>> = Arc::new(SharedHistogram::new(1));
             let r2 = rec.clone();
             let t = loom::thread::spawn(move || {
                 let mut w = r2.writer().unwrap();

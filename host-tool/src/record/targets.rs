@@ -15,7 +15,7 @@ use crate::session::Session;
 
 /// One thread as the live view and the metrics show it.
 #[derive(Debug, Clone, Default)]
-pub struct ThreadView {
+pub(crate) struct ThreadView {
     /// Thread index.
     pub index: u16,
     /// CPU.
@@ -52,7 +52,7 @@ pub struct ThreadView {
 
 /// Who a view belongs to: the labels of its metrics.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Identity {
+pub(crate) struct Identity {
     /// Board name from the hello (`latscope --name`).
     pub board: String,
     /// Run id, 16 hex digits (empty before the hello).
@@ -63,7 +63,7 @@ pub struct Identity {
 
 /// One target as the live view and the metrics show it.
 #[derive(Debug, Clone, Default)]
-pub struct TargetView {
+pub(crate) struct TargetView {
     /// Label (the recording's name).
     pub name: String,
     /// Board, run and peer.
@@ -95,7 +95,7 @@ pub struct TargetView {
 
 impl TargetView {
     /// The view of a session's current run, from `peer`.
-    pub fn of(name: &str, peer: &str, s: &Session, active: bool) -> TargetView {
+    pub(crate) fn of(name: &str, peer: &str, s: &Session, active: bool) -> TargetView {
         let mut v = TargetView {
             name: name.to_string(),
             id: Identity {
@@ -167,7 +167,7 @@ struct Entry {
 
 /// Counters of a listening recorder, for its metrics and its last line.
 #[derive(Debug, Default)]
-pub struct FleetStats {
+pub(crate) struct FleetStats {
     /// Connections open now.
     pub open: AtomicU64,
     /// Connections accepted.
@@ -193,14 +193,14 @@ pub struct FleetStats {
 
 impl FleetStats {
     /// Add one to `c`.
-    pub fn bump(c: &AtomicU64) {
+    pub(crate) fn bump(c: &AtomicU64) {
         c.fetch_add(1, Ordering::Relaxed);
     }
 }
 
 /// All targets of this recording session.
 #[derive(Debug, Default)]
-pub struct Board {
+pub(crate) struct TargetTable {
     views: Mutex<BTreeMap<u64, Entry>>,
     next: AtomicU64,
     /// Fleet counters (listening recorders only).
@@ -209,14 +209,14 @@ pub struct Board {
     pub listening: std::sync::atomic::AtomicBool,
 }
 
-impl Board {
+impl TargetTable {
     /// A shared, empty board.
-    pub fn new() -> Arc<Board> {
-        Arc::new(Board::default())
+    pub(crate) fn new() -> Arc<TargetTable> {
+        Arc::new(TargetTable::default())
     }
 
     /// A new slot for a target.
-    pub fn slot(&self) -> u64 {
+    pub(crate) fn slot(&self) -> u64 {
         self.next.fetch_add(1, Ordering::Relaxed)
     }
 
@@ -226,7 +226,7 @@ impl Board {
     }
 
     /// Publish a target's view.
-    pub fn publish(&self, slot: u64, view: TargetView) {
+    pub(crate) fn publish(&self, slot: u64, view: TargetView) {
         self.lock().insert(
             slot,
             Entry {
@@ -237,7 +237,7 @@ impl Board {
     }
 
     /// Publish a run's final view, shown for `linger` more.
-    pub fn publish_final(&self, slot: u64, view: TargetView, linger: Duration) {
+    pub(crate) fn publish_final(&self, slot: u64, view: TargetView, linger: Duration) {
         self.lock().insert(
             slot,
             Entry {
@@ -248,19 +248,19 @@ impl Board {
     }
 
     /// Remove the views whose linger has passed.
-    pub fn expire(&self, now: Instant) {
+    pub(crate) fn expire(&self, now: Instant) {
         self.lock().retain(|_, e| e.expires.is_none_or(|t| t > now));
     }
 
     /// Call `f` with every view, in slot order, without copying them.
-    pub fn with_views<R>(&self, f: impl FnOnce(&[&TargetView]) -> R) -> R {
+    pub(crate) fn with_views<R>(&self, f: impl FnOnce(&[&TargetView]) -> R) -> R {
         let g = self.lock();
         let views: Vec<&TargetView> = g.values().map(|e| &e.view).collect();
         f(&views)
     }
 
     /// A copy of every view, in slot order.
-    pub fn views(&self) -> Vec<TargetView> {
+    pub(crate) fn views(&self) -> Vec<TargetView> {
         self.lock().values().map(|e| e.view.clone()).collect()
     }
 }

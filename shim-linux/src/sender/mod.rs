@@ -24,7 +24,7 @@ use std::sync::atomic::Ordering;
 use heapless::spsc::Consumer;
 use latscope_core::cyclictest::is_spike;
 use latscope_core::tz::WallTime;
-use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeRecord};
+use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeSample};
 
 use crate::config::ThreadPlan;
 use crate::link::Sink;
@@ -89,7 +89,7 @@ pub struct Args<'a> {
     /// Run control.
     pub control: &'a Control,
     /// Spike queues.
-    pub spikes: Vec<Consumer<'a, SpikeRecord>>,
+    pub spikes: Vec<Consumer<'a, SpikeSample>>,
     /// `-v` queues.
     pub verbose: Vec<Consumer<'a, VerboseSample>>,
     /// Output settings.
@@ -137,7 +137,7 @@ struct Sender<'a> {
     nodes: Vec<i32>,
     zone: &'a LocalZone,
     control: &'a Control,
-    spikes: Vec<Consumer<'a, SpikeRecord>>,
+    spikes: Vec<Consumer<'a, SpikeSample>>,
     verbose: Vec<Consumer<'a, VerboseSample>>,
     opts: Options,
     start_ns: i64,
@@ -379,7 +379,7 @@ impl Sender<'_> {
 
     /// What the final summary lists: the cycle numbers (from 0, as
     /// cyclictest) of the first `-h` overflows, and the `--spike` lines.
-    fn keep_for_summary(&mut self, t: usize, r: &SpikeRecord) {
+    fn keep_for_summary(&mut self, t: usize, r: &SpikeSample) {
         let v = &mut self.views[t];
         if r.flags.overflow && v.overflow_cycles.len() < v.overflow_cycles.capacity() {
             v.overflow_cycles.push(r.cycle);

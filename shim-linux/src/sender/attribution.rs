@@ -4,7 +4,7 @@
 //! softirq counts its CPU took meanwhile (coarse).
 
 use latscope_core::explain::Attribution;
-use latscope_core::wire::SpikeRecord;
+use latscope_core::wire::SpikeSample;
 
 use crate::config::ThreadPlan;
 use crate::linux::interrupts::ProcInterrupts;
@@ -22,7 +22,7 @@ pub struct Attributor {
     /// Coarse attribution: counters at the last report.
     proc_prev: Option<ProcInterrupts>,
     /// Coarse attribution: the largest spike of each thread this interval.
-    worst: Vec<Option<SpikeRecord>>,
+    worst: Vec<Option<SpikeSample>>,
     /// Spikes explained in this drain.
     explained: usize,
     /// Spikes not explained in this drain (their marker froze the trace).
@@ -59,7 +59,7 @@ impl Attributor {
     pub fn on_spike(
         &mut self,
         t: usize,
-        r: &SpikeRecord,
+        r: &SpikeSample,
         cpu: Option<usize>,
         tid: i32,
     ) -> Option<Attribution> {

@@ -26,7 +26,7 @@ fn run_id_of(path: &Path) -> Option<u64> {
 }
 
 /// Every recording in `dir` by its run id.
-pub fn index(dir: &Path) -> HashMap<u64, PathBuf> {
+pub(super) fn index(dir: &Path) -> HashMap<u64, PathBuf> {
     let mut map = HashMap::new();
     if let Ok(rd) = fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -47,7 +47,7 @@ fn out_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
 }
 
 /// A new recording for run `id` of board `name`.
-pub fn create(dir: &Path, name: &str, id: u64) -> Result<(File, PathBuf)> {
+pub(super) fn create(dir: &Path, name: &str, id: u64) -> Result<(File, PathBuf)> {
     let path = dir.join(format!(
         "{}-{}-{id:016x}.lsr",
         sanitize(name),
@@ -64,7 +64,7 @@ pub fn create(dir: &Path, name: &str, id: u64) -> Result<(File, PathBuf)> {
 /// A recording reopened to go on with its run: every frame decoded into a
 /// session (so figures and link counters continue), a frame cut short by a
 /// killed recorder removed, and the sequence number of the last frame.
-pub struct Resumed {
+pub(super) struct Resumed {
     /// Open for appending.
     pub file: File,
     /// The decoded recording.
@@ -74,7 +74,7 @@ pub struct Resumed {
 }
 
 /// Reopen `path` to append to it; its decoding is charged to `budget`.
-pub fn resume(path: &Path, budget: Arc<Budget>) -> Result<Resumed> {
+pub(super) fn resume(path: &Path, budget: Arc<Budget>) -> Result<Resumed> {
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -136,7 +136,7 @@ fn each_chunk(file: &mut File, path: &Path, limit: u64, mut f: impl FnMut(&[u8])
 
 /// Append `bytes` to a recording; no buffering, so a killed recorder
 /// leaves everything it acknowledged on disk.
-pub fn append(file: &mut File, path: &Path, bytes: &[u8]) -> Result<()> {
+pub(super) fn append(file: &mut File, path: &Path, bytes: &[u8]) -> Result<()> {
     file.write_all(bytes).map_err(out_err(path))
 }
 

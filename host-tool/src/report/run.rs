@@ -1,0 +1,208 @@
+//! The `report` subcommand as a library call: what the command line asked
+//! for in a [`Plan`], in; the outputs written and the exit status, out.
+//! The binary parses the command line and calls [`run`].
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::{render, run_ok, write_json, Decoded, Format, Options};
+use crate::console;
+use crate::error::{Error, Result};
+use crate::input::{pump, Source};
+use crate::plot;
+use crate::session::Session;
+
+/// What `report` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The inputs, in order (at most one of them standard input).
+    pub sources: Vec<Source>,
+    /// The format, and the options the formats share.
+    pub options: Options,
+    /// Also draw the plots into this file (.svg or .png).
+    pub plot: Option<PathBuf>,
+    /// Write the report to this file instead of standard output.
+    pub output: Option<PathBuf>,
+}
+
+/// Decode one input to its end (an endless one, standard input or a
+/// serial line, until its run's bye).
+pub(crate) fn decode(source: &Source) -> Result<Decoded> {
+    let mut r = source.open()?;
+    let mut s = Session::new(source.name());
+    let endless = source.endless();
+    pump(&mut *r, |bytes| {
+        s.feed(bytes);
+        Ok(!(endless && s.agg.current().is_some_and(|r| r.bye.is_some())))
+    })
+    .map_err(|e| Error::Input {
+        what: source.name(),
+        source: e,
+    })?;
+    s.finish();
+    Ok(Decoded {
+        session: s,
+        end: source.end_time(),
+    })
+}
+
+/// An output file, created before the inputs are read (a bad path stops
+/// the command at once, not after a long input).
+fn create_out(path: &Path) -> Result<File> {
+    File::create(path).map_err(|source| Error::Output {
+        what: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The report's text to `file` (created by [`create_out`]) or standard
+/// output (a failure there is counted by [`console`]).
+fn write_out(file: Option<(&PathBuf, File)>, text: &str) -> Result<()> {
+    match file {
+        Some((p, mut f)) => f
+            .write_all(text.as_bytes())
+            .map_err(|source| Error::Output {
+                what: p.clone(),
+                source,
+            }),
+        None => {
+            console::Std::Out.write(text.as_bytes());
+            Ok(())
+        }
+    }
+}
+
+/// The JSON report to `file` (created by [`create_out`]) or standard
+/// output, written as it is serialised (a failure on standard output is
+/// counted by [`console`]).
+fn write_json_out(file: Option<(&PathBuf, File)>, decoded: &[Decoded]) -> Result<()> {
+    match file {
+        Some((p, f)) => {
+            let mut w = BufWriter::with_capacity(64 * 1024, f);
+            write_json(decoded, &mut w)
+                .and_then(|()| w.flush())
+                .map_err(|source| Error::Output {
+                    what: p.clone(),
+                    source,
+                })
+        }
+        None => {
+            let mut w = BufWriter::with_capacity(64 * 1024, console::Stdout);
+            // a failed write is counted by console::Stdout, once: what is
+            // still buffered is dropped, not written again
+            if write_json(decoded, &mut w)
+                .and_then(|()| w.flush())
+                .is_err()
+            {
+                drop(w.into_parts());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `latscope-host report`: decode every input, write the report in the
+/// plan's format (and the plots), and return the exit status: 0 when
+/// every run ended well, 1 when an input could not be read or a run did
+/// not (no bye, an error ending, self-check defects, a lost hello, or a
+/// memory budget that could not hold it all). An error is returned
+/// before any input is read when the outputs cannot be created or the
+/// plan is not usable.
+pub fn run(plan: &Plan) -> Result<u8> {
+    if plan
+        .sources
+        .iter()
+        .filter(|s| matches!(s, Source::Stdin))
+        .count()
+        > 1
+    {
+        return Err(Error::Usage("`-` (stdin) can be given only once".into()));
+    }
+    // the outputs before the inputs: a bad path fails at once
+    let out = match &plan.output {
+        Some(p) => Some((p, create_out(p)?)),
+        None => None,
+    };
+    if let Some(file) = &plan.plot {
+        plot::check(file)?;
+    }
+    let (decoded, mut code) = decode_all(&plan.sources, plan.options.format);
+    if decoded.is_empty() {
+        return Ok(1);
+    }
+    if plan.options.format == Format::Json {
+        write_json_out(out, &decoded)?;
+    } else {
+        let text = render(&decoded, plan.options)?;
+        write_out(out, &text)?;
+    }
+    if let Some(file) = &plan.plot {
+        plot_runs(file, &decoded)?;
+    }
+    if decoded
+        .iter()
+        .any(|d| d.session.agg.runs.iter().any(|r| !run_ok(r)))
+    {
+        code = 1;
+    }
+    Ok(code)
+}
+
+/// Decode every input; the readable ones, and 1 if any was not.
+fn decode_all(sources: &[Source], format: Format) -> (Vec<Decoded>, u8) {
+    let mut code = 0u8;
+    let mut decoded = Vec::new();
+    for s in sources {
+        let d = match decode(s) {
+            Ok(d) => d,
+            Err(e) => {
+                console::say(&e);
+                code = 1;
+                continue;
+            }
+        };
+        if let Some(e) = d.session.fatal() {
+            console::say(&e);
+            code = 1;
+            continue;
+        }
+        if format != Format::Text {
+            for w in d.session.warnings() {
+                console::warn(&w);
+            }
+        }
+        decoded.push(d);
+    }
+    (decoded, code)
+}
+
+/// `report --plot`: every run of every input in one figure.
+fn plot_runs(file: &Path, decoded: &[Decoded]) -> Result<()> {
+    let mut series = Vec::new();
+    let mut title = Vec::new();
+    for d in decoded {
+        for run in &d.session.agg.runs {
+            let prefix = if decoded.len() > 1 || d.session.agg.runs.len() > 1 {
+                format!("{} ", run.hostname())
+            } else {
+                String::new()
+            };
+            series.extend(plot::run_series(run, &prefix));
+            title.push(format!(
+                "{} ({}, {})",
+                run.hostname(),
+                run.hello.target.arch,
+                run.hello.target.kernel
+            ));
+        }
+    }
+    plot::draw(
+        file,
+        &format!("latscope: {}", title.join(", ")),
+        &series,
+        true,
+    )?;
+    console::say(format_args!("wrote {}", file.display()));
+    Ok(())
+}
