@@ -1,8 +1,8 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::crc32;
 use super::{v1, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
+use postcard::from_bytes as de;
 
 /// Why a delimited frame was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -261,7 +261,7 @@ impl<const N: usize> Decoder<N> {
         }
         let (body, crc) = payload.split_at(n - 4);
         let want = u32::from_le_bytes([crc[0], crc[1], crc[2], crc[3]]);
-        if crc32::checksum(body) != want {
+        if crc32fast::hash(body) != want {
             return Err(DecodeError::Crc);
         }
         let version = match body.first() {
@@ -269,9 +269,7 @@ impl<const N: usize> Decoder<N> {
             Some(&v) => return Err(DecodeError::UnknownVersion(v)),
             None => return Err(DecodeError::Malformed),
         };
-        if !super::fast::decode_into(body, &mut self.slot) {
-            self.slot = Some(slow_decode(version, body).ok_or(DecodeError::Malformed)?);
-        }
+        decode_frame(body, &mut self.slot).ok_or(DecodeError::Malformed)?;
         if version != PROTOCOL_VERSION {
             self.stats.upgraded += 1;
         }
@@ -302,13 +300,57 @@ impl<const N: usize> Decoder<N> {
     }
 }
 
-/// Decode a payload of protocol `version` through serde (every body; the
-/// version-1 types upgraded to the current ones).
-fn slow_decode(version: u8, payload: &[u8]) -> Option<Frame> {
-    if version == PROTOCOL_VERSION {
-        postcard::from_bytes(payload).ok()
-    } else {
-        v1::upgrade(postcard::from_bytes::<v1::Frame>(payload).ok()?)
+/// Decode `payload`, a whole postcard [`Frame`] of this version or of
+/// version 1 (trailing bytes ignored, as by `postcard::from_bytes`), into
+/// `slot`; `None`, leaving the slot as it was, if it does not decode.
+///
+/// The envelope (version, sequence number, body tag) is read here, and
+/// then postcard decodes the body's own type by value: through `Frame`,
+/// every nested `Result` of the 2.4 KiB frame was moved, while a body of
+/// a delta or a stats frame is 250 bytes at most. A version-1 body is
+/// decoded as its frozen type and upgraded.
+#[inline]
+pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<()> {
+    let (&version, rest) = payload.split_first()?;
+    let (seq, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
+    // each arm decodes its variant's own type, and writes the frame
+    // straight into the slot (an upgraded frame is a current one)
+    #[inline(always)]
+    fn put<T, E>(
+        slot: &mut Option<Frame>,
+        seq: u32,
+        body: Result<T, E>,
+        variant: impl FnOnce(T) -> Body,
+    ) -> Option<()> {
+        let body = variant(body.ok()?);
+        *slot = Some(Frame {
+            version: PROTOCOL_VERSION,
+            seq,
+            body,
+        });
+        Some(())
+    }
+    match version {
+        PROTOCOL_VERSION => {
+            let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
+            // the variants in `Body`'s order (postcard's tags)
+            match tag {
+                0 => put(slot, seq, de(rest), Body::Hello),
+                1 => put(slot, seq, de(rest), Body::Stats),
+                2 => put(slot, seq, de(rest), Body::Delta),
+                3 => put(slot, seq, de(rest), Body::Chunk),
+                4 => put(slot, seq, de(rest), Body::Spike),
+                5 => put(slot, seq, de(rest), Body::Log),
+                6 => put(slot, seq, de(rest), Body::Bye),
+                7 => put(slot, seq, de(rest), Body::Explain),
+                _ => None,
+            }
+        }
+        1 => {
+            let body = v1::upgrade_body(de(rest).ok()?).ok_or(());
+            put(slot, seq, body, |b| b)
+        }
+        _ => None,
     }
 }
 

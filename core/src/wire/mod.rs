@@ -30,10 +30,8 @@
 
 mod ack;
 mod cobs_fast;
-mod crc32;
 mod decode;
 mod encode;
-mod fast;
 mod runs;
 mod types;
 mod v1;
@@ -41,17 +39,18 @@ mod v1;
 pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, Frames, LinkStats};
 pub use encode::{encode, Encoder, MAX_FRAME, MAX_PAYLOAD};
-pub use runs::{varint_len, RunIter, RunWriter, Runs, MAX_PAIR_BYTES, RUN_BYTES};
-pub use types::*;
+pub use runs::{RunWriter, Runs, RUN_BYTES};
+pub use types::{
+    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Frame, Hello, HistDelta, Level, LogLine,
+    Policy, RunConfig, SnapshotChunk, SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo,
+    ThreadStats, WakeMode, WallTime, MAX_THREADS,
+};
 
 /// The protocol version this build speaks (the first payload byte).
 pub const PROTOCOL_VERSION: u8 = 2;
 
 /// The oldest protocol version this build still decodes.
-pub const OLDEST_VERSION: u8 = 1;
-
-/// The schema key of version-1 hellos (decoded as [`SCHEMA_KEY`]).
-pub const SCHEMA_KEY_V1: [u8; 8] = v1::SCHEMA_KEY;
+pub(crate) const OLDEST_VERSION: u8 = 1;
 
 /// The largest encoded size (delimiters included) of the frames that must
 /// get through a noisy line often: snapshot chunks, deltas and stats.

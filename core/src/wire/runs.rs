@@ -35,12 +35,43 @@ pub const RUN_BYTES: usize = 224;
 
 /// The most bytes one pair takes: an odd `h` with a 16-bit skip (3 bytes)
 /// and a 64-bit count (10 bytes).
-pub const MAX_PAIR_BYTES: usize = 13;
+pub(crate) const MAX_PAIR_BYTES: usize = 13;
 
 /// Packed `(bucket, count)` pairs (see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Runs(Vec<u8, RUN_BYTES>);
+pub struct Runs(#[serde(deserialize_with = "bytes")] Vec<u8, RUN_BYTES>);
+
+/// Deserialise the bytes of [`Runs`] as one slice where the format has
+/// them whole: postcard writes a sequence of `u8` as its length and the
+/// bytes, as it writes a byte string, so `deserialize_bytes` reads the
+/// same input as the derived sequence does, in one copy instead of a
+/// visit per byte. Formats without byte strings visit the sequence.
+fn bytes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<u8, RUN_BYTES>, D::Error> {
+    use serde::de::{Error as _, SeqAccess, Visitor};
+    struct Bytes;
+    impl<'de> Visitor<'de> for Bytes {
+        type Value = Vec<u8, RUN_BYTES>;
+
+        fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            write!(f, "at most {RUN_BYTES} bytes")
+        }
+
+        fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Self::Value, E> {
+            Vec::from_slice(v).map_err(|_| E::invalid_length(v.len(), &self))
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::new();
+            while let Some(b) = seq.next_element()? {
+                out.push(b)
+                    .map_err(|_| A::Error::invalid_length(RUN_BYTES + 1, &self))?;
+            }
+            Ok(out)
+        }
+    }
+    d.deserialize_bytes(Bytes)
+}
 
 impl Runs {
     /// No pairs.
@@ -64,7 +95,7 @@ impl Runs {
     }
 
     /// The pairs, from base bucket `start`.
-    pub fn iter(&self, start: u16) -> RunIter<'_> {
+    pub fn iter(&self, start: u16) -> impl Iterator<Item = Result<(u16, u64), Error>> + Clone + '_ {
         RunIter {
             bytes: &self.0,
             cursor: usize::from(start),
@@ -74,7 +105,7 @@ impl Runs {
 
 /// The number of bytes of `v` as a varint.
 #[inline(always)]
-pub const fn varint_len(v: u64) -> usize {
+pub(crate) const fn varint_len(v: u64) -> usize {
     let bits = 64 - (v | 1).leading_zeros() as usize;
     bits.div_ceil(7)
 }
@@ -91,7 +122,8 @@ pub struct RunWriter {
 
 impl RunWriter {
     /// Pairs from base bucket `start`, in at most `limit` bytes (at most
-    /// [`RUN_BYTES`]; at least [`MAX_PAIR_BYTES`], so one pair always fits).
+    /// [`RUN_BYTES`]; at least 13 bytes, the most one pair takes, so one pair
+    /// always fits).
     pub const fn new(start: u16, limit: usize) -> RunWriter {
         let limit = if limit > RUN_BYTES {
             RUN_BYTES
@@ -203,7 +235,7 @@ impl RunWriter {
 /// The pairs of [`Runs`]: `(bucket, count)`, or [`Error::BadRuns`] (after
 /// which the iterator ends).
 #[derive(Debug, Clone)]
-pub struct RunIter<'a> {
+pub(crate) struct RunIter<'a> {
     bytes: &'a [u8],
     cursor: usize,
 }

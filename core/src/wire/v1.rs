@@ -17,7 +17,7 @@
 //!   key is kept, and the host reports the mismatch as before.
 //!
 //! Fields that later versions add to the current types get their
-//! documented defaults in [`upgrade`]:
+//! documented defaults in [`upgrade_body`]:
 //! * `TargetInfo::name` (the board's name): empty; a host then goes by the
 //!   host name.
 //! * `RunConfig::tracefs_mounted`: false (version 1 never mounted tracefs).
@@ -291,10 +291,10 @@ pub struct Attribution {
     pub causes: Vec<Cause, 16>,
 }
 
-/// The current frame a version-1 frame says (of the current version), or
-/// `None` if it cannot be said (pairs out of order).
-pub fn upgrade(f: Frame) -> Option<now::Frame> {
-    let body = match f.body {
+/// The current body a version-1 body says, or `None` if it cannot be said
+/// (pairs out of order).
+pub(super) fn upgrade_body(b: Body) -> Option<now::Body> {
+    Some(match b {
         Body::Hello(h) => now::Body::Hello(hello(h)),
         Body::Stats(s) => now::Body::Stats(stats(s)),
         Body::Delta(d) => now::Body::Delta(delta(d)?),
@@ -310,11 +310,6 @@ pub fn upgrade(f: Frame) -> Option<now::Frame> {
         }),
         Body::Bye(b) => now::Body::Bye(bye(b)),
         Body::Explain(a) => now::Body::Explain(attribution(a)),
-    };
-    Some(now::Frame {
-        version: now::PROTOCOL_VERSION,
-        seq: f.seq,
-        body,
     })
 }
 
@@ -416,7 +411,7 @@ fn config(c: RunConfig) -> now::RunConfig {
     }
 }
 
-pub fn stats(s: ThreadStats) -> now::ThreadStats {
+fn stats(s: ThreadStats) -> now::ThreadStats {
     now::ThreadStats {
         thread: s.thread,
         epoch: s.epoch,
@@ -448,7 +443,7 @@ fn pack(start: u16, pairs: impl Iterator<Item = (u16, u64)>) -> Option<now::Runs
     Some(w.finish())
 }
 
-pub fn delta(d: HistDelta) -> Option<now::HistDelta> {
+fn delta(d: HistDelta) -> Option<now::HistDelta> {
     let start = d.entries.first().map_or(0, |e| e.bucket);
     Some(now::HistDelta {
         thread: d.thread,
@@ -462,7 +457,7 @@ pub fn delta(d: HistDelta) -> Option<now::HistDelta> {
     })
 }
 
-pub fn chunk(c: SnapshotChunk) -> Option<now::SnapshotChunk> {
+fn chunk(c: SnapshotChunk) -> Option<now::SnapshotChunk> {
     let first = c.entries.first().map(|e| e.bucket);
     let last = c.entries.last().map(|e| e.bucket);
     let start = if c.index == 0 { 0 } else { first? };
@@ -539,195 +534,6 @@ fn attribution(a: Attribution) -> now_explain::Attribution {
         });
     }
     now_explain::Attribution {
-        cpu: a.cpu,
-        cycle: a.cycle,
-        deadline_ns: a.deadline_ns,
-        latency_ns: a.latency_ns,
-        coarse: a.coarse,
-        partial: a.partial,
-        causes,
-    }
-}
-
-/// The version-1 frame of a current one's fields that version 1 has (for
-/// tests: it keeps compiling when the current types gain fields). Deltas
-/// and chunks are not downgraded.
-#[cfg(test)]
-pub fn downgrade(f: &now::Frame) -> Option<Frame> {
-    let body = match &f.body {
-        now::Body::Hello(h) => Body::Hello(down_hello(h)),
-        now::Body::Stats(s) => Body::Stats(down_stats(s)),
-        now::Body::Spike(s) => Body::Spike(SpikeSample {
-            thread: s.thread,
-            cycle: s.cycle,
-            deadline_ns: s.deadline_ns,
-            latency_ns: s.latency_ns,
-            missed: s.missed,
-            flags: SpikeFlags {
-                spike: s.flags.spike,
-                overflow: s.flags.overflow,
-                brk: s.flags.brk,
-            },
-        }),
-        now::Body::Log(l) => Body::Log(LogLine {
-            level: match l.level {
-                now::Level::Info => Level::Info,
-                now::Level::Warn => Level::Warn,
-                now::Level::Error => Level::Error,
-            },
-            text: l.text.clone(),
-        }),
-        now::Body::Bye(b) => Body::Bye(down_bye(b)),
-        now::Body::Explain(a) => Body::Explain(down_attribution(a)),
-        now::Body::Delta(_) | now::Body::Chunk(_) => return None,
-    };
-    Some(Frame {
-        version: 1,
-        seq: f.seq,
-        body,
-    })
-}
-
-#[cfg(test)]
-fn down_hello(h: &now::Hello) -> Hello {
-    let (t, c) = (&h.target, &h.config);
-    let mut threads = Vec::new();
-    for t in &c.threads {
-        let _ = threads.push(ThreadInfo {
-            index: t.index,
-            cpu: t.cpu,
-            tid: t.tid,
-            priority: t.priority,
-            interval_ns: t.interval_ns,
-        });
-    }
-    Hello {
-        schema: if h.schema == now::SCHEMA_KEY {
-            SCHEMA_KEY
-        } else {
-            h.schema
-        },
-        tool_version: h.tool_version.clone(),
-        run_id: h.run_id,
-        target: TargetInfo {
-            hostname: t.hostname.clone(),
-            arch: t.arch.clone(),
-            kernel: t.kernel.clone(),
-            preempt_rt: t.preempt_rt,
-            preempt_model: t.preempt_model.clone(),
-            cpus: t.cpus,
-            cmdline: t.cmdline.clone(),
-            clocksource: t.clocksource.clone(),
-            rt_runtime_us: t.rt_runtime_us,
-            argv: t.argv.clone(),
-        },
-        config: RunConfig {
-            policy: match c.policy {
-                now::Policy::Other => Policy::Other,
-                now::Policy::Fifo => Policy::Fifo,
-                now::Policy::Rr => Policy::Rr,
-                now::Policy::Batch => Policy::Batch,
-                now::Policy::Idle => Policy::Idle,
-                now::Policy::Deadline => Policy::Deadline,
-            },
-            priority: c.priority,
-            interval_ns: c.interval_ns,
-            distance_ns: c.distance_ns,
-            clock: match c.clock {
-                now::ClockKind::Monotonic => ClockKind::Monotonic,
-                now::ClockKind::Realtime => ClockKind::Realtime,
-            },
-            mlock: c.mlock,
-            dma_latency_us: c.dma_latency_us,
-            timer_slack_ns: c.timer_slack_ns,
-            duration_ns: c.duration_ns,
-            loops: c.loops,
-            warmup_cycles: c.warmup_cycles,
-            report_ns: c.report_ns,
-            spike_ns: c.spike_ns,
-            break_ns: c.break_ns,
-            hist_us: c.hist_us,
-            layout: Layout {
-                linear_us: c.layout.linear_us,
-                buckets: c.layout.buckets,
-            },
-            degraded: Degraded {
-                no_rt_policy: c.degraded.no_rt_policy,
-                no_mlock: c.degraded.no_mlock,
-                no_dma_latency: c.degraded.no_dma_latency,
-                no_affinity: c.degraded.no_affinity,
-            },
-            self_check: c.self_check,
-            threads,
-        },
-    }
-}
-
-#[cfg(test)]
-fn down_stats(s: &now::ThreadStats) -> ThreadStats {
-    ThreadStats {
-        thread: s.thread,
-        epoch: s.epoch,
-        elapsed_ns: s.elapsed_ns,
-        cycles: s.cycles,
-        count: s.count,
-        sum: s.sum,
-        min: s.min,
-        max: s.max,
-        interval_max: s.interval_max,
-        last: s.last,
-        missed: s.missed,
-        early: s.early,
-        minflt: s.minflt,
-        majflt: s.majflt,
-        dropped: s.dropped,
-        last_report: s.last_report,
-    }
-}
-
-#[cfg(test)]
-fn down_bye(b: &now::Bye) -> Bye {
-    Bye {
-        reason: match b.reason {
-            now::ByeReason::Completed => ByeReason::Completed,
-            now::ByeReason::Signal(s) => ByeReason::Signal(s),
-            now::ByeReason::Break { thread, latency_ns } => ByeReason::Break { thread, latency_ns },
-            now::ByeReason::Error => ByeReason::Error,
-        },
-        epoch: b.epoch,
-        elapsed_ns: b.elapsed_ns,
-        threads: b.threads,
-        cycles: b.cycles,
-        max_ns: b.max_ns,
-        frames_dropped: b.frames_dropped,
-        defects: b.defects,
-    }
-}
-
-#[cfg(test)]
-fn down_attribution(a: &now_explain::Attribution) -> Attribution {
-    use now_explain::CauseKind as K;
-    let mut causes = Vec::new();
-    for c in &a.causes {
-        let _ = causes.push(Cause {
-            kind: match c.kind {
-                K::Irq => CauseKind::Irq,
-                K::Softirq => CauseKind::Softirq,
-                K::Vector => CauseKind::Vector,
-                K::TimerDelay => CauseKind::TimerDelay,
-                K::IdleExit => CauseKind::IdleExit,
-                K::Task => CauseKind::Task,
-                K::Untraced => CauseKind::Untraced,
-                K::Other => CauseKind::Other,
-            },
-            id: c.id,
-            prio: c.prio,
-            name: c.name.clone(),
-            count: c.count,
-            ns: c.ns,
-        });
-    }
-    Attribution {
         cpu: a.cpu,
         cycle: a.cycle,
         deadline_ns: a.deadline_ns,

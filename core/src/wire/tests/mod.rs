@@ -5,6 +5,9 @@ use postcard::experimental::max_size::MaxSize;
 use super::*;
 use crate::layout::Layout;
 
+mod against_postcard;
+mod downgrade;
+
 fn stats(thread: u16, epoch: u32) -> ThreadStats {
     ThreadStats {
         thread,
@@ -473,7 +476,7 @@ fn sequence_gaps_and_oversize_and_versions_are_counted() {
 #[test]
 fn schema_keys_are_pinned() {
     assert_eq!(
-        SCHEMA_KEY_V1,
+        v1::SCHEMA_KEY,
         [0x43, 0xdd, 0xb9, 0xfc, 0xe5, 0x0e, 0x36, 0xf0],
         "the frozen version-1 types changed"
     );
@@ -534,7 +537,7 @@ pub(super) fn every_v1_body() -> Vec<v1::Body> {
             seq: 0,
             body: b,
         };
-        bodies.extend(v1::downgrade(&f).map(|f| f.body));
+        bodies.extend(downgrade::downgrade(&f).map(|f| f.body));
     }
     bodies
 }
@@ -594,7 +597,7 @@ fn version_1_frames_decode_as_the_current_types() {
     // the other bodies keep every field version 1 has
     let sent = every_v1_body();
     for (g, s) in got[4..].iter().zip(&sent[4..]) {
-        assert_eq!(v1::downgrade(g).map(|f| f.body).as_ref(), Some(s));
+        assert_eq!(downgrade::downgrade(g).map(|f| f.body).as_ref(), Some(s));
     }
 }
 
@@ -613,14 +616,28 @@ fn version_1_pairs_out_of_order_are_malformed() {
             count: 1,
         });
     }
-    assert_eq!(
-        v1::upgrade(v1::Frame {
-            version: 1,
-            seq: 0,
-            body: v1::Body::Delta(d)
-        }),
-        None
-    );
+    assert_eq!(v1::upgrade_body(v1::Body::Delta(d)), None);
+}
+
+/// The decoder checks with `crc32fast`, the encoder writes with `crc`:
+/// the same CRC-32 (ISO-HDLC) at every length and alignment.
+#[test]
+fn the_decoders_crc_is_the_encoders() {
+    // the catalogue's check value of CRC-32/ISO-HDLC
+    assert_eq!(crc32fast::hash(b"123456789"), 0xCBF4_3926);
+    let data: Vec<u8> = (0..600u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    for start in 0..17 {
+        for end in start..data.len() {
+            let s = &data[start..end];
+            assert_eq!(
+                crc32fast::hash(s),
+                encode::CRC.checksum(s),
+                "{start}..{end}"
+            );
+        }
+    }
 }
 
 mod prop {
