@@ -21,15 +21,39 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use crate::input::Source;
 use report::Format;
 
-const EXIT_HELP: &str = "Exit status: 0 success; 1 a failed or incomplete run \
+/// What every `--help` says at its end.
+macro_rules! exit_help {
+    () => {
+        "Exit status: 0 success; 1 a failed or incomplete run \
 (no bye frame, an error ending, self-check defects, a lost hello), or an input \
 that is not a readable latscope stream; 2 bad usage; 4 the work was done \
 (recordings, -o files, plots are complete) but a write to standard output or \
-standard error failed. SIGPIPE is ignored: a closed pipe is such a failed write.";
+standard error failed. SIGPIPE is ignored: a closed pipe is such a failed write."
+    };
+}
+
+const EXIT_HELP: &str = exit_help!();
+
+/// `latscope-host --help`'s end: the commands a newcomer runs first, then
+/// the exit statuses.
+const QUICK_START: &str = concat!(
+    "Quick start:
+  latscope -D 10s --stream run.lsr          measure 10 s, record the stream (as root)
+  latscope-host report run.lsr              the summary of the recording
+  latscope-host report run.lsr --plot run.png
+                                            ... and its plots (.png or .svg)
+  latscope -q --stream - -D 1m | latscope-host record -o live.lsr
+                                            a live view while it records
+  latscope-host compare before.lsr after.lsr
+                                            two recordings side by side
+
+",
+    exit_help!()
+);
 
 /// Records, decodes, reports and plots latscope's frame stream.
 #[derive(Parser, Debug)]
-#[command(name = "latscope-host", version, about, after_help = EXIT_HELP)]
+#[command(name = "latscope-host", version, about, after_help = QUICK_START)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -47,11 +71,11 @@ enum Cmd {
     #[command(after_help = EXIT_HELP)]
     Compare(CompareArgs),
     /// Write a synthetic recording (for benchmarks and tests).
-    #[command(hide = true)]
+    #[command(after_help = EXIT_HELP)]
     Synth(SynthArgs),
     /// Stream many synthetic targets into a listening recorder (for the
     /// fleet benchmark).
-    #[command(hide = true)]
+    #[command(after_help = EXIT_HELP)]
     Simulate(SimulateArgs),
 }
 
