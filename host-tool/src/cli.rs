@@ -37,15 +37,14 @@ const EXIT_HELP: &str = exit_help!();
 /// `latscope-host --help`'s end: the commands a newcomer runs first, then
 /// the exit statuses.
 const QUICK_START: &str = concat!(
-    "Quick start:
-  latscope -D 10s --stream run.lsr          measure 10 s, record the stream (as root)
-  latscope-host report run.lsr              the summary of the recording
+    "Quick start (latscope as root, on the machine it measures):
+  latscope -D 10s --stream run.lsr      measure 10 s, record the stream
+  latscope-host report run.lsr          the summary of the recording
   latscope-host report run.lsr --plot run.png
-                                            ... and its plots (.png or .svg)
-  latscope -q --stream - -D 1m | latscope-host record -o live.lsr
-                                            a live view while it records
-  latscope-host compare before.lsr after.lsr
-                                            two recordings side by side
+                                        ... and its plots (.png or .svg)
+  latscope -q --stream - | latscope-host record -o live.lsr
+                                        a live view while it records
+  latscope-host compare a.lsr b.lsr     two recordings side by side
 
 ",
     exit_help!()
