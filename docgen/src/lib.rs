@@ -20,7 +20,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use clap::{Arg, ArgAction, Command, ValueHint};
-use clap_complete::Shell;
+pub use clap_complete::Shell;
 
 use latscope::options::{self, Entry, Item};
 
