@@ -6,6 +6,8 @@
 //! Public is what the binary, the tests and the fuzz targets use; the rest
 //! is `pub(crate)`:
 //!
+//! * [`cli`]: the command line (the binary is [`cli::main`]), and its clap
+//!   [`cli::command`] for the man pages and completions;
 //! * the subcommands, each a plan in and an exit status out:
 //!   [`record::run`], [`report::run`], [`compare::run`], [`synth::run`],
 //!   [`simulate::run`];
@@ -24,6 +26,7 @@
 
 pub mod aggregate;
 pub mod budget;
+pub mod cli;
 pub mod compare;
 pub mod console;
 pub mod error;

@@ -21,7 +21,8 @@
 //!
 //! The binary is a thin `main` over [`main`]. The only other public items
 //! are the [`testing`] interface, for the integration tests and the fuzz
-//! targets.
+//! targets, and [`options`], the option table read-only, for the generator
+//! of the man page and the shell completions.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -31,6 +32,7 @@ mod config;
 mod error;
 mod link;
 mod linux;
+pub mod options;
 mod output;
 mod rt;
 mod sender;

@@ -6,21 +6,67 @@ use crate::rt::hist_bytes_per_thread;
 
 /// The `--help` text, with the histogram memory each `-h` costs.
 pub fn help() -> String {
-    let kib = |us| hist_bytes_per_thread(us).div_ceil(1024);
     let mut text = String::from(INTRO);
     for item in LAYOUT {
         item.write(&mut text);
     }
     text.push_str(OUTRO);
+    fill(&text, "\n                          ")
+}
+
+/// `text` with the histogram memory figures in place of `{MEM}`, `wrap`
+/// where `--help` breaks their line.
+pub fn fill(text: &str, wrap: &str) -> String {
+    let kib = |us| hist_bytes_per_thread(us).div_ceil(1024);
     text.replace(
         "{MEM}",
         &format!(
-            "{} KiB up to 1000, {} KiB\n                          at 3500, {} KiB at 20000",
+            "{} KiB up to 1000, {} KiB{wrap}at 3500, {} KiB at 20000",
             kib(1000),
             kib(3500),
             kib(20_000)
         ),
     )
+}
+
+/// One item of a section of `--help`'s option list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// An option's entry (with the options joined to it).
+    Opt(Opt),
+    /// An entry that is no option: a label and a text.
+    Row(&'static str, &'static str),
+}
+
+/// The sections of `--help`'s option list, in its order: each heading and
+/// its items.
+pub fn sections() -> Vec<(&'static str, Vec<Shown>)> {
+    let mut out: Vec<(&'static str, Vec<Shown>)> = Vec::new();
+    for item in LAYOUT {
+        let shown = match *item {
+            Heading(h) => {
+                out.push((h, Vec::new()));
+                continue;
+            }
+            Item::Opt(o) | Wide(o) => Shown::Opt(o),
+            Row(label, text) => Shown::Row(label, text),
+        };
+        if let Some((_, items)) = out.last_mut() {
+            items.push(shown);
+        }
+    }
+    out
+}
+
+/// What `--help` says before the option list (its first line, the usage
+/// line, then the description).
+pub const fn intro() -> &'static str {
+    INTRO
+}
+
+/// What `--help` says after the option list (signals, exit statuses, PID 1).
+pub const fn outro() -> &'static str {
+    OUTRO
 }
 
 /// The column where the text of an entry starts.

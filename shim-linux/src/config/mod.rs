@@ -26,7 +26,9 @@ use crate::bench::Knobs;
 
 pub use cpus::CpuList;
 pub use help::help;
+pub(crate) use help::{fill, intro, outro, sections, Shown};
 pub use name::default_name;
+pub(crate) use options::{Arg, Help, OPTIONS};
 pub use parse::parse;
 pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
 

@@ -56,17 +56,22 @@ pub fn atoi<'a>(flag: &str, word: &'a str) -> Result<Read<'a>, Error> {
     })
 }
 
-/// The note for a word that was not all number, if any.
-pub fn note(flag: &str, word: &str, r: &Read<'_>) -> Option<String> {
+/// The note for a word that was not all number, if any; `zero` says
+/// what 0 means for `flag` (`-l`: no limit), if it means more than 0.
+pub fn note(flag: &str, word: &str, r: &Read<'_>, zero: Option<&str>) -> Option<String> {
+    let meaning = match zero {
+        Some(m) if r.value == 0 => format!(" ({m})"),
+        _ => String::new(),
+    };
     if r.clean() {
         None
     } else if !r.digits {
         Some(format!(
-            "{flag} '{word}' is not a number: read as 0, as cyclictest's atoi() does"
+            "{flag} '{word}' is not a number: read as 0{meaning}, as cyclictest's atoi() does"
         ))
     } else {
         Some(format!(
-            "{flag} '{word}' read as {}, as cyclictest's atoi() does (ignored '{}')",
+            "{flag} '{word}' read as {}{meaning}, as cyclictest's atoi() does (ignored '{}')",
             r.value, r.rest
         ))
     }
@@ -95,8 +100,9 @@ pub fn duration_s(word: &str) -> Result<(i64, Option<String>), Error> {
             "-D '{word}' is not a duration: read as 0 (no limit), as cyclictest does"
         ))
     } else if !plain {
+        let meaning = if secs == 0 { " (no limit)" } else { "" };
         Some(format!(
-            "-D '{word}' read as {secs} s, as cyclictest does (it reads only the first letter after the number: m, h or d, else seconds)"
+            "-D '{word}' read as {secs} s{meaning}, as cyclictest does (it reads only the first letter after the number: m, h or d, else seconds)"
         ))
     } else {
         None
@@ -126,13 +132,26 @@ mod tests {
         assert!(atoi("-l", "99999999999999999999").is_err());
         let r = atoi("-l", "1e5").unwrap();
         assert_eq!(
-            note("-l", "1e5", &r).unwrap(),
+            note("-l", "1e5", &r, Some("no limit")).unwrap(),
             "-l '1e5' read as 1, as cyclictest's atoi() does (ignored 'e5')"
         );
-        assert_eq!(note("-h", " 3500", &atoi("-h", " 3500").unwrap()), None);
-        assert!(note("-i", "abc", &atoi("-i", "abc").unwrap())
-            .unwrap()
-            .contains("read as 0"));
+        assert_eq!(
+            note("-h", " 3500", &atoi("-h", " 3500").unwrap(), None),
+            None
+        );
+        assert_eq!(
+            note("-i", "abc", &atoi("-i", "abc").unwrap(), None).unwrap(),
+            "-i 'abc' is not a number: read as 0, as cyclictest's atoi() does"
+        );
+        // what 0 means is said only where it is read as 0
+        assert_eq!(
+            note("-l", "abc", &atoi("-l", "abc").unwrap(), Some("no limit")).unwrap(),
+            "-l 'abc' is not a number: read as 0 (no limit), as cyclictest's atoi() does"
+        );
+        assert_eq!(
+            note("-l", "0x", &atoi("-l", "0x").unwrap(), Some("no limit")).unwrap(),
+            "-l '0x' read as 0 (no limit), as cyclictest's atoi() does (ignored 'x')"
+        );
     }
 
     #[test]
@@ -147,6 +166,13 @@ mod tests {
         assert!(note.unwrap().contains("500ms"));
         let (s, note) = duration_s("10x").unwrap();
         assert_eq!((s, note.is_some()), (10, true));
+        assert!(!note.unwrap().contains("no limit"));
+        let (s, note) = duration_s("0x").unwrap();
+        assert_eq!(s, 0);
+        assert!(note.unwrap().contains("read as 0 s (no limit)"));
+        let (s, note) = duration_s("abc").unwrap();
+        assert_eq!(s, 0);
+        assert!(note.unwrap().contains("read as 0 (no limit)"));
         assert!(duration_s("99999999999999999d").is_err());
     }
 }

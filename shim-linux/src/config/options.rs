@@ -209,9 +209,9 @@ pub const OPTIONS: &[Spec] = &[
         Some('D'),
         Required("T"),
         Text(
-            "stop after T seconds; a suffix m, h or d (either case)\n\
-             means minutes, hours or days (as cyclictest: 10ms is\n\
-             10 minutes)",
+            "stop after T seconds (default 0: no limit); a suffix\n\
+             m, h or d (either case) means minutes, hours or days\n\
+             (as cyclictest: 10ms is 10 minutes)",
         ),
     ),
     ct(
@@ -285,7 +285,7 @@ pub const OPTIONS: &[Spec] = &[
         "loops",
         Some('l'),
         Required("N"),
-        Text("stop each thread after N samples (default 0: endless)"),
+        Text("stop each thread after N samples (default 0: no limit)"),
     ),
     ct(
         Opt::Mainaffinity,
@@ -328,8 +328,9 @@ pub const OPTIONS: &[Spec] = &[
         Some('p'),
         Required("PRIO"),
         Text(
-            "real-time priority 0..99 (default 80; 0: threads + 1);\n\
-             with --policy other, batch or idle it means fifo",
+            "real-time priority 0..99 (default 80); 0 with fifo or\n\
+             rr: the number of threads plus one, as cyclictest;\n\
+             with --policy other, batch or idle, -p means fifo",
         ),
     ),
     ct(

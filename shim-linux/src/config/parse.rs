@@ -110,7 +110,9 @@ impl Parser {
             Opt::Histogram => self.cfg.hist_us = self.hist(g)?,
             Opt::Histofall => self.histofall(g)?,
             Opt::Interval => self.cfg.interval_us = self.int(g, 1, MAX_US)? as u64,
-            Opt::Loops => self.cfg.loops = self.int(g, 0, i64::MAX / 4)? as u64,
+            Opt::Loops => {
+                self.cfg.loops = self.int_meaning(g, 0, i64::MAX / 4, Some("no limit"))? as u64
+            }
             Opt::Oscope => self.cfg.oscope = self.int(g, 1, 1 << 30)? as u32,
             Opt::Priority => self.priority(g)?,
             Opt::Spike => self.cfg.spike_us = self.int(g, 0, MAX_US)? as u64,
@@ -153,6 +155,18 @@ impl Parser {
 
     /// A whole number as cyclictest's `atoi` reads it, in `lo..=hi`.
     fn int(&mut self, g: &Given, lo: i64, hi: i64) -> Result<i64, Error> {
+        self.int_meaning(g, lo, hi, None)
+    }
+
+    /// [`Self::int`], whose note says what 0 means (`zero`), if it was
+    /// read as 0.
+    fn int_meaning(
+        &mut self,
+        g: &Given,
+        lo: i64,
+        hi: i64,
+        zero: Option<&str>,
+    ) -> Result<i64, Error> {
         let word = g.value.as_deref().unwrap_or("");
         let r = atoi(&g.spelled, word)?;
         if !(lo..=hi).contains(&r.value) {
@@ -166,7 +180,7 @@ impl Parser {
                 g.spelled
             )));
         }
-        self.note(numbers::note(&g.spelled, word, &r));
+        self.note(numbers::note(&g.spelled, word, &r, zero));
         Ok(r.value)
     }
 

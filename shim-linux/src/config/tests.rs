@@ -113,6 +113,13 @@ fn numbers_as_atoi_reads_them_with_a_note() {
     assert_eq!((c.loops, c.interval_us), (1, 250));
     assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
     assert!(c.notes[0].contains("'1e5' read as 1"), "{:?}", c.notes);
+    // 0 is no limit, and the note says so (`-l abc` runs until a signal)
+    let c = ok(&["-l", "abc"]);
+    assert_eq!(c.loops, 0);
+    assert_eq!(
+        c.notes,
+        ["-l 'abc' is not a number: read as 0 (no limit), as cyclictest's atoi() does"]
+    );
     let c = ok(&["-D", "500ms"]);
     assert_eq!(c.duration_ns, 30_000_000_000_000, "m: minutes");
     assert_eq!(c.notes.len(), 1);

@@ -1,0 +1,403 @@
+//! The command line of `latscope-host` (clap): the arguments, each
+//! subcommand's plan for the library (`record::run`, `report::run`,
+//! `compare::run`, `synth::run`, `simulate::run`), and the exit status of
+//! the outcome. The binary is [`main`]; [`command`] is the same parser for
+//! the man pages and shell completions.
+//!
+//! Exit status: 0 on success; 1 when a run failed or could not be read in
+//! full (no bye, an error ending, self-check defects, a lost hello, not a
+//! latscope stream, another protocol version, an I/O error); 2 for bad
+//! usage; 4 when the work was done but a write to standard output or
+//! standard error failed (see [`console`]).
+
+use crate::{compare, console, record, report, simulate, synth};
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+use crate::input::Source;
+use report::Format;
+
+/// What every `--help` says at its end.
+macro_rules! exit_help {
+    () => {
+        "Exit status: 0 success; 1 a failed or incomplete run \
+(no bye frame, an error ending, self-check defects, a lost hello), or an input \
+that is not a readable latscope stream; 2 bad usage; 4 the work was done \
+(recordings, -o files, plots are complete) but a write to standard output or \
+standard error failed. SIGPIPE is ignored: a closed pipe is such a failed write."
+    };
+}
+
+const EXIT_HELP: &str = exit_help!();
+
+/// `latscope-host --help`'s end: the commands a newcomer runs first, then
+/// the exit statuses.
+const QUICK_START: &str = concat!(
+    "Quick start (latscope as root, on the machine it measures):
+  latscope -D 10s --stream run.lsr      measure 10 s, record the stream
+  latscope-host report run.lsr          the summary of the recording
+  latscope-host report run.lsr --plot run.png
+                                        ... and its plots (.png or .svg)
+  latscope -q --stream - | latscope-host record -o live.lsr
+                                        a live view while it records
+  latscope-host compare a.lsr b.lsr     two recordings side by side
+
+",
+    exit_help!()
+);
+
+/// Records, decodes, reports and plots latscope's frame stream.
+#[derive(Parser, Debug)]
+#[command(name = "latscope-host", version, about, after_help = QUICK_START)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Record streams byte for byte, with a live view and optional metrics.
+    #[command(after_help = EXIT_HELP)]
+    Record(RecordArgs),
+    /// Summarise recordings (or a live stream on stdin) and draw plots.
+    #[command(after_help = EXIT_HELP)]
+    Report(ReportArgs),
+    /// Compare two recordings: quantiles side by side with ratios.
+    #[command(after_help = EXIT_HELP)]
+    Compare(CompareArgs),
+    /// Write a synthetic recording (for benchmarks and tests).
+    #[command(after_help = EXIT_HELP)]
+    Synth(SynthArgs),
+    /// Stream many synthetic targets into a listening recorder (for the
+    /// fleet benchmark).
+    #[command(after_help = EXIT_HELP)]
+    Simulate(SimulateArgs),
+}
+
+#[derive(Args, Debug)]
+struct SimulateArgs {
+    /// The recorder's ADDR:PORT.
+    addr: String,
+    /// Simulated targets.
+    #[arg(long, default_value_t = 16)]
+    targets: u32,
+    /// Reports (one per second) per run.
+    #[arg(long, default_value_t = 60)]
+    reports: u32,
+    /// Board names are PREFIX-N.
+    #[arg(long, default_value = "sim")]
+    prefix: String,
+    /// Where the exact figures of every run go (JSON).
+    #[arg(long, value_name = "FILE")]
+    truth: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct SerialArgs {
+    /// Read from this serial device (raw, 8N1) instead of a file.
+    #[arg(long, value_name = "DEV")]
+    serial: Option<String>,
+    /// Baud rate of the serial device.
+    #[arg(long, value_name = "N", default_value_t = 115_200, requires = "serial")]
+    baud: u32,
+}
+
+#[derive(Args, Debug)]
+struct RecordArgs {
+    /// The stream to record: `-` for stdin (the default) or a file.
+    #[arg(value_name = "INPUT", conflicts_with_all = ["serial", "listen"])]
+    input: Option<String>,
+    #[command(flatten)]
+    serial: SerialArgs,
+    /// Accept targets over TCP (`latscope --stream tcp:HOST:PORT`) on
+    /// [ADDR:]PORT; ADDR defaults to 127.0.0.1. Every run gets one
+    /// recording, NAME-TIME-RUNID.lsr, that it continues in when its
+    /// target reconnects (also to a restarted recorder with the same
+    /// --out-dir).
+    #[arg(long, value_name = "[ADDR:]PORT", conflicts_with = "serial", value_parser = listen_arg)]
+    listen: Option<String>,
+    /// The recording file for a single stream (default: named after the
+    /// target, in --out-dir).
+    #[arg(short, long, value_name = "FILE", conflicts_with = "listen")]
+    output: Option<PathBuf>,
+    /// Directory for recordings named after their targets.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    out_dir: PathBuf,
+    /// Serve OpenMetrics text at http://ADDR:PORT/metrics (per target and
+    /// thread: cycles, max, p99, p99.9, missed, faults, link errors).
+    #[arg(long, value_name = "ADDR:PORT", value_parser = socket_arg)]
+    metrics: Option<String>,
+    /// With --listen: exit after N runs have ended, with a bye or timed
+    /// out (default: run until SIGINT or SIGTERM). Connections are not
+    /// counted.
+    #[arg(long, value_name = "N", requires = "listen")]
+    exit_after: Option<u64>,
+    /// With --listen: most connections open at once; more are closed at
+    /// once and counted.
+    #[arg(long, value_name = "N", default_value_t = record::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000), requires = "listen")]
+    max_connections: u64,
+    /// With --listen: accept targets only from this network (ADDR or
+    /// ADDR/PREFIX, IPv4 or IPv6); repeat for more. Default: any.
+    #[arg(long, value_name = "NET", value_parser = parse_net, requires = "listen")]
+    allow: Vec<record::Net>,
+    /// With --listen: close a connection that sends no hello within SECS;
+    /// it leaves no recording.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_secs)]
+    hello_timeout: f64,
+    /// With --listen: close a connection, and end its run as timed out,
+    /// after SECS without a frame.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, value_parser = parse_secs)]
+    idle_timeout: f64,
+    /// How long an ended run's metrics stay on /metrics after its final
+    /// report (at least two scrape intervals, so the scraper sees it).
+    #[arg(long, value_name = "SECS", default_value_t = 120.0, value_parser = parse_secs)]
+    linger: f64,
+    /// No live view and no final report on stdout.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// Recordings to report on; `-` reads stdin (e.g. `latscope --stream - |
+    /// latscope-host report -`).
+    #[arg(value_name = "RECORDING", required_unless_present = "serial")]
+    inputs: Vec<String>,
+    #[command(flatten)]
+    serial: SerialArgs,
+    /// Output format.
+    #[arg(short, long, value_enum, default_value = "text")]
+    format: Format,
+    /// Rows of the cyclictest histogram text (µs); default: the run's `-h`,
+    /// else the whole 1 µs range.
+    #[arg(long, value_name = "US")]
+    hist_us: Option<u32>,
+    /// cyclictest `-H`: add a column summing all threads.
+    #[arg(long)]
+    histofall: bool,
+    /// Also draw the histogram, tail and max-over-time plots (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// Write the report to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct CompareArgs {
+    /// The "before" recording.
+    a: String,
+    /// The "after" recording.
+    b: String,
+    /// Also draw both histograms overlaid (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct SynthArgs {
+    /// Measuring threads.
+    #[arg(long, default_value_t = 2)]
+    threads: u16,
+    /// Report intervals.
+    #[arg(long, default_value_t = 60)]
+    reports: u32,
+    /// Samples per thread and report.
+    #[arg(long, default_value_t = 1000)]
+    samples: u32,
+    /// Output file (default stdout).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+impl SerialArgs {
+    /// The serial line to read, if one was given.
+    fn source(&self) -> Option<Source> {
+        self.serial.as_ref().map(|dev| Source::Serial {
+            device: dev.clone(),
+            baud: self.baud,
+        })
+    }
+}
+
+impl RecordArgs {
+    fn plan(self) -> record::Plan {
+        record::Plan {
+            source: self
+                .serial
+                .source()
+                .or_else(|| self.input.as_deref().map(Source::from_arg)),
+            listen: self.listen,
+            output: self.output,
+            out_dir: self.out_dir,
+            metrics: self.metrics,
+            exit_after: self.exit_after,
+            fleet: record::Fleetwide {
+                limits: record::Limits {
+                    hello: Duration::from_secs_f64(self.hello_timeout),
+                    idle: Duration::from_secs_f64(self.idle_timeout),
+                },
+                linger: Duration::from_secs_f64(self.linger),
+                max_connections: self.max_connections,
+                allow: self.allow,
+            },
+            quiet: self.quiet,
+        }
+    }
+}
+
+impl ReportArgs {
+    fn plan(self) -> report::Plan {
+        report::Plan {
+            sources: match self.serial.source() {
+                Some(serial) => vec![serial],
+                None => self.inputs.iter().map(|i| Source::from_arg(i)).collect(),
+            },
+            options: report::Options {
+                format: self.format,
+                hist_us: self.hist_us,
+                histofall: self.histofall,
+            },
+            plot: self.plot,
+            output: self.output,
+        }
+    }
+}
+
+impl CompareArgs {
+    fn plan(self) -> compare::Plan {
+        compare::Plan {
+            a: self.a,
+            b: self.b,
+            plot: self.plot,
+        }
+    }
+}
+
+impl SynthArgs {
+    fn config(&self) -> synth::SynthConfig {
+        synth::SynthConfig {
+            threads: self.threads,
+            reports: self.reports,
+            samples_per_report: self.samples,
+            ..synth::SynthConfig::default()
+        }
+    }
+}
+
+impl SimulateArgs {
+    fn plan(self) -> simulate::SimPlan {
+        simulate::SimPlan {
+            addr: self.addr,
+            targets: self.targets,
+            reports: self.reports,
+            prefix: self.prefix,
+            truth: self.truth,
+        }
+    }
+}
+
+fn parse_net(s: &str) -> std::result::Result<record::Net, String> {
+    record::Net::parse(s)
+}
+
+fn parse_secs(s: &str) -> std::result::Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 1e7 => Ok(v),
+        _ => Err(format!("{s}: a number of seconds above 0 is needed")),
+    }
+}
+
+/// `--listen [ADDR:]PORT`: a port alone listens on 127.0.0.1.
+fn listen_arg(v: &str) -> std::result::Result<String, String> {
+    if v.parse::<u16>().is_ok() {
+        return Ok(format!("127.0.0.1:{v}"));
+    }
+    socket_arg(v)
+        .map_err(|_| format!("{v} is not [ADDR:]PORT (e.g. 5555 or 0.0.0.0:5555; an IP literal)"))
+}
+
+/// An `ADDR:PORT` with an IP literal.
+fn socket_arg(v: &str) -> std::result::Result<String, String> {
+    v.parse::<std::net::SocketAddr>()
+        .map(|_| v.to_string())
+        .map_err(|_| {
+            format!("{v} is not ADDR:PORT (an IP literal and a port, e.g. 127.0.0.1:9464)")
+        })
+}
+
+/// The clap command of `latscope-host`, with its subcommands: what
+/// [`main`] parses, for the man pages and the shell completions.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// `latscope-host` itself: parse the command line, run the subcommand,
+/// its exit status.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return ExitCode::from(console::exit_code(usage(&e))),
+    };
+    let res = match cli.cmd {
+        Cmd::Record(a) => record::run(a.plan()),
+        Cmd::Report(a) => report::run(&a.plan()),
+        Cmd::Compare(a) => compare::run(&a.plan()),
+        Cmd::Synth(a) => synth::run(a.config(), a.output.as_deref()),
+        Cmd::Simulate(a) => simulate::run(&a.plan()),
+    };
+    let code = match res {
+        Ok(code) => code,
+        Err(e) => {
+            console::say(&e);
+            e.exit_code()
+        }
+    };
+    ExitCode::from(console::exit_code(code))
+}
+
+/// What clap could not parse: help and version go to standard output
+/// (status 0); a usage error is one line on standard error (status 2)
+/// that names what is wrong, without clap's usage block.
+fn usage(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    let text = e.render().to_string();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            console::Std::Out.write(text.as_bytes());
+            0
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            console::Std::Err.write(text.as_bytes());
+            2
+        }
+        _ => {
+            console::say(format_args!(
+                "{} (see latscope-host --help)",
+                usage_line(&text)
+            ));
+            2
+        }
+    }
+}
+
+/// clap's error text up to its usage block, as one line.
+fn usage_line(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
+        .map(str::trim)
+        .collect();
+    let line = lines.join(" ");
+    let line = line.strip_prefix("error: ").unwrap_or(&line);
+    if line.is_empty() {
+        "bad usage".into()
+    } else {
+        line.to_string()
+    }
+}
