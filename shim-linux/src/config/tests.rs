@@ -238,123 +238,24 @@ fn bad_inputs_are_usage_errors_never_panics() {
     }
 }
 
-/// Every field of a configuration, named, with its value: a field added to
-/// [`Config`] or [`crate::bench::Knobs`] must be added here (the patterns
-/// name them all).
+/// Every field of a configuration, named, with its value. The list is
+/// written once, and destructures [`Config`] and [`crate::bench::Knobs`]
+/// without `..`: a field added to either must be added here, or this does
+/// not build.
 fn fields(c: &Config) -> Vec<(&'static str, String)> {
-    let Config {
-        affinity,
-        threads,
-        smp,
-        interval_us,
-        distance_us,
-        priority,
-        policy,
-        priospread,
-        loops,
-        duration_ns,
-        break_us,
-        tracemark,
-        hist_us,
-        hist_all,
-        histfile,
-        json,
-        nsecs,
-        quiet,
-        verbose,
-        spike_us,
-        clock,
-        mainaffinity,
-        latency_us,
-        default_system,
-        mlock,
-        best_effort,
-        warmup_ns,
-        report_ns,
-        dl_runtime_us,
-        dl_deadline_us,
-        dl_period_us,
-        explain_us,
-        self_check,
-        wake,
-        align,
-        fifo,
-        refresh_on_max,
-        oscope,
-        resolution,
-        smi,
-        spike_nodes,
-        unbuffered,
-        laptop,
-        debug,
-        notes,
-        bench,
-        stream,
-        name,
-        cmdline,
-    } = c;
-    let crate::bench::Knobs {
-        ballast_mib,
-        no_exit_demote,
-        self_check_probe,
-    } = bench;
     macro_rules! named {
-        ($($f:ident),* $(,)?) => {
-            vec![$((stringify!($f), format!("{:?}", $f))),*]
-        };
+        ($($f:ident),* ; bench: $($k:ident),* $(,)?) => {{
+            let Config { $($f,)* bench } = c;
+            let crate::bench::Knobs { $($k,)* } = bench;
+            vec![
+                $((stringify!($f), format!("{:?}", $f)),)*
+                $((stringify!($k), format!("{:?}", $k)),)*
+            ]
+        }};
     }
     named![
-        affinity,
-        threads,
-        smp,
-        interval_us,
-        distance_us,
-        priority,
-        policy,
-        priospread,
-        loops,
-        duration_ns,
-        break_us,
-        tracemark,
-        hist_us,
-        hist_all,
-        histfile,
-        json,
-        nsecs,
-        quiet,
-        verbose,
-        spike_us,
-        clock,
-        mainaffinity,
-        latency_us,
-        default_system,
-        mlock,
-        best_effort,
-        warmup_ns,
-        report_ns,
-        dl_runtime_us,
-        dl_deadline_us,
-        dl_period_us,
-        explain_us,
-        self_check,
-        wake,
-        align,
-        fifo,
-        refresh_on_max,
-        oscope,
-        resolution,
-        smi,
-        spike_nodes,
-        unbuffered,
-        laptop,
-        debug,
-        notes,
-        stream,
-        name,
-        cmdline,
-        ballast_mib,
-        no_exit_demote,
-        self_check_probe,
+        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, self_check, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, cmdline;
+        bench: ballast_mib, no_exit_demote, self_check_probe
     ]
 }
 
