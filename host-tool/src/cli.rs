@@ -363,7 +363,8 @@ pub fn main() -> ExitCode {
 
 /// What clap could not parse: help and version go to standard output
 /// (status 0); a usage error is one line on standard error (status 2)
-/// that names what is wrong, without clap's usage block.
+/// that names what is wrong and keeps clap's tips, without its usage
+/// block.
 fn usage(e: &clap::Error) -> u8 {
     use clap::error::ErrorKind;
     let text = e.render().to_string();
@@ -386,18 +387,62 @@ fn usage(e: &clap::Error) -> u8 {
     }
 }
 
-/// clap's error text up to its usage block, as one line.
+/// clap's error text up to its usage block, as one line: the error, then
+/// clap's tips ("a similar argument exists: '--format'"), each after a
+/// semicolon.
 fn usage_line(text: &str) -> String {
-    let lines: Vec<&str> = text
-        .lines()
-        .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
-        .map(str::trim)
-        .collect();
-    let line = lines.join(" ");
-    let line = line.strip_prefix("error: ").unwrap_or(&line);
-    if line.is_empty() {
-        "bad usage".into()
-    } else {
-        line.to_string()
+    let before_usage = text.lines().take_while(|l| !l.starts_with("Usage:"));
+    let mut error = Vec::new();
+    let mut tips = Vec::new();
+    let mut in_error = true;
+    for l in before_usage.map(str::trim) {
+        if l.is_empty() {
+            in_error = false;
+        } else if in_error {
+            error.push(l);
+        } else if l.starts_with("tip:") {
+            tips.push(l);
+        }
+    }
+    let error = error.join(" ");
+    let error = error.strip_prefix("error: ").unwrap_or(&error);
+    let error = if error.is_empty() { "bad usage" } else { error };
+    std::iter::once(error)
+        .chain(tips)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(args: &[&str]) -> String {
+        let e = Cli::try_parse_from(args).expect_err("a usage error");
+        usage_line(&e.render().to_string())
+    }
+
+    #[test]
+    fn a_misspelt_option_keeps_clap_s_tip() {
+        let l = line(&["latscope-host", "report", "--formt", "json", "x.lsr"]);
+        assert!(
+            l.starts_with("unexpected argument '--formt' found; tip: "),
+            "{l}"
+        );
+        assert!(l.contains("'--format'"), "{l}");
+        assert!(!l.contains('\n'), "{l}");
+    }
+
+    #[test]
+    fn a_misspelt_subcommand_keeps_clap_s_tip() {
+        let l = line(&["latscope-host", "reprot", "x.lsr"]);
+        assert!(l.contains("tip: ") && l.contains("'report'"), "{l}");
+    }
+
+    #[test]
+    fn an_error_without_tips_is_its_first_paragraph() {
+        let l = line(&["latscope-host", "report", "--format", "nope", "x.lsr"]);
+        assert!(l.starts_with("invalid value 'nope' for '--format"), "{l}");
+        assert!(!l.contains("Usage") && !l.contains("--help"), "{l}");
     }
 }

@@ -61,9 +61,7 @@ impl Source {
                     what: p.clone(),
                     source,
                 }),
-            Source::Serial { device, baud } => serialport::new(device, *baud)
-                .timeout(Duration::from_millis(200))
-                .open()
+            Source::Serial { device, baud } => open_serial(device, *baud)
                 .map(|p| Box::new(SerialReader(p, stop)) as Box<dyn Read + Send>)
                 .map_err(|e| Error::Serial {
                     device: device.clone(),
@@ -89,9 +87,25 @@ impl Source {
     }
 }
 
+/// Open a serial device raw, 8N1, without flow control, at `baud`, with
+/// reads that time out after 200 ms.
+fn open_serial(device: &str, baud: u32) -> io::Result<serial2::SerialPort> {
+    let mut port = serial2::SerialPort::open(device, |mut s: serial2::Settings| {
+        s.set_raw();
+        s.set_baud_rate(baud)?;
+        s.set_char_size(serial2::CharSize::Bits8);
+        s.set_stop_bits(serial2::StopBits::One);
+        s.set_parity(serial2::Parity::None);
+        s.set_flow_control(serial2::FlowControl::None);
+        Ok(s)
+    })?;
+    port.set_read_timeout(Duration::from_millis(200))?;
+    Ok(port)
+}
+
 /// A serial port whose read timeouts mean "nothing yet", not an error,
 /// until the stop flag is set.
-struct SerialReader(Box<dyn serialport::SerialPort>, Option<Arc<AtomicBool>>);
+struct SerialReader(serial2::SerialPort, Option<Arc<AtomicBool>>);
 
 impl Read for SerialReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {

@@ -489,7 +489,7 @@ fn irq_us(block: &[&str], irq: u32) -> f64 {
 
 /// The busybox image on armv7 (no PREEMPT_RT, no `/dev/cpu_dma_latency`),
 /// its stream read through a pty by `latscope-host record --serial`, the
-/// serialport path a USB serial adapter takes.
+/// serial-port path a USB serial adapter takes.
 #[test]
 fn image_armv7_streams_through_a_pty() {
     if qemu::board_tests_disabled() {

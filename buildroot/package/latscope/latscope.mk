@@ -6,10 +6,11 @@
 
 # Built from the latscope source tree that contains this BR2_EXTERNAL tree.
 # To build another checkout, set LATSCOPE_OVERRIDE_SRCDIR in local.mk.
-LATSCOPE_VERSION = 0.1.0
+LATSCOPE_VERSION = 0.2.0
 LATSCOPE_SITE = $(BR2_EXTERNAL_LATSCOPE_PATH)/..
 LATSCOPE_SITE_METHOD = local
 LATSCOPE_LICENSE = Apache-2.0 or MIT
+LATSCOPE_LICENSE_FILES = LICENSE-APACHE LICENSE-MIT
 
 # The workspace's cargo configuration is for cross-building without
 # Buildroot; Buildroot's cargo environment sets linker and flags itself.
