@@ -126,6 +126,81 @@ pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) ->
     }
 }
 
+/// What the panic hook left behind, read right after a panic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AfterPanic {
+    /// The registered real-time thread was demoted to `SCHED_OTHER`.
+    pub demoted: bool,
+    /// `VmLck` of the process after the hook, in kB.
+    pub locked_kib: u64,
+}
+
+/// The exit discipline's panic path, for a process of its own (it locks
+/// all memory and installs the panic hook, for good): a `SCHED_FIFO`
+/// thread registered as a measuring thread, memory locked, then a panic on
+/// another thread. Needs root. Panics if the set-up itself fails.
+pub fn panic_beside_a_real_time_thread() -> AfterPanic {
+    use std::sync::mpsc::channel;
+
+    use crate::linux::{exit, sys};
+    use rustix::mm::{mlockall, MlockAllFlags};
+
+    mlockall(MlockAllFlags::CURRENT | MlockAllFlags::FUTURE).expect("mlockall as root");
+    assert!(locked_kib() > 0, "memory is locked");
+    let (tid_tx, tid_rx) = channel();
+    let (end_tx, end_rx) = channel::<()>();
+    let rt = std::thread::spawn(move || {
+        let fifo = sys::SchedAttr {
+            sched_policy: sys::policy::FIFO,
+            sched_priority: 1,
+            ..sys::SchedAttr::default()
+        };
+        sys::sched_setattr(0, &fifo).expect("SCHED_FIFO 1 as root");
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        exit::register_tid(0, tid);
+        tid_tx.send(tid).expect("send the tid");
+        let _ = end_rx.recv();
+    });
+    let tid = tid_rx.recv().expect("the thread's tid");
+    exit::install_panic_hook();
+    let panicked = std::thread::spawn(|| panic!("a panic on purpose")).join();
+    // the default hook again, for whatever this process does next
+    drop(std::panic::take_hook());
+    assert!(panicked.is_err(), "the thread panicked");
+    let after = AfterPanic {
+        demoted: policy_of(tid) == sys::policy::OTHER,
+        locked_kib: locked_kib(),
+    };
+    drop(end_tx);
+    rt.join().expect("the real-time thread");
+    after
+}
+
+/// The scheduling policy of thread `tid` of this process: field 41 of its
+/// `/proc` stat line.
+fn policy_of(tid: i32) -> u32 {
+    let stat =
+        std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).expect("the thread's stat");
+    // the fields after the command name, which ends at the last ')', start
+    // with field 3
+    let after_comm = &stat[stat.rfind(')').expect("a command name") + 1..];
+    after_comm
+        .split_whitespace()
+        .nth(41 - 3)
+        .and_then(|p| p.parse().ok())
+        .expect("a policy field")
+}
+
+/// `VmLck` of this process, in kB.
+fn locked_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .expect("/proc/self/status")
+        .lines()
+        .find_map(|l| l.strip_prefix("VmLck:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("a VmLck line")
+}
+
 #[cfg(test)]
 mod tests {
     use latscope_tests::{is_root, require};
