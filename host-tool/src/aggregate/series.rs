@@ -13,6 +13,10 @@ pub(crate) struct Point {
     pub elapsed_ns: u64,
     /// Largest latency over the covered reports (ns).
     pub max_ns: u64,
+    /// Samples in the histogram as of that report (cumulative), so that a
+    /// plot can tell an interval without samples from one with a small
+    /// maximum.
+    pub count: u64,
 }
 
 /// Max latency per report interval, at most `cap` points.
@@ -40,11 +44,12 @@ impl MaxSeries {
     }
 
     /// Add the figures of one report.
-    pub(crate) fn push(&mut self, epoch: u32, elapsed_ns: u64, max_ns: u64) {
+    pub(crate) fn push(&mut self, epoch: u32, elapsed_ns: u64, max_ns: u64, count: u64) {
         let p = Point {
             epoch,
             elapsed_ns,
             max_ns,
+            count,
         };
         let (acc, n) = match self.pending.take() {
             Some((acc, n)) => (
@@ -105,12 +110,14 @@ mod tests {
             } else {
                 u64::from(k % 100)
             };
-            s.push(k, u64::from(k) * 1_000_000_000, v);
+            s.push(k, u64::from(k) * 1_000_000_000, v, u64::from(k));
         }
         let pts = s.points();
         assert!(pts.len() <= 17, "{}", pts.len());
         assert_eq!(pts.iter().map(|p| p.max_ns).max(), Some(1_000_000));
         assert_eq!(pts.last().unwrap().epoch, 10_000);
         assert!(pts.windows(2).all(|w| w[0].epoch < w[1].epoch));
+        // A merged point covers up to its last report, count included.
+        assert!(pts.iter().all(|p| p.count == u64::from(p.epoch)));
     }
 }

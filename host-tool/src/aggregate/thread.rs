@@ -120,7 +120,8 @@ impl ThreadAgg {
     /// Cumulative statistics arrived.
     pub(crate) fn on_stats(&mut self, s: &ThreadStats) {
         if self.asm.on_stats(s) {
-            self.series.push(s.epoch, s.elapsed_ns, s.interval_max);
+            self.series
+                .push(s.epoch, s.elapsed_ns, s.interval_max, s.count);
         }
     }
 
