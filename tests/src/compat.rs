@@ -130,6 +130,30 @@ pub fn text_structure(text: &str) -> Vec<String> {
     out
 }
 
+/// The structure of a live view written into a file (cyclictest's output
+/// without `-q`): the text before the first cursor move, then each redraw
+/// (from one `ESC[nA` to the next), as [`text_structure`]s, a run of
+/// redraws of one structure counted once (how many there are depends on
+/// the refresh rate and the run's length), and the cursor moves' exact
+/// bytes.
+pub fn live_structure(text: &str) -> (Vec<Vec<String>>, Vec<String>) {
+    let mut parts = text.split("\x1b[");
+    let mut blocks = vec![text_structure(parts.next().unwrap_or(""))];
+    let mut moves: Vec<String> = Vec::new();
+    for p in parts {
+        let n = p.find('A').map_or(0, |i| i + 1);
+        let m = format!("ESC[{}", &p[..n]);
+        if !moves.contains(&m) {
+            moves.push(m);
+        }
+        let b = text_structure(&p[n..]);
+        if blocks.last() != Some(&b) {
+            blocks.push(b);
+        }
+    }
+    (blocks, moves)
+}
+
 /// Histogram rows (lines starting with a digit) in a text output.
 pub fn rows(text: &str) -> usize {
     text.lines()

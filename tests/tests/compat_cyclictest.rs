@@ -7,7 +7,8 @@
 use std::path::Path;
 
 use latscope_tests::compat::{
-    assert_same_json, assert_same_text, cyclictest, parse_json, side_by_side, split_json,
+    assert_same_json, assert_same_text, cyclictest, live_structure, parse_json, side_by_side,
+    split_json,
 };
 use latscope_tests::host::{bins, Scratch};
 use serde_json::Value;
@@ -40,6 +41,40 @@ fn quiet_status_lines() {
             &["-q", "-l", "100", "-S"],
         ],
     );
+}
+
+/// The live view into a file (a lab wrapper's log): cyclictest 2.4's
+/// bytes, header with its five loadavg fields, blank line, `T:` lines and
+/// the cursor moves before every redraw; latscope's `# T:` lines after the
+/// last redraw are its documented extra.
+#[test]
+fn live_view_into_a_file() {
+    let Some(ct) = ready("live_view_into_a_file") else {
+        return;
+    };
+    let dir = Scratch::new("live_view_into_a_file");
+    for args in [
+        &["-p", "80", "-l", "300"][..],
+        &["-p", "80", "-l", "300", "-t", "2"],
+    ] {
+        let (theirs, ours) = side_by_side(&ct, dir.path(), args, &[]);
+        let (ours, theirs) = (text(&ours), text(&theirs));
+        let (a, b) = (live_structure(&ours), live_structure(&theirs));
+        assert_eq!(
+            a, b,
+            "{args:?}: the live view differs\n--- latscope:\n{ours:?}\n--- cyclictest:\n{theirs:?}"
+        );
+        // At least one redraw, and the header is cyclictest's.
+        assert!(a.0.len() >= 2 && !a.1.is_empty(), "{args:?}: {ours:?}");
+        let header = ours.lines().find(|l| l.contains("loadavg")).unwrap();
+        let fields = header
+            .split("loadavg: ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .count();
+        assert_eq!(fields, 5, "{header:?}");
+    }
 }
 
 #[test]

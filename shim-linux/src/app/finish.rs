@@ -104,7 +104,8 @@ fn summary(
             hist_us: if to_file { 0 } else { opts.hist_us },
             ..*opts
         },
-        status_lines: cfg.hist_us == 0 && !cfg.verbose && (cfg.quiet || !s.console.tty),
+        // Without -q the live view's last refresh shows them already.
+        status_lines: cfg.hist_us == 0 && !cfg.verbose && cfg.quiet,
         extras: !cfg.verbose,
         spikes: (cfg.spike_us > 0).then_some((spikes.as_slice(), total)),
         break_armed: cfg.break_us > 0,

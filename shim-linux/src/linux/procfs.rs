@@ -147,20 +147,11 @@ pub fn target_info(argv: &str, name: Option<&str>) -> TargetInfo {
     }
 }
 
-/// The first three fields of `/proc/loadavg` and the run-queue field, as
-/// cyclictest's header shows them, read into `buf` without allocating
-/// (empty if it cannot be read).
+/// `/proc/loadavg` whole, as cyclictest's header shows it (the three load
+/// averages, runnable/total tasks and the last PID), read into `buf`
+/// without allocating (empty if it cannot be read).
 pub fn loadavg(buf: &mut [u8; 128]) -> &str {
-    read_into("/proc/loadavg", buf)
-        .map(|s| {
-            let end = s
-                .char_indices()
-                .filter(|(_, c)| *c == ' ')
-                .nth(3)
-                .map_or(s.len(), |(i, _)| i);
-            s[..end].trim_end()
-        })
-        .unwrap_or("")
+    read_into("/proc/loadavg", buf).map_or("", str::trim_end)
 }
 
 #[cfg(test)]
@@ -203,11 +194,13 @@ mod tests {
     }
 
     #[test]
-    fn loadavg_has_four_fields() {
+    fn loadavg_has_five_fields() {
         let mut buf = [0u8; 128];
         let l = loadavg(&mut buf);
-        assert_eq!(l.split(' ').count(), 4, "{l:?}");
-        assert!(l.contains('/'), "runnable/total: {l:?}");
+        let f: Vec<&str> = l.split(' ').collect();
+        assert_eq!(f.len(), 5, "{l:?}");
+        assert!(f[3].contains('/'), "runnable/total: {l:?}");
+        assert!(f[4].parse::<u32>().is_ok(), "last PID: {l:?}");
     }
 
     #[test]

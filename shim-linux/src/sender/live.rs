@@ -1,5 +1,6 @@
 //! The live view: cyclictest's `T:` lines under a header, redrawn in place
-//! on a terminal or printed per report otherwise, and the SIGUSR1 status.
+//! every tick (on a terminal, and into a file or pipe with the same cursor
+//! moves, as cyclictest writes them), and the SIGUSR1 status.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -35,11 +36,6 @@ impl Live {
         }
     }
 
-    /// Whether the live view was drawn on the terminal.
-    pub(super) fn drawn(&self) -> bool {
-        self.drawn
-    }
-
     /// Write what is buffered.
     pub(super) fn flush(&mut self) {
         self.out.flush();
@@ -73,12 +69,6 @@ pub(super) fn thread_lines(out: &mut String, threads: &[Thread<'_>], nsecs: bool
 }
 
 impl Sender<'_> {
-    /// One `T:` line per thread, as of the last report.
-    pub(super) fn plain_lines(&mut self) {
-        let t = threads(&self.views, &self.plans, self.shared, &self.nodes);
-        thread_lines(&mut self.live.out.buf, &t, self.opts.nsecs);
-    }
-
     /// Fresh counters of every thread.
     pub(super) fn live_counters(&mut self) {
         for (v, s) in self.views.iter_mut().zip(self.shared) {

@@ -221,7 +221,9 @@ impl Sender<'_> {
             }
             self.publish.hello_if_due(now);
             self.report_if_due(now);
-            if self.live_view() && self.opts.console.tty && self.show_now() {
+            // On a terminal and into a file or pipe alike, as cyclictest
+            // does: a reader of the file finds cyclictest's bytes.
+            if self.live_view() && self.show_now() {
                 self.redraw();
             }
             self.live.flush();
@@ -256,9 +258,7 @@ impl Sender<'_> {
         if !self.opts.refresh_on_max {
             return true;
         }
-        if self.opts.console.tty {
-            self.live_counters();
-        }
+        self.live_counters();
         // in the unit shown, as cyclictest compares its maxima
         let unit = if self.opts.nsecs { 1 } else { 1000 };
         let max = self
@@ -286,9 +286,6 @@ impl Sender<'_> {
             return;
         }
         self.report();
-        if !self.opts.console.tty && self.live_view() && self.show_now() {
-            self.plain_lines();
-        }
     }
 
     /// The end: last spikes, final report with the full snapshot, bye.
@@ -317,7 +314,9 @@ impl Sender<'_> {
             ended: Some(ended),
         };
         self.publish.bye(now, bye);
-        if self.opts.console.tty && self.live.drawn() {
+        // The last figures, as cyclictest's last refresh shows them (at
+        // least once, however short the run).
+        if self.live_view() {
             self.redraw();
         }
         self.live.flush();
