@@ -10,8 +10,8 @@ mod thread;
 
 pub(crate) use explain::{cause_label, Explained};
 pub(crate) use series::Point;
-pub(crate) use thread::ThreadAgg;
 pub use thread::SERIES_POINTS;
+pub(crate) use thread::{SpikeAccount, ThreadAgg};
 
 use std::sync::Arc;
 
@@ -168,6 +168,11 @@ impl Run {
             }
             Body::Bye(b) => self.bye = Some(*b),
             Body::Explain(a) => self.explained.push(a),
+            Body::Aggregate(a) => {
+                if let Some(t) = self.thread(a.thread) {
+                    t.spike_account.on_aggregate(a);
+                }
+            }
         }
     }
 
