@@ -127,10 +127,16 @@ struct RecordArgs {
     /// Directory for recordings named after their targets.
     #[arg(long, value_name = "DIR", default_value = ".")]
     out_dir: PathBuf,
-    /// Serve OpenMetrics text at http://ADDR:PORT/metrics (per target and
-    /// thread: cycles, max, p99, p99.9, missed, faults, link errors).
+    /// Serve metrics at http://ADDR:PORT/metrics (per target and thread:
+    /// cycles, max, p99, p99.9, missed, faults, link errors): OpenMetrics
+    /// when the request's Accept header asks for it, else the classic
+    /// Prometheus text format 0.0.4. A request has 2 s and 8 KiB.
     #[arg(long, value_name = "ADDR:PORT", value_parser = socket_arg)]
     metrics: Option<String>,
+    /// With --metrics: answer only peers in this network (ADDR or
+    /// ADDR/PREFIX, IPv4 or IPv6); repeat for more. Default: any.
+    #[arg(long, value_name = "NET", value_parser = parse_metrics_net, requires = "metrics")]
+    metrics_allow: Vec<record::Net>,
     /// With --listen: exit after N runs have ended, with a bye or timed
     /// out (default: run until SIGINT or SIGTERM). Connections are not
     /// counted.
@@ -236,6 +242,7 @@ impl RecordArgs {
             output: self.output,
             out_dir: self.out_dir,
             metrics: self.metrics,
+            metrics_allow: self.metrics_allow,
             exit_after: self.exit_after,
             fleet: record::Fleetwide {
                 limits: record::Limits {
@@ -304,6 +311,10 @@ impl SimulateArgs {
 
 fn parse_net(s: &str) -> std::result::Result<record::Net, String> {
     record::Net::parse(s)
+}
+
+fn parse_metrics_net(s: &str) -> std::result::Result<record::Net, String> {
+    record::Net::parse(s).map_err(|e| format!("--metrics-{}", e.trim_start_matches("--")))
 }
 
 fn parse_secs(s: &str) -> std::result::Result<f64, String> {
