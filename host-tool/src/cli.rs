@@ -4,9 +4,9 @@
 //! the outcome. The binary is [`main`]; [`command`] is the same parser for
 //! the man pages and shell completions.
 //!
-//! Exit status: 0 on success; 1 when a run failed or could not be read in
-//! full (no bye, an error ending, self-check defects, a lost hello, not a
-//! latscope stream, another protocol version, an I/O error); 2 for bad
+//! Exit status: 0 on success; 1 when a run failed, was incomplete or could
+//! not be read in full (every cause of `report::verdict`, not a latscope
+//! stream, another protocol version, an I/O error); 2 for bad
 //! usage; 4 when the work was done but a write to standard output or
 //! standard error failed (see [`console`]).
 
@@ -24,11 +24,19 @@ use report::Format;
 /// What every `--help` says at its end.
 macro_rules! exit_help {
     () => {
-        "Exit status: 0 success; 1 a failed or incomplete run \
-(no bye frame, an error ending, self-check defects, a lost hello), or an input \
-that is not a readable latscope stream; 2 bad usage; 4 the work was done \
-(recordings, -o files, plots are complete) but a write to standard output or \
-standard error failed. SIGPIPE is ignored: a closed pipe is such a failed write."
+        "Exit status: 0 success: every run complete; 1 a failed or incomplete run, \
+or an input that is not a readable latscope stream. A run is incomplete when \
+its hello was lost; it has no bye; it ended with an error; it has self-check \
+defects; its histograms are not exact at the end; frames are missing by the \
+sequence numbers (never delivered later); the target could not send frames; \
+spike records were dropped by the target's queue, or sent (by its aggregates) \
+but not received; explanations were sent but not received; its counts did not \
+fit the memory budget; or frames name unknown threads. Each such run gets a \
+line on standard error, `complete: false` and `return_code` 1 in the JSON \
+formats, and `false` in the CSV's `complete` column. 2 bad usage; 4 the work \
+was done (recordings, -o files, plots are complete) but a write to standard \
+output or standard error failed. SIGPIPE is ignored: a closed pipe is such a \
+failed write."
     };
 }
 

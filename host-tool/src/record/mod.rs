@@ -342,7 +342,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
             code = 1;
             continue;
         }
-        if s.agg.runs.iter().any(|r| !report::run_ok(r)) {
+        if !report::say_incomplete(&s) {
             code = 1;
         }
         decoded.push(Decoded {

@@ -237,6 +237,11 @@ fn tail(out: &mut String, run: &Run, link: &LinkStats) {
     let _ = writeln!(out, "end:      {}", ending(run));
     let _ = writeln!(out, "link:     {}", link_line(link));
     let _ = writeln!(out, "data:     {}", exactness(run));
+    let losses = super::verdict::losses(run, link);
+    if !losses.is_empty() {
+        let why: Vec<String> = losses.iter().map(super::verdict::Loss::message).collect();
+        let _ = writeln!(out, "INCOMPLETE: {} (exit status 1)", why.join("; "));
+    }
     for l in run.warnings() {
         let _ = writeln!(out, "target {}: {}", level(l.level), l.text);
     }
@@ -259,7 +264,21 @@ fn table(out: &mut String, rows: &[&Summary]) {
         let _ = write!(out, " {n:>9}");
     }
     let _ = writeln!(out, " {:>10}  (µs)", "max");
+    // the columns after `cycles`, for a thread without samples
+    let stats_width = 30 + 10 * QUANTILES.len();
     for s in rows {
+        if s.count == 0 {
+            let _ = writeln!(
+                out,
+                "{:<6} {:>4} {:>4} {:>12} {:>stats_width$}",
+                s.label,
+                or_dash(s.cpu),
+                or_dash(s.priority),
+                s.cycles,
+                "no samples"
+            );
+            continue;
+        }
         let _ = write!(
             out,
             "{:<6} {:>4} {:>4} {:>12} {:>9} {:>9}",
@@ -292,14 +311,21 @@ fn table(out: &mut String, rows: &[&Summary]) {
         "exact"
     );
     for s in rows {
+        let figures = if s.count == 0 {
+            format!("{:>39}", "no samples")
+        } else {
+            format!(
+                "{:>9} {:>9} {:>9.1} {:>9.1}",
+                us_opt(s.median_ns),
+                us_opt(s.mode_ns),
+                s.mad_ns / 1000.0,
+                s.stddev_ns / 1000.0
+            )
+        };
         let _ = writeln!(
             out,
-            "{:<6} {:>9} {:>9} {:>9.1} {:>9.1} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
+            "{:<6} {figures} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
             s.label,
-            us_opt(s.median_ns),
-            us_opt(s.mode_ns),
-            s.mad_ns / 1000.0,
-            s.stddev_ns / 1000.0,
             s.missed,
             s.early,
             s.minflt,
