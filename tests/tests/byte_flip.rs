@@ -5,8 +5,8 @@
 //! target's own `--json`: a run that exits 0 has exactly the undamaged
 //! recording's runs (figures, spike records, explanations), and those
 //! equal the target's; every other exits 1 and says `complete: false`.
-//! `--format cyclictest-json`'s `return_code` and the CSV's `complete`
-//! column agree with the exit status.
+//! `--format cyclictest-json`'s `return_code`, the CSV's `complete`
+//! column, `compare` and `record` agree with the exit status.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -67,6 +67,19 @@ enum Verdict {
     Incomplete,
 }
 
+/// `latscope-host ARGS`'s exit status.
+fn status(args: &[&std::ffi::OsStr]) -> i32 {
+    Command::new(bins().host)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run latscope-host")
+        .code()
+        .unwrap_or(-1)
+}
+
 fn check_one(path: &Path, clean: &Value, at: usize, deep: bool) -> Verdict {
     let (doc, code, stderr) = host_report_json(path);
     match code {
@@ -108,6 +121,18 @@ fn check_one(path: &Path, clean: &Value, at: usize, deep: bool) -> Verdict {
                     complete.iter().all(|c| *c == "true" || *c == "false"),
                     "flip at {at}: {complete:?}"
                 );
+                let clean_path = path.with_file_name("clean.lsr");
+                let cmp = status(&["compare".as_ref(), clean_path.as_os_str(), path.as_os_str()]);
+                assert_eq!(cmp, 1, "flip at {at}: compare");
+                let copy = path.with_extension("rec.lsr");
+                let rec = status(&[
+                    "record".as_ref(),
+                    "-q".as_ref(),
+                    "-o".as_ref(),
+                    copy.as_os_str(),
+                    path.as_os_str(),
+                ]);
+                assert_eq!(rec, 1, "flip at {at}: record");
             }
             Verdict::Incomplete
         }
@@ -149,7 +174,7 @@ fn no_flipped_byte_yields_exit_0_with_other_figures() {
                     let mut b = bytes.clone();
                     b[at] ^= 0x5a;
                     std::fs::write(&path, &b).expect("write");
-                    match check_one(&path, clean, at, at % 8 == 0) {
+                    match check_one(&path, clean, at, at % 16 == 0) {
                         Verdict::Whole => whole.fetch_add(1, Ordering::Relaxed),
                         Verdict::Incomplete => incomplete.fetch_add(1, Ordering::Relaxed),
                     };

@@ -445,3 +445,34 @@ pub(crate) fn explained(out: &mut String, run: &Run) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::session::Session;
+    use crate::synth::{Synth, SynthConfig};
+
+    /// A run whose threads took no samples shows "no samples", never
+    /// quantiles, a mode or deviations of nothing.
+    #[test]
+    fn threads_without_samples_say_so() {
+        let (bytes, _) = Synth::bytes(SynthConfig {
+            samples_per_report: 0,
+            ..SynthConfig::default()
+        });
+        let mut s = Session::new("empty");
+        s.feed(&bytes);
+        s.finish();
+        let run = s.agg.runs.first().expect("a run");
+        let mut out = String::new();
+        super::render(&mut out, "empty", run, &s.link());
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("T0 ") || l.starts_with("all "))
+            .collect();
+        assert_eq!(rows.len(), 4, "{out}");
+        for r in rows {
+            assert!(r.contains("no samples"), "{r}\n{out}");
+            assert!(!r.contains("NaN") && !r.contains(" 0.0 "), "{r}");
+        }
+    }
+}
