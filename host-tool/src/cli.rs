@@ -4,9 +4,9 @@
 //! the outcome. The binary is [`main`]; [`command`] is the same parser for
 //! the man pages and shell completions.
 //!
-//! Exit status: 0 on success; 1 when a run failed or could not be read in
-//! full (no bye, an error ending, self-check defects, a lost hello, not a
-//! latscope stream, another protocol version, an I/O error); 2 for bad
+//! Exit status: 0 on success; 1 when a run failed, was incomplete or could
+//! not be read in full (every cause of `report::verdict`, not a latscope
+//! stream, another protocol version, an I/O error); 2 for bad
 //! usage; 4 when the work was done but a write to standard output or
 //! standard error failed (see [`console`]).
 
@@ -24,11 +24,19 @@ use report::Format;
 /// What every `--help` says at its end.
 macro_rules! exit_help {
     () => {
-        "Exit status: 0 success; 1 a failed or incomplete run \
-(no bye frame, an error ending, self-check defects, a lost hello), or an input \
-that is not a readable latscope stream; 2 bad usage; 4 the work was done \
-(recordings, -o files, plots are complete) but a write to standard output or \
-standard error failed. SIGPIPE is ignored: a closed pipe is such a failed write."
+        "Exit status: 0 success: every run complete; 1 a failed or incomplete run, \
+or an input that is not a readable latscope stream. A run is incomplete when \
+its hello was lost; it has no bye; it ended with an error; it has self-check \
+defects; its histograms are not exact at the end; frames are missing by the \
+sequence numbers (never delivered later); the target could not send frames; \
+spike records were dropped by the target's queue, or sent (by its aggregates) \
+but not received; explanations were sent but not received; its counts did not \
+fit the memory budget; or frames name unknown threads. Each such run gets a \
+line on standard error, `complete: false` and `return_code` 1 in the JSON \
+formats, and `false` in the CSV's `complete` column. 2 bad usage; 4 the work \
+was done (recordings, -o files, plots are complete) but a write to standard \
+output or standard error failed. SIGPIPE is ignored: a closed pipe is such a \
+failed write."
     };
 }
 
@@ -127,10 +135,16 @@ struct RecordArgs {
     /// Directory for recordings named after their targets.
     #[arg(long, value_name = "DIR", default_value = ".")]
     out_dir: PathBuf,
-    /// Serve OpenMetrics text at http://ADDR:PORT/metrics (per target and
-    /// thread: cycles, max, p99, p99.9, missed, faults, link errors).
+    /// Serve metrics at http://ADDR:PORT/metrics (per target and thread:
+    /// cycles, max, p99, p99.9, missed, faults, link errors): OpenMetrics
+    /// when the request's Accept header asks for it, else the classic
+    /// Prometheus text format 0.0.4. A request has 2 s and 8 KiB.
     #[arg(long, value_name = "ADDR:PORT", value_parser = socket_arg)]
     metrics: Option<String>,
+    /// With --metrics: answer only peers in this network (ADDR or
+    /// ADDR/PREFIX, IPv4 or IPv6); repeat for more. Default: any.
+    #[arg(long, value_name = "NET", value_parser = parse_metrics_net, requires = "metrics")]
+    metrics_allow: Vec<record::Net>,
     /// With --listen: exit after N runs have ended, with a bye or timed
     /// out (default: run until SIGINT or SIGTERM). Connections are not
     /// counted.
@@ -236,6 +250,7 @@ impl RecordArgs {
             output: self.output,
             out_dir: self.out_dir,
             metrics: self.metrics,
+            metrics_allow: self.metrics_allow,
             exit_after: self.exit_after,
             fleet: record::Fleetwide {
                 limits: record::Limits {
@@ -304,6 +319,10 @@ impl SimulateArgs {
 
 fn parse_net(s: &str) -> std::result::Result<record::Net, String> {
     record::Net::parse(s)
+}
+
+fn parse_metrics_net(s: &str) -> std::result::Result<record::Net, String> {
+    record::Net::parse(s).map_err(|e| format!("--metrics-{}", e.trim_start_matches("--")))
 }
 
 fn parse_secs(s: &str) -> std::result::Result<f64, String> {

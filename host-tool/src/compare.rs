@@ -9,7 +9,7 @@ use crate::console;
 use crate::error::Result;
 use crate::input::Source;
 use crate::plot;
-use crate::report::{decode, run_ok};
+use crate::report::{decode, say_run};
 use crate::summary::{avg_us, or_dash, summarize, us_opt, Summary};
 
 /// What `compare` was asked to do.
@@ -53,7 +53,9 @@ pub fn run(plan: &Plan) -> Result<u8> {
         plot::draw(file, "latscope: A vs B, all CPUs", &series, false)?;
         console::say(format_args!("wrote {}", file.display()));
     }
-    Ok(u8::from(!(run_ok(ra) && run_ok(rb))))
+    let a_ok = say_run(&plan.a, ra, &da.session.link());
+    let b_ok = say_run(&plan.b, rb, &db.session.link());
+    Ok(u8::from(!(a_ok && b_ok)))
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {

@@ -224,11 +224,12 @@ impl Session {
         if a.refused_runs > 0 {
             w.push(format!(
                 "{}: {} run(s) not kept and {} frame(s) ignored: this input's memory budget \
-                 ({limit:.0} MiB, room for two of the largest runs a target sends, \
-                 {:.0} MiB each) is used up",
+                 ({limit:.0} MiB, {:.2} times the largest run a target sends, {:.0} MiB) \
+                 is used up",
                 self.name,
                 a.refused_runs,
                 a.ignored,
+                a.budget().limit() as f64 / RUN_LIMIT as f64,
                 mib(RUN_LIMIT)
             ));
         }

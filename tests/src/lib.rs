@@ -8,7 +8,8 @@
 //! what it needs ([`precondition`]: under `CI=true` it fails, elsewhere it
 //! says `skipped:`), waiting for conditions with timeouts ([`wait`]), the
 //! disturbances tests make themselves ([`disturb`]), forged streams
-//! ([`forge`]) and a counting allocator ([`alloc`]).
+//! ([`forge`]), hostile clients of `/metrics` ([`siege`]) and a counting
+//! allocator ([`alloc`]).
 //!
 //! The emulated ARM boards (`tests/tests/board.rs`): running ARM binaries
 //! under qemu and what the boards boot ([`qemu`]), the busybox image
@@ -28,6 +29,7 @@ pub mod precondition;
 pub mod procs;
 pub mod prometheus;
 pub mod qemu;
+pub mod siege;
 pub mod target;
 pub mod wait;
 

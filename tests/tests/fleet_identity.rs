@@ -61,12 +61,13 @@ fn grows(out: &Path) -> impl FnMut() -> bool + '_ {
 /// grows the recorder is killed (SIGKILL), nobody listens for `away`, and
 /// another recorder takes the same address and directory. Both end, the
 /// target with exit status `status` (4: frames of its stream were never
-/// delivered); the one recording's report, the target's `--json`, the
-/// second recorder's stderr.
+/// delivered), the second recorder and the report of the recording with
+/// `verdict` (1: frames were lost); the one recording's report, the
+/// target's `--json`, the second recorder's stderr.
 fn across_a_restart(
     tag: &str,
     secs: &str,
-    (extra, status): (&[&str], i32),
+    (extra, status, verdict): (&[&str], i32, i32),
     away: Duration,
 ) -> (Value, Value, String) {
     let dir = Scratch::new(tag);
@@ -85,17 +86,22 @@ fn across_a_restart(
     let mut h2 = recorder_on(&listen, &out);
     let tr = t.wait(Duration::from_secs(60));
     assert_eq!(tr.status.code(), Some(status), "target");
-    assert_eq!(h2.proc.wait(T).status.code(), Some(0), "second recorder");
+    assert_eq!(
+        h2.proc.wait(T).status.code(),
+        Some(verdict),
+        "second recorder"
+    );
     let lines = drain(&h2.stderr, T).join("\n");
     let (doc, code, err) = host_report_json(&only_recording(&out));
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(code, verdict, "{err}");
     (doc, read_json(&json), lines)
 }
 
 #[test]
 fn a_recorder_killed_and_restarted_keeps_the_run_in_one_exact_recording() {
     let extra = ["--name", "restart-1"];
-    let (doc, target, lines) = across_a_restart("fleet-restart", "8", (&extra, 0), Duration::ZERO);
+    let (doc, target, lines) =
+        across_a_restart("fleet-restart", "8", (&extra, 0, 0), Duration::ZERO);
     assert!(lines.contains("resumes"), "{lines}");
     assert_eq!(doc["link"]["frames_lost"], 0, "{}", doc["link"]);
     assert_eq!(doc["link"]["crc_errors"], 0);
@@ -111,8 +117,13 @@ fn frames_that_overflow_the_resend_buffer_are_counted_alike_by_target_and_record
     // second, so the 512 KiB buffer overflows while the recorder is away.
     let extra = ["--name", "overflow-1", "-i", "500", "--spike", "1"];
     let away = Duration::from_secs(8);
-    // the frames that overflowed were never delivered: exit status 4
-    let (doc, _, _) = across_a_restart("fleet-overflow", "16", (&extra, 4), away);
+    // the frames that overflowed were never delivered: exit status 4 for
+    // the target, 1 for the recorder and the report (something was lost)
+    let (doc, _, lines) = across_a_restart("fleet-overflow", "16", (&extra, 4, 1), away);
+    assert!(
+        lines.contains("incomplete: ") && lines.contains("frame(s) lost"),
+        "{lines}"
+    );
     let run = first_run(&doc);
     let lost = doc["link"]["frames_lost"].as_u64().unwrap();
     assert!(lost > 0, "the buffer overflowed: {}", doc["link"]);
@@ -125,6 +136,7 @@ fn frames_that_overflow_the_resend_buffer_are_counted_alike_by_target_and_record
         run["exact_at_end"], true,
         "a snapshot made the histogram whole again"
     );
+    assert_eq!(run["complete"], false, "{}", run["incomplete"]);
 }
 
 fn board_lines(metrics: &str) -> Vec<String> {

@@ -197,6 +197,68 @@ fn check_dashboard(prom: &Prometheus) {
     }
 }
 
+/// `promtool check metrics` of what `/metrics` serves without an Accept
+/// header (the classic text format) while a target streams, and after its
+/// run ended; OpenMetrics when asked for it.
+#[test]
+fn the_classic_text_passes_promtool_check_metrics() {
+    require!(
+        have("promtool"),
+        "promtool is not installed (apt-get install prometheus)"
+    );
+    let dir = Scratch::new("promtool-metrics");
+    let listen = free_local_addr();
+    let (mut host, maddr) = recorder(&listen, &dir.join("rec"));
+    let check = |what: &str| {
+        let (status, body) = http_get(&maddr, "/metrics").expect("GET /metrics");
+        assert!(status.contains("200"), "{status}");
+        assert!(body.contains("# TYPE latscope_connections_accepted_total counter"));
+        let mut p = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run promtool");
+        std::io::Write::write_all(&mut p.stdin.take().expect("stdin"), body.as_bytes())
+            .expect("to promtool");
+        let out = p.wait_with_output().expect("promtool");
+        assert!(
+            out.status.success(),
+            "{what}: promtool check metrics: {}{}\n{body}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        body
+    };
+    check("no targets");
+    let target = std::thread::scope(|s| {
+        let t = s.spawn(|| run_named_targets(&dir, &listen, 1));
+        wait_until("a target's series", Duration::from_secs(30), || {
+            http_get(&maddr, "/metrics").is_ok_and(|(_, b)| b.contains("latscope_cycles_total{"))
+        });
+        check("a target streaming");
+        t.join()
+    });
+    assert!(target.is_ok(), "the target");
+    let body = check("its run ended");
+    assert!(body.contains("latscope_ended{"), "{body}");
+    let mut s = std::net::TcpStream::connect(&maddr).expect("connect");
+    std::io::Write::write_all(
+        &mut s,
+        b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text; version=1.0.0\r\n\r\n",
+    )
+    .expect("request");
+    let mut resp = String::new();
+    std::io::Read::read_to_string(&mut s, &mut resp).expect("response");
+    assert!(
+        resp.contains("Content-Type: application/openmetrics-text; version=1.0.0"),
+        "{resp}"
+    );
+    assert!(resp.ends_with("# EOF\n"), "{resp}");
+    drop(host.child().kill());
+}
+
 #[test]
 fn prometheus_sees_exact_final_figures_with_board_labels() {
     require!(
@@ -218,6 +280,11 @@ fn prometheus_sees_exact_final_figures_with_board_labels() {
         s.len() == TARGETS
     });
     check_labels(&ended);
+    // Prometheus asked for OpenMetrics and got it, every time.
+    let om = prom.query("latscope_metrics_scrapes_total{format=\"openmetrics\"}");
+    let text = prom.query("latscope_metrics_scrapes_total{format=\"text\"}");
+    assert!(om.first().is_some_and(|s| s.value >= 1.0), "{om:?}");
+    assert!(text.first().is_some_and(|s| s.value == 0.0), "{text:?}");
     check_final_figures(&prom, &dir.join("rec"));
     // The dashboard's expressions use the recording rules too.
     check_dashboard(&prom);

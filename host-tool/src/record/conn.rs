@@ -131,11 +131,21 @@ impl Conn {
         if let Some(v) = self.peek.other_version {
             s.push_str(&format!("; {}", crate::session::version_line(v)));
         } else if self.foreign > 0 {
-            s.push_str(&format!(
-                "; {} frame(s) of another protocol version or schema (a target of another \
-                 latscope version?)",
-                self.foreign
-            ));
+            // frames that failed their check are damage or not latscope
+            // at all; only those that passed it are of another schema
+            let damaged = self.peek.damaged.min(self.foreign);
+            if damaged > 0 {
+                s.push_str(&format!(
+                    "; not a latscope stream: {damaged} frame(s) failed their check"
+                ));
+            }
+            if self.foreign > damaged {
+                s.push_str(&format!(
+                    "; {} frame(s) of another protocol version or schema (a target of another \
+                     latscope version?)",
+                    self.foreign - damaged
+                ));
+            }
         }
         if self.before_hello > 0 {
             s.push_str(&format!("; {} frame(s) before it", self.before_hello));

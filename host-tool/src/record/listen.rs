@@ -237,7 +237,7 @@ impl Tally {
 /// Print a run's final report (or only its warnings when quiet); whether
 /// the run was good.
 fn final_report(session: Session, quiet: bool) -> bool {
-    let ok = session.fatal().is_none() && session.agg.runs.iter().all(report::run_ok);
+    let ok = session.fatal().is_none() && report::say_incomplete(&session);
     if quiet {
         for w in session.warnings() {
             console::say(format_args!("warning: {w}"));

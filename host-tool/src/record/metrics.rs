@@ -1,25 +1,136 @@
-//! OpenMetrics text over a minimal HTTP/1.1 server, for a lab's Prometheus.
+//! `/metrics` over a minimal HTTP/1.1 server, for a lab's Prometheus: the
+//! OpenMetrics text when the request's `Accept` asks for it, the classic
+//! Prometheus text format (0.0.4) otherwise.
 //!
 //! A target's series come in families ([`FAMILIES`]), each written by an
 //! exhaustive match on its enum: a family added without its samples does
 //! not build.
+//!
+//! The requests are read by one thread without blocking (`http.rs`): a
+//! slow or endless client costs a pending slot of at most 8 KiB for at most
+//! 2 s, and only a complete request takes one of the [`WORKERS`].
 
 #![deny(clippy::wildcard_enum_match_arm)]
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, TrySendError};
+use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use std::sync::atomic::Ordering;
-
+use super::allow::Net;
+use super::http::{self, Refusal, Request};
 use super::targets::{FleetStats, TargetTable, TargetView, ThreadView};
 use crate::error::{Error, Result};
 
-/// The media type Prometheus asks for.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// Threads that answer complete requests.
+const WORKERS: usize = 2;
+/// Complete requests that may wait for a worker; more are answered 503.
+const QUEUE: usize = 8;
+/// How long a response has to be taken by its client.
+const WRITE_DEADLINE: Duration = Duration::from_secs(2);
+
+/// The two text formats `/metrics` is served in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exposition {
+    /// OpenMetrics 1.0.0: counter families named without `_total`,
+    /// `# UNIT` lines, `# EOF` at the end.
+    OpenMetrics,
+    /// The classic Prometheus text format 0.0.4: every family named as its
+    /// samples are, no units, no end marker.
+    Text,
+}
+
+impl Exposition {
+    /// The Content-Type of a response in this format.
+    fn content_type(self) -> &'static str {
+        match self {
+            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            Exposition::Text => "text/plain; version=0.0.4; charset=utf-8",
+        }
+    }
+
+    /// Its `format` label on `/metrics`.
+    fn label(self) -> &'static str {
+        match self {
+            Exposition::OpenMetrics => "openmetrics",
+            Exposition::Text => "text",
+        }
+    }
+
+    /// The format an `Accept` header asks for: OpenMetrics when it names
+    /// `application/openmetrics-text` (version 1.0.0, 0.0.1 or none) with
+    /// a quality above 0 and not below that of any text range (`text/plain`,
+    /// `text/*`, `*/*`); the classic text otherwise, also without a header.
+    pub(crate) fn negotiate(accept: &str) -> Exposition {
+        let (mut om, mut text) = (0.0f64, 0.0f64);
+        for range in accept.split(',') {
+            let mut parts = range.split(';').map(str::trim);
+            let media = parts.next().unwrap_or("").to_ascii_lowercase();
+            let (mut q, mut version_ok) = (1.0f64, true);
+            for p in parts {
+                let Some((k, v)) = p.split_once('=') else {
+                    continue;
+                };
+                match k.trim().to_ascii_lowercase().as_str() {
+                    "q" => q = v.trim().parse().unwrap_or(0.0),
+                    "version" => version_ok = matches!(v.trim(), "1.0.0" | "0.0.1"),
+                    _ => {}
+                }
+            }
+            match media.as_str() {
+                "application/openmetrics-text" if version_ok => om = om.max(q),
+                "text/plain" | "text/*" | "*/*" => text = text.max(q),
+                _ => {}
+            }
+        }
+        if om > 0.0 && om >= text {
+            Exposition::OpenMetrics
+        } else {
+            Exposition::Text
+        }
+    }
+}
+
+/// The `/metrics` server's own counters.
+#[derive(Debug, Default)]
+pub(crate) struct ServerStats {
+    /// Scrapes answered, by format.
+    served: [AtomicU64; 2],
+    /// Connections closed without an answer, by [`Refusal`].
+    refused: [AtomicU64; Refusal::ALL.len()],
+}
+
+impl ServerStats {
+    fn served(&self, f: Exposition) -> &AtomicU64 {
+        match f {
+            Exposition::OpenMetrics => &self.served[0],
+            Exposition::Text => &self.served[1],
+        }
+    }
+
+    fn refused(&self, why: Refusal) -> &AtomicU64 {
+        let i = Refusal::ALL.iter().position(|&w| w == why).unwrap_or(0);
+        &self.refused[i]
+    }
+}
+
+/// A family's metadata lines: `name` is the family's OpenMetrics name; a
+/// counter's classic name has `_total`.
+fn meta(o: &mut String, x: Exposition, name: &str, kind: &str, unit: Option<&str>, help: &str) {
+    let total = if x == Exposition::Text && kind == "counter" {
+        "_total"
+    } else {
+        ""
+    };
+    let _ = writeln!(o, "# HELP {name}{total} {help}");
+    let _ = writeln!(o, "# TYPE {name}{total} {kind}");
+    if let (Exposition::OpenMetrics, Some(unit)) = (x, unit) {
+        let _ = writeln!(o, "# UNIT {name} {unit}");
+    }
+}
 
 fn escape(s: &str) -> String {
     s.replace('\\', "\\\\")
@@ -50,25 +161,37 @@ fn labels(v: &TargetView) -> String {
 }
 
 /// The counters of a listening recorder.
-fn fleet_families(o: &mut String, st: &FleetStats) {
-    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
-    let _ = writeln!(o, "# TYPE latscope_connections gauge");
-    let _ = writeln!(o, "# HELP latscope_connections Target connections open.");
-    let _ = writeln!(o, "latscope_connections {}", get(&st.open));
-    let _ = writeln!(o, "# TYPE latscope_connections_accepted counter");
-    let _ = writeln!(
+fn fleet_families(o: &mut String, x: Exposition, st: &FleetStats) {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    meta(
         o,
-        "# HELP latscope_connections_accepted Target connections accepted."
+        x,
+        "latscope_connections",
+        "gauge",
+        None,
+        "Target connections open.",
+    );
+    let _ = writeln!(o, "latscope_connections {}", get(&st.open));
+    meta(
+        o,
+        x,
+        "latscope_connections_accepted",
+        "counter",
+        None,
+        "Target connections accepted.",
     );
     let _ = writeln!(
         o,
         "latscope_connections_accepted_total {}",
         get(&st.accepted)
     );
-    let _ = writeln!(o, "# TYPE latscope_connections_refused counter");
-    let _ = writeln!(
+    meta(
         o,
-        "# HELP latscope_connections_refused Connections closed at once: over --max-connections (cap), outside --allow (allow), or without a hello in time (no_hello)."
+        x,
+        "latscope_connections_refused",
+        "counter",
+        None,
+        "Connections closed at once: over --max-connections (cap), outside --allow (allow), or without a hello in time (no_hello).",
     );
     for (why, c) in [
         ("cap", &st.refused_cap),
@@ -81,10 +204,13 @@ fn fleet_families(o: &mut String, st: &FleetStats) {
             get(c)
         );
     }
-    let _ = writeln!(o, "# TYPE latscope_runs_ended counter");
-    let _ = writeln!(
+    meta(
         o,
-        "# HELP latscope_runs_ended Runs that ended: with a bye, timed out, or interrupted by the recorder stopping."
+        x,
+        "latscope_runs_ended",
+        "counter",
+        None,
+        "Runs that ended: with a bye, timed out, or interrupted by the recorder stopping.",
     );
     for (how, c) in [
         ("bye", &st.runs_bye),
@@ -93,12 +219,12 @@ fn fleet_families(o: &mut String, st: &FleetStats) {
     ] {
         let _ = writeln!(o, "latscope_runs_ended_total{{how=\"{how}\"}} {}", get(c));
     }
-    memory_families(o, st);
+    memory_families(o, x, st);
 }
 
 /// The recorder's memory budget.
-fn memory_families(o: &mut String, st: &FleetStats) {
-    let get = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+fn memory_families(o: &mut String, x: Exposition, st: &FleetStats) {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     for (name, kind, help, series, value) in [
         (
             "latscope_recorder_memory_bytes",
@@ -122,7 +248,45 @@ fn memory_families(o: &mut String, st: &FleetStats) {
             get(&st.memory_refused),
         ),
     ] {
-        let _ = writeln!(o, "# TYPE {name} {kind}\n# HELP {name} {help}\n{series} {value}");
+        meta(o, x, name, kind, None, help);
+        let _ = writeln!(o, "{series} {value}");
+    }
+}
+
+/// The `/metrics` server's own counters.
+fn server_families(o: &mut String, x: Exposition, st: &ServerStats) {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    meta(
+        o,
+        x,
+        "latscope_metrics_scrapes",
+        "counter",
+        None,
+        "Requests for /metrics answered, by the format served (openmetrics, or the classic text).",
+    );
+    for f in [Exposition::OpenMetrics, Exposition::Text] {
+        let _ = writeln!(
+            o,
+            "latscope_metrics_scrapes_total{{format=\"{}\"}} {}",
+            f.label(),
+            get(st.served(f))
+        );
+    }
+    meta(
+        o,
+        x,
+        "latscope_metrics_refused",
+        "counter",
+        None,
+        "Connections to the metrics server closed without an answer: outside --metrics-allow (allow), a request over 8 KiB (size), not complete within 2 s (deadline), the oldest of too many pending (crowded), or every worker busy (busy).",
+    );
+    for why in Refusal::ALL {
+        let _ = writeln!(
+            o,
+            "latscope_metrics_refused_total{{why=\"{}\"}} {}",
+            why.label(),
+            get(st.refused(why))
+        );
     }
 }
 
@@ -291,9 +455,15 @@ const FAMILIES: [FamilySpec; 13] = [
     ),
 ];
 
-/// The OpenMetrics exposition of all targets (and, listening, the
-/// recorder's own counters), into `o`.
-pub(crate) fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&FleetStats>) {
+/// The exposition of all targets in format `x` (and, listening, the
+/// recorder's own counters; serving, the server's), into `o`.
+pub(crate) fn exposition(
+    o: &mut String,
+    x: Exposition,
+    views: &[&TargetView],
+    fleet: Option<&FleetStats>,
+    server: Option<&ServerStats>,
+) {
     o.clear();
     let run_labels: Vec<String> = views.iter().map(|v| labels(v)).collect();
     let thread_labels: Vec<Vec<String>> = views
@@ -311,11 +481,7 @@ pub(crate) fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&F
         .collect();
     for spec in &FAMILIES {
         let name = spec.name;
-        let _ = writeln!(o, "# TYPE {name} {}", spec.kind);
-        let _ = writeln!(o, "# HELP {name} {}", spec.help);
-        if let Some(unit) = spec.unit {
-            let _ = writeln!(o, "# UNIT {name} {unit}");
-        }
+        meta(o, x, name, spec.kind, spec.unit, spec.help);
         for ((v, tl), tls) in views.iter().zip(&run_labels).zip(&thread_labels) {
             match spec.family {
                 Family::Run(f) => run_family(o, f, name, tl, v),
@@ -328,9 +494,14 @@ pub(crate) fn exposition(o: &mut String, views: &[&TargetView], fleet: Option<&F
         }
     }
     if let Some(st) = fleet {
-        fleet_families(o, st);
+        fleet_families(o, x, st);
     }
-    o.push_str("# EOF\n");
+    if let Some(st) = server {
+        server_families(o, x, st);
+    }
+    if x == Exposition::OpenMetrics {
+        o.push_str("# EOF\n");
+    }
 }
 
 /// The series of run family `f` (named `name`), labelled `tl`.
@@ -382,40 +553,26 @@ fn thread_family(o: &mut String, f: ThreadFamily, name: &str, l: &str, t: &Threa
     };
 }
 
-/// Answer one request; `body` is reused from request to request, so a
-/// scrape of hundreds of runs does not churn the allocator.
-fn answer(stream: TcpStream, targets: &TargetTable, body: &mut String) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(2)));
-    let Ok(clone) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(clone);
-    let mut request = String::new();
-    if reader.read_line(&mut request).is_err() {
-        return;
-    }
-    // Skip the headers.
-    let mut line = String::new();
-    loop {
-        line.clear();
-        match reader.read_line(&mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) if line == "\r\n" || line == "\n" => break,
-            Ok(_) => {}
-        }
-    }
-    let mut parts = request.split_whitespace();
-    let method = parts.next().unwrap_or("");
-    let path = parts.next().unwrap_or("");
-    let (status, ctype) = match (method, path) {
+/// Answer one complete request; `body` is reused from request to
+/// request, so a scrape of hundreds of runs does not churn the allocator.
+fn answer(
+    mut stream: TcpStream,
+    req: &Request,
+    targets: &TargetTable,
+    server: &ServerStats,
+    body: &mut String,
+) {
+    let deadline = Instant::now() + WRITE_DEADLINE;
+    let (status, ctype) = match (req.method.as_str(), req.path.as_str()) {
         ("GET", "/metrics") | ("GET", "/metrics/") => {
+            let x = Exposition::negotiate(&req.accept);
             let fleet = targets
                 .listening
                 .load(Ordering::Relaxed)
                 .then_some(&targets.stats);
-            targets.with_views(|views| exposition(body, views, fleet));
-            ("200 OK", CONTENT_TYPE)
+            FleetStats::bump(server.served(x));
+            targets.with_views(|views| exposition(body, x, views, fleet, Some(server)));
+            ("200 OK", x.content_type())
         }
         ("GET", "/") => {
             body.clear();
@@ -433,43 +590,64 @@ fn answer(stream: TcpStream, targets: &TargetTable, body: &mut String) {
             ("405 Method Not Allowed", "text/plain")
         }
     };
-    let mut w = stream;
-    let _ = write!(
-        w,
+    let head = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    let _ = w.write_all(body.as_bytes());
-    let _ = w.flush();
+    let _ = http::write_by(&mut stream, head.as_bytes(), deadline)
+        .and_then(|()| http::write_by(&mut stream, body.as_bytes(), deadline));
 }
 
-/// Serve the board's metrics on `addr` from a background thread, one
-/// request at a time (each has 2 s to arrive and to be taken), with one
-/// reused body buffer.
-pub(crate) fn serve(addr: &str, targets: Arc<TargetTable>) -> Result<std::net::SocketAddr> {
-    let listener = TcpListener::bind(addr).map_err(|source| Error::Bind {
+/// Serve the targets' metrics on `addr` to peers in `allow` (any, if
+/// empty): one thread reads the requests without blocking, [`WORKERS`]
+/// threads answer the complete ones, each with its own reused body buffer.
+pub(crate) fn serve(
+    addr: &str,
+    allow: Vec<Net>,
+    targets: Arc<TargetTable>,
+) -> Result<std::net::SocketAddr> {
+    let bind = |source| Error::Bind {
         addr: addr.to_string(),
         source,
-    })?;
-    let local = listener.local_addr().map_err(|source| Error::Bind {
-        addr: addr.to_string(),
-        source,
-    })?;
+    };
+    let listener = TcpListener::bind(addr).map_err(bind)?;
+    let mut reader = http::Reader::new(listener, allow).map_err(bind)?;
+    let local = reader.local_addr().map_err(bind)?;
+    let server = Arc::new(ServerStats::default());
+    let (tx, rx) = mpsc::sync_channel::<(TcpStream, Request)>(QUEUE);
+    let rx = Arc::new(Mutex::new(rx));
+    for n in 0..WORKERS {
+        let (rx, targets, server) = (Arc::clone(&rx), Arc::clone(&targets), Arc::clone(&server));
+        thread::Builder::new()
+            .name(format!("metrics-{n}"))
+            .spawn(move || {
+                let mut body = String::new();
+                loop {
+                    let job = rx.lock().map(|r| r.recv());
+                    let Ok(Ok((stream, req))) = job else {
+                        return;
+                    };
+                    answer(stream, &req, &targets, &server, &mut body);
+                }
+            })
+            .map_err(bind)?;
+    }
     thread::Builder::new()
         .name("metrics".into())
-        .spawn(move || {
-            let mut body = String::new();
-            let mut backoff = Duration::ZERO;
-            loop {
-                if let Some((stream, _)) = super::listen::accept(&listener, &mut backoff) {
-                    answer(stream, &targets, &mut body);
-                }
-            }
+        .spawn(move || loop {
+            reader.turn(
+                |stream, req| match tx.try_send((stream, req)) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full((stream, _))) => {
+                        FleetStats::bump(server.refused(Refusal::Busy));
+                        http::refuse(stream, Refusal::Busy);
+                    }
+                    Err(TrySendError::Disconnected(_)) => {}
+                },
+                |why| FleetStats::bump(server.refused(why)),
+            );
         })
-        .map_err(|source| Error::Bind {
-            addr: addr.to_string(),
-            source,
-        })?;
+        .map_err(bind)?;
     Ok(local)
 }
 
@@ -558,7 +736,7 @@ mod tests {
         let (views, st) = populated();
         let refs: Vec<&TargetView> = views.iter().collect();
         let mut o = String::new();
-        exposition(&mut o, &refs, Some(&st));
+        exposition(&mut o, Exposition::OpenMetrics, &refs, Some(&st), None);
         let mut blocks = o.split("# TYPE ").skip(1);
         for spec in &FAMILIES {
             let block = blocks
@@ -606,7 +784,7 @@ mod tests {
         let st = FleetStats::default();
         FleetStats::bump(&st.runs_timed_out);
         let mut o = String::new();
-        exposition(&mut o, &[&a, &b], Some(&st));
+        exposition(&mut o, Exposition::OpenMetrics, &[&a, &b], Some(&st), None);
         for run in ["aa", "bb"] {
             let want = format!(
                 "latscope_latency_max_seconds{{board=\"lab\\\"7\",run=\"00000000000000{run}\",\
@@ -621,7 +799,93 @@ mod tests {
         assert!(o.contains("latscope_latency_seconds_count{board="), "{o}");
         assert!(o.ends_with("# EOF\n"));
         // Without a listening recorder there are no fleet counters.
-        exposition(&mut o, &[&a], None);
+        exposition(&mut o, Exposition::OpenMetrics, &[&a], None, None);
         assert!(!o.contains("latscope_connections"), "{o}");
+    }
+
+    #[test]
+    fn accept_headers_choose_the_format() {
+        use Exposition::{OpenMetrics, Text};
+        // Prometheus 2.x and 3.x, then others
+        for (accept, want) in [
+            (
+                "application/openmetrics-text;version=1.0.0,application/openmetrics-text;\
+                 version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+                OpenMetrics,
+            ),
+            (
+                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;\
+                 encoding=delimited;q=0.5,application/openmetrics-text;version=1.0.0;q=0.4,\
+                 text/plain;version=0.0.4;q=0.3,*/*;q=0.2",
+                OpenMetrics,
+            ),
+            ("application/openmetrics-text", OpenMetrics),
+            ("Application/OpenMetrics-Text; Version=1.0.0", OpenMetrics),
+            ("", Text),
+            ("*/*", Text),
+            ("text/plain;version=0.0.4", Text),
+            ("application/openmetrics-text;q=0", Text),
+            ("application/openmetrics-text;version=2.0.0", Text),
+            ("text/plain,application/openmetrics-text;q=0.5", Text),
+            ("application/json", Text),
+        ] {
+            assert_eq!(Exposition::negotiate(accept), want, "{accept}");
+        }
+    }
+
+    /// The classic text names a counter's family as its samples, has no
+    /// units and no end marker; OpenMetrics has them. Both name every
+    /// sample the same.
+    #[test]
+    fn the_two_formats_differ_only_in_their_metadata() {
+        let (views, st) = populated();
+        let refs: Vec<&TargetView> = views.iter().collect();
+        let server = ServerStats::default();
+        let (mut om, mut text) = (String::new(), String::new());
+        exposition(
+            &mut om,
+            Exposition::OpenMetrics,
+            &refs,
+            Some(&st),
+            Some(&server),
+        );
+        exposition(&mut text, Exposition::Text, &refs, Some(&st), Some(&server));
+        assert!(om.contains("# TYPE latscope_cycles counter\n"), "{om}");
+        assert!(om.contains("# UNIT latscope_latency_seconds seconds\n"));
+        assert!(om.ends_with("# EOF\n"));
+        assert!(
+            text.contains("# TYPE latscope_cycles_total counter\n"),
+            "{text}"
+        );
+        assert!(text.contains("# HELP latscope_metrics_refused_total "));
+        assert!(
+            !text.contains("# UNIT") && !text.contains("# EOF"),
+            "{text}"
+        );
+        let samples = |s: &str| -> Vec<String> {
+            s.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(samples(&om), samples(&text));
+        // every sample's family is declared, in the classic text by its
+        // own name (or its summary's)
+        let declared: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.split(' ').next())
+            .collect();
+        for l in samples(&text) {
+            let name = l.split(['{', ' ']).next().unwrap_or("");
+            let base = name
+                .strip_suffix("_sum")
+                .or_else(|| name.strip_suffix("_count"))
+                .unwrap_or(name);
+            assert!(
+                declared.contains(name) || declared.contains(base),
+                "{name} undeclared"
+            );
+        }
     }
 }

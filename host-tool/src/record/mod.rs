@@ -6,6 +6,7 @@
 pub(crate) mod allow;
 pub(crate) mod conn;
 mod fleet;
+mod http;
 pub(crate) mod listen;
 pub(crate) mod live;
 pub(crate) mod metrics;
@@ -46,6 +47,8 @@ pub struct Plan {
     pub out_dir: PathBuf,
     /// `ADDR:PORT` for the metrics server.
     pub metrics: Option<String>,
+    /// The peer networks the metrics server answers (any, if empty).
+    pub metrics_allow: Vec<Net>,
     /// Stop listening after this many runs have ended (bye or timeout).
     pub exit_after: Option<u64>,
     /// Limits of a listening recorder.
@@ -276,7 +279,7 @@ pub(crate) fn spawn_display(
 pub fn run(plan: Plan) -> Result<u8> {
     let targets = TargetTable::new();
     if let Some(addr) = &plan.metrics {
-        let local = metrics::serve(addr, Arc::clone(&targets))?;
+        let local = metrics::serve(addr, plan.metrics_allow.clone(), Arc::clone(&targets))?;
         console::say(format_args!("metrics at http://{local}/metrics"));
     }
     let signalled = Arc::new(AtomicBool::new(false));
@@ -339,7 +342,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
             code = 1;
             continue;
         }
-        if s.agg.runs.iter().any(|r| !report::run_ok(r)) {
+        if !report::say_incomplete(&s) {
             code = 1;
         }
         decoded.push(Decoded {

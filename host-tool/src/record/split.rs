@@ -116,6 +116,9 @@ pub(super) struct Peeker {
     dec: Box<Decoder<MAX_FRAME>>,
     /// The protocol version of the first frame of another version seen.
     pub other_version: Option<u8>,
+    /// Frames that failed their check (CRC or COBS): damage or bytes that
+    /// are not a latscope stream, not another version.
+    pub damaged: u64,
 }
 
 impl Default for Peeker {
@@ -123,6 +126,7 @@ impl Default for Peeker {
         Peeker {
             dec: Box::new(Decoder::new()),
             other_version: None,
+            damaged: 0,
         }
     }
 }
@@ -137,8 +141,12 @@ impl Peeker {
             while !rest.is_empty() {
                 let (ev, r) = self.dec.feed_ref(rest);
                 rest = r;
-                if let Some(Err(DecodeError::UnknownVersion(v))) = ev {
-                    self.other_version.get_or_insert(v);
+                match ev {
+                    Some(Err(DecodeError::UnknownVersion(v))) => {
+                        self.other_version.get_or_insert(v);
+                    }
+                    Some(Err(DecodeError::Crc | DecodeError::Cobs)) => self.damaged += 1,
+                    _ => {}
                 }
                 if let Some(Ok(f)) = ev {
                     let kind = match &f.body {

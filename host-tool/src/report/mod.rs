@@ -6,6 +6,7 @@ pub(crate) mod cyclictest;
 mod pretty;
 mod run;
 pub(crate) mod text;
+pub(crate) mod verdict;
 
 #[cfg(test)]
 mod golden;
@@ -20,7 +21,10 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
+use latscope_core::wire::LinkStats;
+
 use crate::aggregate::Run;
+use crate::console;
 use crate::error::Result;
 use crate::session::Session;
 use crate::summary::{summarize, Summary};
@@ -63,17 +67,34 @@ pub struct Decoded {
     pub end: SystemTime,
 }
 
-/// Whether a run ended as a good run should (for the exit status): its
-/// hello and its bye arrived, without an error or self-check defects, and
-/// its memory budget held all of it.
-pub(crate) fn run_ok(run: &Run) -> bool {
-    if run.hello_lost || run.refused() > 0 {
-        return false;
+/// Whether a run is complete (for the exit status): nothing of
+/// [`verdict::losses`], read from an input with link statistics `link`.
+pub(crate) fn run_ok(run: &Run, link: &LinkStats) -> bool {
+    verdict::complete(run, link)
+}
+
+/// Say on standard error why a run of input `name` is incomplete, if it
+/// is; whether it is complete.
+pub(crate) fn say_run(name: &str, run: &Run, link: &LinkStats) -> bool {
+    let losses = verdict::losses(run, link);
+    if !losses.is_empty() {
+        let why: Vec<String> = losses.iter().map(verdict::Loss::message).collect();
+        console::say(format_args!(
+            "{name}: run {:016x} incomplete: {}",
+            run.hello.run_id,
+            why.join("; ")
+        ));
     }
-    match run.bye {
-        Some(b) => !matches!(b.reason, latscope_core::wire::ByeReason::Error) && b.defects == 0,
-        None => false,
-    }
+    losses.is_empty()
+}
+
+/// [`say_run`] for every run of `s`; whether all are complete.
+pub(crate) fn say_incomplete(s: &Session) -> bool {
+    let link = s.link();
+    s.agg
+        .runs
+        .iter()
+        .fold(true, |ok, r| say_run(&s.name, r, &link) & ok)
 }
 
 /// Render every run of every input in `opts.format`.
@@ -103,7 +124,7 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
             for d in inputs {
                 for run in &d.session.agg.runs {
                     let r = cyclictest::json_range_us(run, opts.hist_us)?;
-                    let rc = if run_ok(run) { 0 } else { 1 };
+                    let rc = if run_ok(run, &d.session.link()) { 0 } else { 1 };
                     docs.push(cyclictest::json(run, r, d.end, rc));
                 }
             }
@@ -123,11 +144,12 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
         }
         Format::Csv => {
             out.push_str(
-                "record,input,run,thread,cpu,bucket,lower_us,upper_us,count,cycle,deadline_ns,latency_ns,missed\n",
+                "record,input,run,thread,cpu,bucket,lower_us,upper_us,count,cycle,deadline_ns,latency_ns,missed,complete\n",
             );
             for d in inputs {
+                let link = d.session.link();
                 for run in &d.session.agg.runs {
-                    csv_run(&mut out, &d.session.name, run);
+                    csv_run(&mut out, &d.session.name, run, run_ok(run, &link));
                 }
             }
         }
@@ -157,7 +179,8 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-fn csv_run(out: &mut String, name: &str, run: &Run) {
+/// The rows of one run; `complete` (the run's verdict) ends every row.
+fn csv_run(out: &mut String, name: &str, run: &Run, complete: bool) {
     let name = csv_field(name);
     let id = format!("{:016x}", run.hello.run_id);
     for (i, t) in run.threads.iter().enumerate() {
@@ -177,14 +200,14 @@ fn csv_run(out: &mut String, name: &str, run: &Run) {
                 .unwrap_or_default();
             let _ = writeln!(
                 out,
-                "bucket,{name},{id},{i},{cpu},{b},{},{upper},{c},,,,",
+                "bucket,{name},{id},{i},{cpu},{b},{},{upper},{c},,,,,{complete}",
                 run.layout.lower_us(b)
             );
         }
         for r in &t.spikes.largest {
             let _ = writeln!(
                 out,
-                "spike,{name},{id},{i},{cpu},,,,,{},{},{},{}",
+                "spike,{name},{id},{i},{cpu},,,,,{},{},{},{},{complete}",
                 r.cycle, r.deadline_ns, r.latency_ns, r.missed
             );
         }
@@ -268,21 +291,29 @@ impl Serialize for InputJson<'_> {
         let d = self.0;
         with_lazy(&json_input(d), s, |k, map| {
             (k == "runs").then(|| {
-                let runs: Vec<RunJson> = d.session.agg.runs.iter().map(RunJson).collect();
+                let link = d.session.link();
+                let runs: Vec<RunJson> = d
+                    .session
+                    .agg
+                    .runs
+                    .iter()
+                    .map(|r| RunJson(r, link))
+                    .collect();
                 map.serialize_entry(k, &runs)
             })
         })
     }
 }
 
-/// One run's JSON, its summaries computed when it is serialised.
-struct RunJson<'a>(&'a Run);
+/// One run's JSON (of an input with these link statistics), its
+/// summaries computed when it is serialised.
+struct RunJson<'a>(&'a Run, LinkStats);
 
 impl Serialize for RunJson<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let run = self.0;
         let (per, all) = summarize(run);
-        with_lazy(&json_run(run), s, |k, map| match k {
+        with_lazy(&json_run(run, &self.1), s, |k, map| match k {
             "threads" => {
                 let t: Vec<SummaryJson> = per.iter().map(|x| SummaryJson::new(x, run)).collect();
                 Some(map.serialize_entry(k, &t))
@@ -346,8 +377,13 @@ fn json_input(d: &Decoded) -> Value {
 }
 
 /// A run's JSON with `threads`, `all` and `spikes` placeholders
-/// ([`RunJson`] writes them).
-fn json_run(run: &Run) -> Value {
+/// ([`RunJson`] writes them); `complete` and `incomplete` (the causes) by
+/// [`verdict::losses`] with the input's `link` statistics.
+fn json_run(run: &Run, link: &LinkStats) -> Value {
+    let losses: Vec<String> = verdict::losses(run, link)
+        .iter()
+        .map(verdict::Loss::message)
+        .collect();
     let h = &run.hello;
     let c = &h.config;
     let mut v = json!({
@@ -376,6 +412,8 @@ fn json_run(run: &Run) -> Value {
         })),
         "exact_at_end": run.exact_at_end(),
         "exact_epoch": run.exact_epoch(),
+        "complete": losses.is_empty(),
+        "incomplete": losses,
         "threads": Value::Null,
         "all": Value::Null,
         "spikes": Value::Null,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use latscope_core::wire::Platform;
 
-use super::{render, run_ok, write_json, Decoded, Format, Options};
+use super::{render, say_incomplete, write_json, Decoded, Format, Options};
 use crate::console;
 use crate::error::{Error, Result};
 use crate::input::{pump, Source};
@@ -106,9 +106,8 @@ fn write_json_out(file: Option<(&PathBuf, File)>, decoded: &[Decoded]) -> Result
 
 /// `latscope-host report`: decode every input, write the report in the
 /// plan's format (and the plots), and return the exit status: 0 when
-/// every run ended well, 1 when an input could not be read or a run did
-/// not (no bye, an error ending, self-check defects, a lost hello, or a
-/// memory budget that could not hold it all). An error is returned
+/// every run is complete, 1 when an input could not be read or a run is
+/// not (any cause of `verdict::losses`, each said on standard error). An error is returned
 /// before any input is read when the outputs cannot be created or the
 /// plan is not usable.
 pub fn run(plan: &Plan) -> Result<u8> {
@@ -142,9 +141,9 @@ pub fn run(plan: &Plan) -> Result<u8> {
     if let Some(file) = &plan.plot {
         plot_runs(file, &decoded)?;
     }
-    if decoded
+    if !decoded
         .iter()
-        .any(|d| d.session.agg.runs.iter().any(|r| !run_ok(r)))
+        .fold(true, |ok, d| say_incomplete(&d.session) & ok)
     {
         code = 1;
     }

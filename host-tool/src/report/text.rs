@@ -324,6 +324,11 @@ fn tail(out: &mut String, run: &Run, link: &LinkStats) {
     let _ = writeln!(out, "end:      {}", ending(run));
     let _ = writeln!(out, "link:     {}", link_line(link));
     let _ = writeln!(out, "data:     {}", exactness(run));
+    let losses = super::verdict::losses(run, link);
+    if !losses.is_empty() {
+        let why: Vec<String> = losses.iter().map(super::verdict::Loss::message).collect();
+        let _ = writeln!(out, "INCOMPLETE: {} (exit status 1)", why.join("; "));
+    }
     for l in run.warnings() {
         let _ = writeln!(out, "target {}: {}", level(l.level), l.text);
     }
@@ -346,7 +351,21 @@ fn table(out: &mut String, rows: &[&Summary]) {
         let _ = write!(out, " {n:>9}");
     }
     let _ = writeln!(out, " {:>10}  (µs)", "max");
+    // the columns after `cycles`, for a thread without samples
+    let stats_width = 30 + 10 * QUANTILES.len();
     for s in rows {
+        if s.count == 0 {
+            let _ = writeln!(
+                out,
+                "{:<6} {:>4} {:>4} {:>12} {:>stats_width$}",
+                s.label,
+                or_dash(s.cpu),
+                or_dash(s.priority),
+                s.cycles,
+                "no samples"
+            );
+            continue;
+        }
         let _ = write!(
             out,
             "{:<6} {:>4} {:>4} {:>12} {:>9} {:>9}",
@@ -379,14 +398,21 @@ fn table(out: &mut String, rows: &[&Summary]) {
         "exact"
     );
     for s in rows {
+        let figures = if s.count == 0 {
+            format!("{:>39}", "no samples")
+        } else {
+            format!(
+                "{:>9} {:>9} {:>9.1} {:>9.1}",
+                us_opt(s.median_ns),
+                us_opt(s.mode_ns),
+                s.mad_ns / 1000.0,
+                s.stddev_ns / 1000.0
+            )
+        };
         let _ = writeln!(
             out,
-            "{:<6} {:>9} {:>9} {:>9.1} {:>9.1} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
+            "{:<6} {figures} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
             s.label,
-            us_opt(s.median_ns),
-            us_opt(s.mode_ns),
-            s.mad_ns / 1000.0,
-            s.stddev_ns / 1000.0,
             s.missed,
             s.early,
             s.minflt,
@@ -504,6 +530,37 @@ pub(crate) fn explained(out: &mut String, run: &Run) {
                 t.count,
                 t.spikes
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::session::Session;
+    use crate::synth::{Synth, SynthConfig};
+
+    /// A run whose threads took no samples shows "no samples", never
+    /// quantiles, a mode or deviations of nothing.
+    #[test]
+    fn threads_without_samples_say_so() {
+        let (bytes, _) = Synth::bytes(SynthConfig {
+            samples_per_report: 0,
+            ..SynthConfig::default()
+        });
+        let mut s = Session::new("empty");
+        s.feed(&bytes);
+        s.finish();
+        let run = s.agg.runs.first().expect("a run");
+        let mut out = String::new();
+        super::render(&mut out, "empty", run, &s.link());
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("T0 ") || l.starts_with("all "))
+            .collect();
+        assert_eq!(rows.len(), 4, "{out}");
+        for r in rows {
+            assert!(r.contains("no samples"), "{r}\n{out}");
+            assert!(!r.contains("NaN") && !r.contains(" 0.0 "), "{r}");
         }
     }
 }

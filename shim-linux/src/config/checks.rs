@@ -6,7 +6,7 @@
 use latscope_core::wire::{Policy, WakeMode};
 
 use super::parse::Saw;
-use super::Config;
+use super::{Config, Dest};
 use crate::error::Error;
 
 /// The checks and settings that need the whole command line.
@@ -143,6 +143,12 @@ fn check_combinations(cfg: &Config) -> Result<(), Error> {
     }
     if cfg.histfile.is_some() && cfg.hist_us == 0 {
         return Err(Error::usage("--histfile needs -h US or -H US"));
+    }
+    // the frame stream owns standard output; nothing else may write there
+    if cfg.stream == Some(Dest::Stdout) && cfg.json.as_deref() == Some("-") {
+        return Err(Error::usage(
+            "--stream - and --json - both write to standard output; give one of them a file",
+        ));
     }
     if cfg.policy != Policy::Deadline && cfg.priospread && cfg.priority == 1 {
         return Err(Error::usage("--priospread needs -p 2 or more"));

@@ -152,6 +152,16 @@ fn modes_and_their_combinations() {
     assert_eq!(c.oscope, 10);
     assert!(c.refresh_on_max && c.resolution && c.default_system && c.debug);
     assert!(parse(&["-o", "10"]).is_err(), "-o needs -v");
+    for args in [
+        &["--stream", "-", "--json", "-"][..],
+        &["--json=-", "--stream=-"],
+    ] {
+        let e = parse(args).expect_err("two writers of standard output");
+        assert!(e.to_string().contains("--stream - and --json -"), "{e}");
+        assert_eq!(e.exit_status(), 2, "{args:?}");
+    }
+    assert!(ok(&["--stream", "-", "--json", "/tmp/j"]).stream == Some(Dest::Stdout));
+    assert!(ok(&["--stream", "/tmp/s", "--json", "-"]).json.as_deref() == Some("-"));
     let c = ok(&[
         "-F",
         "/tmp/f",
