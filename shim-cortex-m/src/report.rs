@@ -9,8 +9,8 @@ use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
 use latscope_core::layout::Layout;
 use latscope_core::protocol::{line_budget, Extra, FrameSink, Pacer, Reporter};
 use latscope_core::wire::{
-    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Policy, RunConfig,
-    SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, WakeMode, SCHEMA_KEY,
+    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Platform, Policy,
+    RunConfig, SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, WakeMode, SCHEMA_KEY,
 };
 
 use crate::config::{self, TICK_NS};
@@ -68,6 +68,10 @@ fn hello() -> Hello {
             arch: bounded("thumbv7em"),
             cpus: 1,
             name: bounded("mps2-an386"),
+            platform: Platform::BareMetal,
+            model: bounded("mps2-an386 (Cortex-M4F, bare metal)"),
+            clock_hz: u64::from(config::CLOCK_HZ),
+            clock_resolution_ns: TICK_NS as u32,
             ..TargetInfo::default()
         },
         config: RunConfig {

@@ -25,7 +25,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use latscope_core::explain::CauseKind;
-use latscope_core::wire::{Body, Frame};
+use latscope_core::wire::{Body, Frame, Platform};
 use latscope_tests::host::{bins, decode_frames, host, record_file, Scratch};
 use latscope_tests::qemu::{which, workspace_root};
 use latscope_tests::{is_root, require};
@@ -168,6 +168,19 @@ fn a_plain_run_counts_every_period_and_ends_with_its_bye() {
         "a plain run has no spike"
     );
     assert!(report.contains("exact at the end (bye intact)"), "{report}");
+    // What the hello says: a bare-metal board and its clock, no kernel.
+    let hello = frames
+        .iter()
+        .find_map(|f| match &f.body {
+            Body::Hello(h) => Some(h.clone()),
+            _ => None,
+        })
+        .expect("a hello");
+    let t = &hello.target;
+    assert_eq!(t.platform, Platform::BareMetal);
+    assert_eq!(t.model.as_str(), "mps2-an386 (Cortex-M4F, bare metal)");
+    assert_eq!((t.clock_hz, t.clock_resolution_ns), (25_000_000, 40));
+    assert!(t.kernel.is_empty() && t.cmdline.is_empty() && !t.preempt_rt);
 }
 
 #[test]
