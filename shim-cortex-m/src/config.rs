@@ -8,7 +8,7 @@
 //! | `LATSCOPE_MCU_INTERVAL_US` | the measuring timer's period, µs \[1000\] |
 //! | `LATSCOPE_MCU_DURATION_MS` | how long to measure, ms; then the bye \[3000\] |
 //! | `LATSCOPE_MCU_SPIKE_NS` | latencies above this are spikes, explained, ns \[2000\] |
-//! | `LATSCOPE_MCU_DISTURB` | the disturbance: `off`, `above` or `below` the measuring interrupt's priority \[off\] |
+//! | `LATSCOPE_MCU_DISTURB` | the disturbance: `off`, `above` or `below` the measuring interrupt's priority, or `masked` (below it, in a critical section) \[off\] |
 //! | `LATSCOPE_MCU_DISTURB_US` | D: how long the disturbance's handler busy-runs, µs \[30\] |
 //! | `LATSCOPE_MCU_OFFSET_US` | how long before a measuring expiry the disturbance's timer expires, µs \[10\] |
 //! | `LATSCOPE_MCU_DISTURB_EVERY` | the disturbance fires every this many measuring periods \[50\] |
@@ -29,6 +29,9 @@ pub enum Disturb {
     Above,
     /// At a lower priority: the measuring interrupt preempts it.
     Below,
+    /// At a lower priority, busy-running with interrupts masked: the
+    /// measuring interrupt waits for the critical section.
+    Masked,
 }
 
 impl Disturb {
@@ -38,6 +41,7 @@ impl Disturb {
             Disturb::Off => "off",
             Disturb::Above => "above",
             Disturb::Below => "below",
+            Disturb::Masked => "masked",
         }
     }
 }
@@ -84,7 +88,8 @@ const fn disturb(v: Option<&str>) -> Disturb {
         Some(s) if same(s, "off") => Disturb::Off,
         Some(s) if same(s, "above") => Disturb::Above,
         Some(s) if same(s, "below") => Disturb::Below,
-        Some(_) => panic!("LATSCOPE_MCU_DISTURB must be off, above or below"),
+        Some(s) if same(s, "masked") => Disturb::Masked,
+        Some(_) => panic!("LATSCOPE_MCU_DISTURB must be off, above, below or masked"),
     }
 }
 

@@ -17,7 +17,8 @@
 //!   core's `Attribution`.
 //! * **A disturbance** (build-time [`config`]): APB timer 1, phase-locked to
 //!   timer 0, expires a fixed offset before a measuring expiry and busy-runs
-//!   D, above or below the measuring priority.
+//!   D, above or below the measuring priority, or below it with interrupts
+//!   masked.
 //!
 //! Everything lives in statics: no heap, every size fixed at build time.
 #![no_std]
@@ -213,7 +214,12 @@ fn TIMER1() {
     trace::handler(Handler::Disturb, |entry| {
         TIMER_1.clear();
         let d = (config::DISTURB_US * 1000 / TICK_NS) as u32;
-        while DualTimer::ticks().wrapping_sub(entry) < d {}
+        let busy = || while DualTimer::ticks().wrapping_sub(entry) < d {};
+        if config::DISTURB == config::Disturb::Masked {
+            trace::masked(|_| busy());
+        } else {
+            busy();
+        }
         DISTURB_RUNS.fetch_add(1, Relaxed);
     });
 }

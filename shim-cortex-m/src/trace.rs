@@ -58,8 +58,8 @@ impl Handler {
         match self {
             Handler::Measure => config::PRIO_MEASURE,
             Handler::Disturb => match config::DISTURB {
-                config::Disturb::Below => config::PRIO_BELOW,
-                _ => config::PRIO_ABOVE,
+                config::Disturb::Below | config::Disturb::Masked => config::PRIO_BELOW,
+                config::Disturb::Above | config::Disturb::Off => config::PRIO_ABOVE,
             },
         }
     }
