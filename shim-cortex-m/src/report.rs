@@ -143,10 +143,10 @@ fn send_spike(reporter: &mut Reporter, line: &mut Line, s: &Spike) {
         let ns = u64::from(s.split.masked.ticks) * TICK_NS;
         explained += ns;
         a.add(
-            CauseKind::Vector,
+            CauseKind::Masked,
             0,
             PRIO_UNKNOWN,
-            "interrupts masked",
+            "",
             s.split.masked.count,
             ns,
         );

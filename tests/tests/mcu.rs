@@ -11,6 +11,8 @@
 //!   ground truth D minus the offset;
 //! * the disturbance below: it ran (the same control) and never appears
 //!   as a cause;
+//! * the disturbance below with interrupts masked: its delay is measured
+//!   as masked time, within the same tolerance, and it is not named;
 //! * `latscope-host compare` of an MCU recording with a Linux one;
 //! * the footprint: flash and RAM within 64 KiB each, from the ELF.
 //!
@@ -168,6 +170,39 @@ fn a_plain_run_counts_every_period_and_ends_with_its_bye() {
         "a plain run has no spike"
     );
     assert!(report.contains("exact at the end (bye intact)"), "{report}");
+    // The report's header: the board and its clock, and no line of the
+    // facts only Linux has.
+    let lines: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("== "))
+        .collect();
+    assert!(
+        lines
+            .first()
+            .is_some_and(|l| l.contains(" on mps2-an386 (thumbv7em, bare metal), 1 CPUs, run ")),
+        "{report}"
+    );
+    assert_eq!(
+        lines.get(1..3),
+        Some(
+            &[
+                "model:    mps2-an386 (Cortex-M4F, bare metal), clock 25 MHz (40 ns)",
+                "config:   interval 1000.0 µs, duration 2 s, report every 1.0 s",
+            ][..]
+        ),
+        "{report}"
+    );
+    let header: Vec<&str> = lines
+        .iter()
+        .take_while(|l| !l.is_empty())
+        .copied()
+        .collect();
+    for word in ["kernel", "PREEMPT", "cmdline", "system:", "clocksource"] {
+        assert!(
+            !header.iter().any(|l| l.contains(word)),
+            "{word:?} in the header of a bare-metal run:\n{report}"
+        );
+    }
     // What the hello says: a bare-metal board and its clock, no kernel.
     let hello = frames
         .iter()
@@ -270,6 +305,50 @@ fn the_disturbance_below_runs_but_never_causes_a_spike() {
         "a latency of {} ns: the disturbance below delayed it",
         last_stats(&frames).max
     );
+}
+
+#[test]
+fn a_masked_critical_section_is_measured_as_masked_time() {
+    if switched_off() {
+        return;
+    }
+    require!(have_tools().is_ok(), have_tools().unwrap_err());
+    let scratch = Scratch::new("mcu-masked");
+    let (_, report, frames, crc) = mcu_run(&scratch, &[("LATSCOPE_MCU_DISTURB", "masked")]);
+    assert_eq!(crc, 0);
+    assert!(bye(&frames).is_some(), "the bye arrived");
+    let runs = DURATION_MS * 1000 / INTERVAL_US / EVERY;
+    let (entries, ran) = control(&frames);
+    assert_eq!(entries, ran);
+    assert!(ran.abs_diff(runs) <= 1, "it ran {ran} times, not {runs}");
+    let truth = (D_US - OFFSET_US) * 1000;
+    let tolerance = (truth / 10).max(2000);
+    let mut explained = 0u64;
+    for f in &frames {
+        if let Body::Explain(a) = &f.body {
+            explained += 1;
+            let m = a
+                .causes
+                .iter()
+                .find(|c| c.kind == CauseKind::Masked)
+                .unwrap_or_else(|| panic!("no masked time in {a:?}"));
+            assert!(
+                m.ns.abs_diff(truth) <= tolerance,
+                "masked {} ns, the ground truth is {truth} ± {tolerance}",
+                m.ns
+            );
+            // the handler that masked ranks below: it is not the cause
+            assert!(!a
+                .causes
+                .iter()
+                .any(|c| c.kind == CauseKind::Irq && c.id == 9));
+        }
+    }
+    assert!(
+        explained.abs_diff(ran) <= 1,
+        "{explained} spikes for {ran} masked sections"
+    );
+    assert!(report.contains("interrupts masked"), "{report}");
 }
 
 #[test]
