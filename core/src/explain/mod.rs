@@ -90,6 +90,9 @@ pub enum CauseKind {
     Untraced,
     /// Everything merged because the line table was full.
     Other,
+    /// Interrupts were masked (a critical section), measured by a
+    /// bare-metal target; added in protocol version 3.
+    Masked,
 }
 
 /// Scheduling policy as far as the trace can tell from a kernel priority.
@@ -141,13 +144,15 @@ impl Cause {
 
     /// What the report prints for this line: the fixed label of
     /// [`CauseKind::TimerDelay`], [`CauseKind::IdleExit`],
-    /// [`CauseKind::Untraced`] and [`CauseKind::Other`], else `name`.
+    /// [`CauseKind::Untraced`], [`CauseKind::Other`] and
+    /// [`CauseKind::Masked`], else `name`.
     pub fn label(&self) -> &str {
         match self.kind {
             CauseKind::TimerDelay => "timer expiry delay",
             CauseKind::IdleExit => "idle exit",
             CauseKind::Untraced => UNTRACED_LABEL,
             CauseKind::Other => "other",
+            CauseKind::Masked => "interrupts masked",
             _ => self.name.as_str(),
         }
     }
@@ -161,7 +166,8 @@ impl Cause {
                 CauseKind::TimerDelay
                 | CauseKind::IdleExit
                 | CauseKind::Untraced
-                | CauseKind::Other => true,
+                | CauseKind::Other
+                | CauseKind::Masked => true,
                 _ => self.id == id && self.name.as_str() == name,
             }
     }

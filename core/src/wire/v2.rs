@@ -28,7 +28,7 @@ use postcard::experimental::max_size::MaxSize;
 use postcard_schema::Schema;
 use serde::{Deserialize, Serialize};
 
-use crate::explain::Attribution;
+use crate::explain::{MAX_CAUSES, NAME_LEN};
 use crate::wire as now;
 use crate::wire::{Bye, HistDelta, LogLine, RunConfig, SnapshotChunk, SpikeSample, ThreadStats};
 
@@ -57,6 +57,42 @@ pub enum Body {
     Log(LogLine),
     Bye(Bye),
     Explain(Attribution),
+}
+
+/// Version 2's explanation types, for its schema key only: version 3
+/// appended [`crate::explain::CauseKind::Masked`], so a version-2 explain
+/// frame decodes as the current [`crate::explain::Attribution`] unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+pub struct Attribution {
+    pub cpu: u32,
+    pub cycle: u64,
+    pub deadline_ns: u64,
+    pub latency_ns: u64,
+    pub coarse: bool,
+    pub partial: bool,
+    pub causes: heapless::Vec<Cause, MAX_CAUSES>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+pub struct Cause {
+    pub kind: CauseKind,
+    pub id: u32,
+    pub prio: i32,
+    pub name: String<NAME_LEN>,
+    pub count: u32,
+    pub ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+pub enum CauseKind {
+    Irq,
+    Softirq,
+    Vector,
+    TimerDelay,
+    IdleExit,
+    Task,
+    Untraced,
+    Other,
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, MaxSize, Schema)]

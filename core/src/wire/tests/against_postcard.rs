@@ -22,7 +22,7 @@ fn reference(payload: &[u8]) -> Option<Frame> {
                 v2::Body::Spike(s) => Body::Spike(s),
                 v2::Body::Log(l) => Body::Log(l),
                 v2::Body::Bye(b) => Body::Bye(b),
-                v2::Body::Explain(a) => Body::Explain(a),
+                v2::Body::Explain(a) => Body::Explain(super::recode(&a)?),
             };
             Some(Frame {
                 version: PROTOCOL_VERSION,

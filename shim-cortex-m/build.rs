@@ -1,0 +1,12 @@
+//! Puts memory.x and device.x where cortex-m-rt's link.x finds them.
+
+use std::{env, fs, path::PathBuf};
+
+fn main() {
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    for f in ["memory.x", "device.x"] {
+        fs::copy(f, out.join(f)).expect("copy a linker script into OUT_DIR");
+        println!("cargo:rerun-if-changed={f}");
+    }
+    println!("cargo:rustc-link-search={}", out.display());
+}
