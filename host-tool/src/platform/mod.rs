@@ -8,7 +8,8 @@
 //! * [`out_of_descriptors`]: whether an `accept` failed for want of
 //!   descriptors or memory (the recorder backs off instead of ending);
 //! * [`raise_fd_limit`]: the open-files limit as high as it goes;
-//! * [`write_std`]: one unbuffered write to standard output or error.
+//! * [`write_std`]: one unbuffered write to standard output or error;
+//! * [`on_stop`]: the signals (Ctrl-C on Windows) that stop a recorder.
 //!
 //! Every feature of the host exists on all three (docs/host-platforms.md);
 //! where a platform lacks a mechanism, its module says what stands in.
@@ -16,12 +17,16 @@
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
-pub(crate) use unix::{out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, write_std};
+pub(crate) use unix::{
+    on_stop, out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, write_std,
+};
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
-pub(crate) use windows::{out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, write_std};
+pub(crate) use windows::{
+    on_stop, out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, write_std,
+};
 
 #[cfg(not(any(unix, windows)))]
 compile_error!("latscope-host runs on Linux, macOS and Windows (docs/host-platforms.md)");

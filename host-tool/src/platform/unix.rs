@@ -2,6 +2,8 @@
 
 use std::io;
 use std::net::TcpStream;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::fd::BorrowedFd;
@@ -33,6 +35,15 @@ pub(crate) fn send_nowait(stream: &TcpStream, buf: &[u8]) -> io::Result<usize> {
 /// end of the stream.
 pub(crate) fn recv_nowait(stream: &TcpStream, buf: &mut [u8]) -> io::Result<usize> {
     Ok(rustix::net::recv(stream, buf, RecvFlags::DONTWAIT)?.0)
+}
+
+/// SIGINT and SIGTERM set `flag`: the first ends the recorder cleanly; a
+/// second while it is stopping ends the process at once (status 1).
+pub(crate) fn on_stop(flag: Arc<AtomicBool>) {
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&flag));
+        let _ = signal_hook::flag::register(sig, Arc::clone(&flag));
+    }
 }
 
 /// EMFILE, ENFILE, ENOBUFS or ENOMEM.

@@ -5,7 +5,8 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::net::TcpStream;
 use std::os::windows::io::AsHandle;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::console::Std;
 
@@ -29,6 +30,20 @@ fn nowait<T>(stream: &TcpStream, f: impl FnOnce(&TcpStream) -> io::Result<T>) ->
     let back = stream.set_nonblocking(false);
     let r = r?;
     back.map(|()| r)
+}
+
+/// Ctrl-C and Ctrl-Break set `flag`: the first ends the recorder cleanly; a
+/// second while it is stopping ends the process at once (status 1).
+/// Windows has no SIGTERM to send. A console control handler (the `ctrlc`
+/// crate), not the C runtime's `signal`: `signal-hook` reads the previous
+/// handler with `signal(sig, SIG_GET)`, which not every C runtime
+/// implements (Wine's stores the 2 as the handler, and calls it).
+pub(crate) fn on_stop(flag: Arc<AtomicBool>) {
+    let _ = ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::AcqRel) {
+            std::process::exit(1);
+        }
+    });
 }
 
 /// WSAEMFILE (no socket handles left) or WSAENOBUFS (no buffer space).
