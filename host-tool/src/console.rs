@@ -16,9 +16,6 @@ use std::fmt::Display;
 use std::io::{self, Write};
 
 use latscope_core::console::Ledger;
-use rustix::event::{PollFd, PollFlags, Timespec};
-use rustix::fd::BorrowedFd;
-use rustix::io::Errno;
 
 /// Exit status of a command that did its work but could not write all of
 /// its standard output or standard error.
@@ -49,13 +46,6 @@ impl Std {
         match self {
             Std::Out => "standard output",
             Std::Err => "standard error",
-        }
-    }
-
-    fn fd(self) -> BorrowedFd<'static> {
-        match self {
-            Std::Out => rustix::stdio::stdout(),
-            Std::Err => rustix::stdio::stderr(),
         }
     }
 
@@ -113,28 +103,15 @@ impl Write for Stdout {
     }
 }
 
-/// `write(2)` on a standard stream's file descriptor, unbuffered: no byte
-/// is kept to be written again later (std's `Stdout` buffers, and retries
-/// its buffer at exit). A full non-blocking stream (EAGAIN) is waited for,
-/// as the target's writes do.
+/// `write(2)` on a standard stream's file descriptor (on Windows its
+/// handle), unbuffered: no byte is kept to be written again later (std's
+/// `Stdout` buffers, and retries its buffer at exit). A full non-blocking
+/// stream (EAGAIN) is waited for, as the target's writes do.
 struct Raw(Std);
 
 impl Write for Raw {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let fd = self.0.fd();
-        loop {
-            match rustix::io::write(fd, buf) {
-                Err(Errno::AGAIN) => {
-                    let mut p = [PollFd::new(&fd, PollFlags::OUT)];
-                    let wait = Timespec {
-                        tv_sec: 0,
-                        tv_nsec: 100_000_000,
-                    };
-                    let _ = rustix::event::poll(&mut p, Some(&wait));
-                }
-                r => return r.map_err(io::Error::from),
-            }
-        }
+        crate::platform::write_std(self.0, buf)
     }
 
     fn flush(&mut self) -> io::Result<()> {

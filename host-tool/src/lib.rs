@@ -31,6 +31,7 @@ pub mod compare;
 pub mod console;
 pub mod error;
 pub mod input;
+mod platform;
 mod plot;
 pub mod record;
 pub mod report;

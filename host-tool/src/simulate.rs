@@ -12,7 +12,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use latscope_core::wire::{AckReader, MAX_ACK_FRAME};
-use rustix::net::RecvFlags;
 use serde_json::{json, Value};
 
 use crate::console;
@@ -59,7 +58,7 @@ impl Sim {
     /// Take the acks that arrived, without waiting.
     fn poll_acks(&mut self) {
         let mut buf = [0u8; 16 * MAX_ACK_FRAME];
-        while let Ok((n, _)) = rustix::net::recv(&self.stream, &mut buf, RecvFlags::DONTWAIT) {
+        while let Ok(n) = crate::platform::recv_nowait(&self.stream, &mut buf) {
             if n == 0 {
                 return;
             }

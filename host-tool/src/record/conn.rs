@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Ack, MAX_ACK_FRAME};
-use rustix::net::SendFlags;
 
 use super::fleet::{Fleet, Item, Link};
 use super::split::{Kind, Peeker, Piece, Splitter};
@@ -274,11 +273,7 @@ impl Conn {
     fn ack_for(&self, id: u64, seq: u32) {
         let mut buf = [0u8; MAX_ACK_FRAME];
         if let Ok(n) = Ack::new(id, seq).encode(&mut buf) {
-            let _ = rustix::net::send(
-                &self.stream,
-                &buf[..n],
-                SendFlags::DONTWAIT | SendFlags::NOSIGNAL,
-            );
+            let _ = crate::platform::send_nowait(&self.stream, &buf[..n]);
         }
     }
 }

@@ -14,7 +14,6 @@
 //! connection thread sleeps in `read` between a target's reports (a tick
 //! of 500 ms checks its timeouts).
 
-use std::io;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -79,7 +78,7 @@ pub(crate) fn listen(
         source,
     })?;
     super::check_writable(&plan.out_dir)?;
-    raise_fd_limit();
+    crate::platform::raise_fd_limit();
     console::say(format_args!(
         "listening on {local}, recordings in {}",
         plan.out_dir.display()
@@ -282,7 +281,7 @@ pub(crate) fn accept(
             *backoff = Duration::ZERO;
             Some(c)
         }
-        Err(e) if out_of_descriptors(&e) => {
+        Err(e) if crate::platform::out_of_descriptors(&e) => {
             if backoff.is_zero() {
                 console::say(format_args!(
                     "cannot accept: {e}; backing off (raise the fd limit or \
@@ -326,28 +325,5 @@ fn admit(stream: TcpStream, peer: SocketAddr, fleet: &Arc<Fleet>, fw: &Fleetwide
         });
     if spawned.is_err() {
         stats.open.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-fn out_of_descriptors(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error().map(rustix::io::Errno::from_raw_os_error),
-        Some(
-            rustix::io::Errno::MFILE
-                | rustix::io::Errno::NFILE
-                | rustix::io::Errno::NOBUFS
-                | rustix::io::Errno::NOMEM
-        )
-    )
-}
-
-/// Raise the soft limit on open files to the hard limit: every connection
-/// holds two descriptors.
-fn raise_fd_limit() {
-    use rustix::process::{getrlimit, setrlimit, Resource};
-    let mut l = getrlimit(Resource::Nofile);
-    if l.current < l.maximum {
-        l.current = l.maximum;
-        let _ = setrlimit(Resource::Nofile, l);
     }
 }

@@ -283,12 +283,7 @@ pub fn run(plan: Plan) -> Result<u8> {
         console::say(format_args!("metrics at http://{local}/metrics"));
     }
     let signalled = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // The first signal ends the recorder cleanly; a second while it is
-        // stopping ends the process at once.
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 1, Arc::clone(&signalled));
-        let _ = signal_hook::flag::register(sig, Arc::clone(&signalled));
-    }
+    crate::platform::on_stop(Arc::clone(&signalled));
     match &plan.listen {
         Some(addr) => listen::listen(&plan, addr, targets, signalled),
         None => single(&plan, targets, signalled),
