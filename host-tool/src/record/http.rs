@@ -233,9 +233,10 @@ impl Reader {
             for p in &self.pending {
                 fds.push(PollFd::new(&p.stream, PollFlags::IN));
             }
+            // the field types differ by platform (Windows: 32-bit nsec)
             let ts = Timespec {
-                tv_sec: wait.as_secs() as i64,
-                tv_nsec: i64::from(wait.subsec_nanos()),
+                tv_sec: wait.as_secs() as _,
+                tv_nsec: wait.subsec_nanos() as _,
             };
             if rustix::event::poll(&mut fds, Some(&ts)).is_err() {
                 // EINTR: look again at once
