@@ -121,6 +121,13 @@ fn memory_families(o: &mut String, st: &FleetStats) {
             "latscope_recorder_memory_refused_total",
             get(&st.memory_refused),
         ),
+        (
+            "latscope_recorder_write_errors",
+            "counter",
+            "Writes or syncs of a recording that failed (a full disk, EIO): nothing was acknowledged past them.",
+            "latscope_recorder_write_errors_total",
+            get(&st.write_errors),
+        ),
     ] {
         let _ = writeln!(o, "# TYPE {name} {kind}\n# HELP {name} {help}\n{series} {value}");
     }
