@@ -8,7 +8,8 @@
 //! what it needs ([`precondition`]: under `CI=true` it fails, elsewhere it
 //! says `skipped:`), waiting for conditions with timeouts ([`wait`]), the
 //! disturbances tests make themselves ([`disturb`]), forged streams
-//! ([`forge`]) and a counting allocator ([`alloc`]).
+//! ([`forge`]), a counting allocator ([`alloc`]) and the fault harness
+//! ([`faults`]: network namespaces, nftables, a small disk).
 //!
 //! The emulated ARM boards (`tests/tests/board.rs`): running ARM binaries
 //! under qemu and what the boards boot ([`qemu`]), the busybox image
@@ -20,6 +21,7 @@ pub mod boot;
 pub mod callers;
 pub mod compat;
 pub mod disturb;
+pub mod faults;
 pub mod fleet;
 pub mod forge;
 pub mod host;
