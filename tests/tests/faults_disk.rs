@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use latscope_core::wire::{AckReader, Decoder, MAX_FRAME};
 use latscope_tests::faults::{
-    available, eventually, fds, rss_kib, target_lost, target_to, SmallDisk,
+    available, eventually, fds, rss_kib, target_lost, target_to, verdict, SmallDisk,
 };
 use latscope_tests::fleet::{drain, Recorder};
 use latscope_tests::host::{
     assert_matches_target, bins, first_run, free_local_addr, host_report_json, only_recording,
-    read_json, wait_for_line, Reaper, Scratch,
+    read_json, target_args, wait_for_line, Reaper, Scratch,
 };
 use latscope_tests::wait::assert_run_ok;
 use latscope_tests::{have, missing};
@@ -169,16 +169,25 @@ fn every_ack_comes_after_the_sync_that_covers_it() {
     assert_matches_target(first_run(&doc), &read_json(&json));
 }
 
-#[test]
-fn a_full_disk_stops_acks_says_so_once_and_loses_nothing_when_space_returns() {
-    if !available() {
-        return;
-    }
+/// A recorder writing to a tmpfs of `kib` KiB that fills up for `hold`,
+/// while a target runs `args` for 14 s: the recorder says so once, counts
+/// it, writes again once space returns, and the recording is exact or its
+/// loss counted alike by both sides. Returns the frames lost.
+fn full_disk(class: &str, kib: u64, hold: Duration, args: &[&str]) -> u64 {
     let dir = Scratch::new("fault-disk");
-    let disk = SmallDisk::mount(dir.path(), 1024);
+    let disk = SmallDisk::mount(dir.path(), kib);
     let mut rec = Recorder::start(&disk.dir, &["-q", "--exit-after", "1"]);
     let json = dir.join("t.json");
-    let mut t = target_to(None, &rec.addr, 14, &json);
+    let mut t = Reaper::new(
+        Command::new(bins().latscope)
+            .args(target_args("14", &json))
+            .args(args)
+            .arg(format!("--stream=tcp:{}", rec.addr))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run latscope"),
+    );
     latscope_tests::host::wait_streaming(&disk.dir);
     let filler = disk.fill();
     let said = wait_for_line(&rec.stderr, "not acknowledging", Duration::from_secs(15));
@@ -187,7 +196,7 @@ fn a_full_disk_stops_acks_says_so_once_and_loses_nothing_when_space_returns() {
         rec.metric("latscope_recorder_write_errors_total")
             .is_some_and(|v| v > 0.0)
     });
-    sleep(Duration::from_secs(3));
+    sleep(hold);
     let errors = rec
         .metric("latscope_recorder_write_errors_total")
         .unwrap_or(0.0);
@@ -198,20 +207,53 @@ fn a_full_disk_stops_acks_says_so_once_and_loses_nothing_when_space_returns() {
     let tr = t.wait(Duration::from_secs(90));
     assert_run_ok(&tr);
     let lost = target_lost(&String::from_utf8_lossy(&tr.stderr));
-    assert_eq!(lost, 0, "the resend buffer held everything");
     let r = rec.proc.wait(Duration::from_secs(30));
-    assert_eq!(r.status.code(), Some(0));
     let rest = drain(&rec.stderr, Duration::from_secs(2));
     assert!(
         !rest.iter().any(|l| l.contains("not acknowledging")),
         "said once: {rest:?}"
     );
     let (doc, code, _) = host_report_json(&only_recording(&disk.dir));
-    assert_eq!(code, 0);
-    assert_eq!(doc["link"]["frames_lost"], 0);
-    assert_matches_target(first_run(&doc), &read_json(&json));
+    let rec_lost = doc["link"]["frames_lost"].as_u64().expect("frames_lost");
+    assert_eq!(
+        lost, rec_lost,
+        "frames lost: target {lost}, recorder {rec_lost}"
+    );
+    assert_eq!(code, verdict(&doc));
+    assert_eq!(r.status.code(), Some(code), "record's status is report's");
+    if lost == 0 {
+        assert_matches_target(first_run(&doc), &read_json(&json));
+    }
     println!(
-        "figures: full disk: {errors} write errors, frames {}, lost 0/0, recorder rss {rss} KiB fds {nfds}",
+        "figures: {class}: disk full {hold:?}, {errors} write errors, frames {}, lost: target \
+         {lost} recorder {rec_lost}, recorder after the faults: rss {rss} KiB, fds {nfds}",
         doc["link"]["frames"]
     );
+    lost
+}
+
+#[test]
+fn a_full_disk_stops_acks_says_so_once_and_loses_nothing_when_space_returns() {
+    if !available() {
+        return;
+    }
+    let lost = full_disk("full disk", 1024, Duration::from_secs(3), &[]);
+    assert_eq!(lost, 0, "the resend buffer held everything");
+}
+
+#[test]
+fn a_full_disk_longer_than_the_resend_buffer_loses_frames_counted_alike() {
+    if !available() {
+        return;
+    }
+    // 64 threads reporting every 100 ms: about 100 kB/s, so 8 s of a full
+    // disk overflow the target's 512 KiB resend buffer.
+    let args = ["-t", "64", "-i", "2000", "--report-interval=100ms"];
+    let lost = full_disk(
+        "full disk, resend buffer overflowed",
+        8192,
+        Duration::from_secs(8),
+        &args,
+    );
+    assert!(lost > 0, "the resend buffer did not overflow");
 }

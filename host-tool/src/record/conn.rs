@@ -188,7 +188,7 @@ impl Conn {
         Ok(())
     }
 
-    /// A failed write: counted; said (the first of a spell), and the
+    /// A failed write: counted; said (the run's first), and the
     /// connection closes.
     fn write_failed(&self, w: WriteFailed) -> Option<String> {
         super::targets::FleetStats::bump(&self.fleet.targets.stats.write_errors);

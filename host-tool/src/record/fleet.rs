@@ -45,9 +45,11 @@ pub(crate) struct RunRec {
     /// The decoding of everything durably recorded (dropped when the run
     /// ends).
     pub session: Option<Session>,
-    /// Whether the last write or sync of the recording failed (said once,
-    /// until one succeeds again).
+    /// Whether the last write or sync of the recording failed.
     failing: bool,
+    /// Whether a failed write was said (once per run: a disk that is full
+    /// fails and frees a little, again and again; the metric counts each).
+    said_failing: bool,
     /// Resent frames left out.
     pub duplicates: u64,
     gen: u64,
@@ -90,8 +92,7 @@ pub(crate) struct Item {
 pub(crate) struct WriteFailed {
     /// The error, naming the recording.
     pub error: Error,
-    /// Whether it is the first since the recording was last written well
-    /// (only that one is said).
+    /// Whether it is the run's first (only that one is said).
     pub first: bool,
 }
 
@@ -205,8 +206,9 @@ impl RunRec {
     }
 
     fn failed(&mut self, source: std::io::Error) -> WriteFailed {
-        let first = !self.failing;
+        let first = !self.said_failing;
         self.failing = true;
+        self.said_failing = true;
         WriteFailed {
             error: Error::Output {
                 what: self.store.path().to_path_buf(),
@@ -375,6 +377,7 @@ impl Fleet {
             store,
             session: Some(session),
             failing: false,
+            said_failing: false,
             duplicates: 0,
             gen: 0,
             last_frame: Instant::now(),
