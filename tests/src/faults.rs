@@ -341,3 +341,14 @@ pub fn verdict(doc: &serde_json::Value) -> i32 {
     };
     i32::from(!complete)
 }
+
+/// The frames a recording lacks in truth: its sequence numbers run from 0
+/// to the last one recorded, so every number missing below it is a frame
+/// lost (those after the last one recorded cannot be seen here).
+pub fn truth_lost(recording: &Path) -> u64 {
+    let bytes = fs::read(recording).unwrap_or_default();
+    let (frames, _) = crate::host::decode_frames(&bytes);
+    let seqs: std::collections::BTreeSet<u32> = frames.iter().map(|f| f.seq).collect();
+    seqs.last()
+        .map_or(0, |&last| u64::from(last) + 1 - seqs.len() as u64)
+}

@@ -13,7 +13,7 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use latscope_tests::faults::{
-    available, eventually, fds, rss_kib, target_lost, target_to, verdict, Pair,
+    available, eventually, fds, rss_kib, target_lost, target_to, truth_lost, verdict, Pair,
 };
 use latscope_tests::fleet::drain;
 use latscope_tests::host::{
@@ -70,9 +70,15 @@ fn check(
     let terr = String::from_utf8_lossy(&tr.stderr);
     let lost_target = target_lost(&terr);
     let target = read_json(json);
-    let (doc, code, herr) = host_report_json(&only_recording(out));
+    let path = only_recording(out);
+    let truth = truth_lost(&path);
+    let (doc, code, herr) = host_report_json(&path);
     let lost_recorder = doc["link"]["frames_lost"].as_u64().expect("frames_lost");
     let frames = doc["link"]["frames"].as_u64().expect("frames");
+    assert_eq!(
+        lost_recorder, truth,
+        "{class}: the recorder's count is the truth"
+    );
     assert_eq!(
         lost_target, lost_recorder,
         "{class}: frames lost, target {lost_target} recorder {lost_recorder}; target: {terr}"
@@ -88,7 +94,8 @@ fn check(
         );
     }
     println!(
-        "figures: {class}: frames {frames}, lost: target {lost_target} recorder {lost_recorder}, \
+        "figures: {class}: frames {frames}, lost: target {lost_target} recorder {lost_recorder} \
+         truth {truth}, \
          recorder after the faults: rss {rss} KiB, fds {nfds}"
     );
     Outcome {

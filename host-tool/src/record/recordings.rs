@@ -315,6 +315,23 @@ mod tests {
     }
 
     #[test]
+    fn only_synced_frames_are_acknowledgeable_and_decoded() {
+        let dir = std::env::temp_dir().join(format!("latscope-sync-{}", std::process::id()));
+        let _ = fs::create_dir_all(&dir);
+        let (file, path) = create(&dir, "b", 7).unwrap();
+        let mut st = Store::durable(file, path.clone(), 0, None);
+        st.append(&[0, 1, 2, 0], Some(0)).unwrap();
+        st.append(&[0, 3, 0], Some(1)).unwrap();
+        assert!(st.dirty());
+        assert_eq!((st.written_seq(), st.synced_seq()), (Some(1), None));
+        assert_eq!(st.sync().unwrap(), vec![0, 1, 2, 0, 0, 3, 0]);
+        assert_eq!(st.synced_seq(), Some(1));
+        assert!(!st.dirty() && st.sync().unwrap().is_empty());
+        assert_eq!(fs::metadata(&path).unwrap().len(), 7);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn run_ids_come_from_file_names() {
         assert_eq!(
             run_id_of(Path::new("d/board-7-20261130T120000Z-00000000deadbeef.lsr")),
