@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use latscope_core::wire::{AckReader, Decoder, MAX_FRAME};
 use latscope_tests::faults::{
-    available, eventually, fds, rss_kib, target_lost, target_to, verdict, SmallDisk,
+    available, eventually, fds, rss_kib, target_lost, target_to, truth_lost, verdict, SmallDisk,
 };
 use latscope_tests::fleet::{drain, Recorder};
 use latscope_tests::host::{
@@ -213,8 +213,11 @@ fn full_disk(class: &str, kib: u64, hold: Duration, args: &[&str]) -> u64 {
         !rest.iter().any(|l| l.contains("not acknowledging")),
         "said once: {rest:?}"
     );
-    let (doc, code, _) = host_report_json(&only_recording(&disk.dir));
+    let path = only_recording(&disk.dir);
+    let truth = truth_lost(&path);
+    let (doc, code, _) = host_report_json(&path);
     let rec_lost = doc["link"]["frames_lost"].as_u64().expect("frames_lost");
+    assert_eq!(rec_lost, truth, "the recorder's count is the truth");
     assert_eq!(
         lost, rec_lost,
         "frames lost: target {lost}, recorder {rec_lost}"
@@ -226,7 +229,7 @@ fn full_disk(class: &str, kib: u64, hold: Duration, args: &[&str]) -> u64 {
     }
     println!(
         "figures: {class}: disk full {hold:?}, {errors} write errors, frames {}, lost: target \
-         {lost} recorder {rec_lost}, recorder after the faults: rss {rss} KiB, fds {nfds}",
+         {lost} recorder {rec_lost} truth {truth}, recorder after the faults: rss {rss} KiB, fds {nfds}",
         doc["link"]["frames"]
     );
     lost

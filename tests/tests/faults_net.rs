@@ -150,9 +150,9 @@ fn random_drops_on_a_slow_line_lose_nothing() {
              }}"
         ),
     );
-    let mut t = target_to(Some(&s.pair), &s.addr, 14, &s.json);
+    let mut t = target_to(Some(&s.pair), &s.addr, 10, &s.json);
     wait_streaming(&s.out);
-    sleep(Duration::from_secs(8));
+    sleep(Duration::from_secs(5));
     let seen = sample(rec.child().id());
     let tr = t.wait(Duration::from_secs(90));
     let hits = s.pair.nft_hits(&s.pair.recorder_ns, "drop");
@@ -169,7 +169,7 @@ fn random_resets_are_resumed_and_any_loss_is_counted_alike() {
         return;
     };
     let (mut rec, _rx) = recorder(&s.pair, &s.out);
-    let mut t = target_to(Some(&s.pair), &s.addr, 14, &s.json);
+    let mut t = target_to(Some(&s.pair), &s.addr, 12, &s.json);
     wait_streaming(&s.out);
     // Resets, at random, of packets from the target: only the target's
     // side sees them, the recorder's connection stays open (half-open).
@@ -185,7 +185,7 @@ fn random_resets_are_resumed_and_any_loss_is_counted_alike() {
     eventually("two resets", Duration::from_secs(10), || {
         s.pair.nft_hits(&s.pair.recorder_ns, "reset") >= 2
     });
-    sleep(Duration::from_secs(4));
+    sleep(Duration::from_secs(3));
     let hits = s.pair.nft_hits(&s.pair.recorder_ns, "reset");
     s.pair.nft_flush(&s.pair.recorder_ns);
     let seen = sample(rec.child().id());
@@ -224,7 +224,7 @@ fn a_recorder_stopped_then_killed_and_restarted_loses_nothing() {
         return;
     };
     let (mut rec, _rx) = recorder(&s.pair, &s.out);
-    let mut t = target_to(Some(&s.pair), &s.addr, 14, &s.json);
+    let mut t = target_to(Some(&s.pair), &s.addr, 12, &s.json);
     wait_streaming(&s.out);
     let pid = rustix::process::Pid::from_raw(rec.child().id() as i32).expect("pid");
     rustix::process::kill_process(pid, rustix::process::Signal::STOP).expect("SIGSTOP");
@@ -252,7 +252,7 @@ fn a_half_open_connection_is_reaped_when_its_run_resumes() {
     };
     let (mut rec, rx) = recorder(&s.pair, &s.out);
     let rpid = rec.child().id();
-    let mut t = target_to(Some(&s.pair), &s.addr, 12, &s.json);
+    let mut t = target_to(Some(&s.pair), &s.addr, 10, &s.json);
     wait_streaming(&s.out);
     let base = fds(rpid);
     // One reset reaches the target only: its connection is gone, the

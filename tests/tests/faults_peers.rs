@@ -107,7 +107,7 @@ fn probes_and_idle_connections_beside_sixteen_targets_cost_them_nothing() {
             let json = dir.join(&format!("t{i}.json"));
             let t = Reaper::new(
                 Command::new(bins().latscope)
-                    .args(target_args("10", &json))
+                    .args(target_args("8", &json))
                     .arg(format!("--name=board{i}"))
                     .arg(format!("--stream=tcp:{}", rec.addr))
                     .stdout(Stdio::null())
