@@ -233,8 +233,10 @@ pub struct SmallDisk {
 }
 
 impl SmallDisk {
-    /// Mount it under `parent`.
+    /// Mount it under `parent` (after unmounting those that test
+    /// processes no longer running left behind).
     pub fn mount(parent: &Path, kib: u64) -> SmallDisk {
+        unmount_stale();
         let dir = parent.join("disk");
         fs::create_dir_all(&dir).expect("mount point");
         sh(
@@ -273,6 +275,25 @@ impl Drop for SmallDisk {
             .arg(&self.dir)
             .stderr(Stdio::null())
             .status();
+    }
+}
+
+/// Unmount the harness's tmpfs mounts (source `lsfault`, under a scratch
+/// directory `...-PID-N/disk`) whose test process is gone.
+fn unmount_stale() {
+    let Ok(mounts) = fs::read_to_string("/proc/self/mounts") else {
+        return;
+    };
+    for l in mounts.lines() {
+        let mut w = l.split_whitespace();
+        let (Some("lsfault"), Some(at)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let scratch = at.strip_suffix("/disk").unwrap_or(at);
+        let pid = scratch.rsplit('-').nth(1).unwrap_or("");
+        if !pid.is_empty() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = Command::new("umount").args(["-l", at]).status();
+        }
     }
 }
 
