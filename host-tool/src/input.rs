@@ -62,7 +62,14 @@ impl Source {
                     source,
                 }),
             Source::Serial { device, baud } => open_serial(device, *baud)
-                .map(|p| Box::new(SerialReader(p, stop)) as Box<dyn Read + Send>)
+                .map(|port| {
+                    Box::new(SerialReader {
+                        port,
+                        stop,
+                        device: device.clone(),
+                        baud: *baud,
+                    }) as Box<dyn Read + Send>
+                })
                 .map_err(|e| Error::Serial {
                     device: device.clone(),
                     message: e.to_string(),
@@ -103,20 +110,69 @@ fn open_serial(device: &str, baud: u32) -> io::Result<serial2::SerialPort> {
     Ok(port)
 }
 
+/// How often a recorder looks for a serial device that went away.
+const REPLUG_POLL: Duration = Duration::from_millis(200);
+
 /// A serial port whose read timeouts mean "nothing yet", not an error,
-/// until the stop flag is set.
-struct SerialReader(serial2::SerialPort, Option<Arc<AtomicBool>>);
+/// until the stop flag is set. With a stop flag (a recorder), a device
+/// that goes away (an unplugged USB adapter: a read error or a hangup) is
+/// waited for and opened again under the same path, as
+/// `/dev/serial/by-id/...` comes back after a replug; the frames sent
+/// meanwhile show as sequence gaps.
+struct SerialReader {
+    port: serial2::SerialPort,
+    stop: Option<Arc<AtomicBool>>,
+    device: String,
+    baud: u32,
+}
+
+impl SerialReader {
+    fn stopped(&self) -> bool {
+        self.stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Acquire))
+    }
+
+    /// Wait for the device to come back and open it; `false` if the
+    /// recorder was stopped first.
+    fn replug(&mut self, why: &str) -> bool {
+        crate::console::say(format_args!(
+            "{}: gone ({why}); waiting for it to come back",
+            self.device
+        ));
+        loop {
+            if self.stopped() {
+                return false;
+            }
+            std::thread::sleep(REPLUG_POLL);
+            if let Ok(p) = open_serial(&self.device, self.baud) {
+                self.port = p;
+                crate::console::say(format_args!("{}: back, reading again", self.device));
+                return true;
+            }
+        }
+    }
+}
 
 impl Read for SerialReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            match self.0.read(buf) {
+            let why = match self.port.read(buf) {
                 Err(e) if e.kind() == io::ErrorKind::TimedOut => {
-                    if self.1.as_ref().is_some_and(|s| s.load(Ordering::Acquire)) {
+                    if self.stopped() {
                         return Ok(0);
                     }
+                    continue;
                 }
-                other => return other,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // Not a recorder: the stream ends here.
+                other if self.stop.is_none() => return other,
+                Ok(0) => "hung up".to_string(),
+                Err(e) => e.to_string(),
+                Ok(n) => return Ok(n),
+            };
+            if !self.replug(&why) {
+                return Ok(0);
             }
         }
     }

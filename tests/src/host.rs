@@ -448,14 +448,16 @@ impl Pty {
     pub fn open() -> io::Result<Pty> {
         use rustix::fs::OFlags;
         use rustix::pty::{grantpt, openpt, ptsname, unlockpt, OpenptFlags};
-        let m = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY)?;
+        // Close-on-exec: a child must not hold the master open, or closing
+        // it here would not hang up the line.
+        let m = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC)?;
         grantpt(&m)?;
         unlockpt(&m)?;
         let name = ptsname(&m, Vec::new())?;
         let slave_path = PathBuf::from(name.to_string_lossy().into_owned());
         let slave = rustix::fs::open(
             &slave_path,
-            OFlags::RDWR | OFlags::NOCTTY,
+            OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )?;
         let mut t = rustix::termios::tcgetattr(&slave)?;

@@ -8,8 +8,9 @@
 //! what it needs ([`precondition`]: under `CI=true` it fails, elsewhere it
 //! says `skipped:`), waiting for conditions with timeouts ([`wait`]), the
 //! disturbances tests make themselves ([`disturb`]), forged streams
-//! ([`forge`]), hostile clients of `/metrics` ([`siege`]) and a counting
-//! allocator ([`alloc`]).
+//! ([`forge`]), hostile clients of `/metrics` ([`siege`]), a counting
+//! allocator ([`alloc`]) and the fault harness ([`faults`]: network
+//! namespaces, nftables, a small disk).
 //!
 //! The emulated ARM boards (`tests/tests/board.rs`): running ARM binaries
 //! under qemu and what the boards boot ([`qemu`]), the busybox image
@@ -21,6 +22,7 @@ pub mod boot;
 pub mod callers;
 pub mod compat;
 pub mod disturb;
+pub mod faults;
 pub mod fleet;
 pub mod forge;
 pub mod host;

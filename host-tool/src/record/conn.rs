@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Ack, MAX_ACK_FRAME};
 
-use super::fleet::{Fleet, Item, Link};
+use super::fleet::{Fleet, Item, Link, WriteFailed};
 use super::split::{Kind, Peeker, Piece, Splitter};
 use crate::budget::Budget;
 use crate::console;
@@ -101,13 +101,16 @@ impl Conn {
                 Ok(n) => {
                     last = Instant::now();
                     if let Err(e) = self.chunk(&buf[..n]) {
-                        return Some(e);
+                        return e;
                     }
                     if self.detached() {
                         return None;
                     }
                 }
                 Err(e) if is_timeout(&e) => {
+                    if let Err(e) = self.flush() {
+                        return e;
+                    }
                     if self.link.is_none() && start.elapsed() >= limits.hello {
                         let why = format!("no hello within {} s", limits.hello.as_secs_f64());
                         return Some(self.no_hello(&why));
@@ -116,7 +119,7 @@ impl Conn {
                         return Some(format!("idle for {} s, closed", limits.idle.as_secs()));
                     }
                     if self.detached() {
-                        return None;
+                        return self.taken_over();
                     }
                 }
                 Err(e) => return Some(format!("read error: {e}")),
@@ -152,6 +155,20 @@ impl Conn {
         s
     }
 
+    /// The line for a connection that lost its run to a newer one: a
+    /// half-open connection whose target's side was reset, and that the
+    /// target resumed on a new one. Nothing for a run that ended.
+    fn taken_over(&self) -> Option<String> {
+        let l = self.link.as_ref()?;
+        let g = l.run.lock().unwrap_or_else(|e| e.into_inner());
+        (g.session.is_some() && !g.is_gen(l.gen)).then(|| {
+            format!(
+                "run {:016x} resumed on a newer connection; this one closed",
+                g.id
+            )
+        })
+    }
+
     /// Whether a newer connection took the run over (or it ended and was
     /// retired).
     fn detached(&self) -> bool {
@@ -161,8 +178,42 @@ impl Conn {
         })
     }
 
+    /// A quiet moment: make what the run wrote durable and acknowledge it.
+    fn flush(&mut self) -> Result<(), Option<String>> {
+        let Some(link) = &self.link else {
+            return Ok(());
+        };
+        let mut g = link.run.lock().unwrap_or_else(|e| e.into_inner());
+        if !g.is_gen(link.gen) || !g.dirty() {
+            return Ok(());
+        }
+        let synced = g.sync();
+        let (id, seq) = (g.id, g.durable_seq());
+        drop(g);
+        synced.map_err(|w| self.write_failed(w))?;
+        if let Some(seq) = seq {
+            self.ack_for(id, seq);
+        }
+        Ok(())
+    }
+
+    /// A failed write: counted; said (the run's first), and the
+    /// connection closes.
+    fn write_failed(&self, w: WriteFailed) -> Option<String> {
+        super::targets::FleetStats::bump(&self.fleet.targets.stats.write_errors);
+        w.first.then(|| {
+            format!(
+                "{}; not acknowledging until the recording can be written again (the target \
+                 keeps what is not acknowledged, and sends it again when it reconnects)",
+                w.error
+            )
+        })
+    }
+
     /// One read's bytes: split, peek, attach, record, acknowledge.
-    fn chunk(&mut self, data: &[u8]) -> Result<(), String> {
+    /// `Err(Some(why))` ends the connection with a line, `Err(None)`
+    /// quietly.
+    fn chunk(&mut self, data: &[u8]) -> Result<(), Option<String>> {
         self.bytes.clear();
         self.items.clear();
         let (bytes, items, peek) = (&mut self.bytes, &mut self.items, &mut self.peek);
@@ -203,7 +254,7 @@ impl Conn {
 
     /// Skip to the first hello at or after `from` and attach to its run;
     /// the index after it, or `None` if there is no hello.
-    fn find_hello(&mut self, from: usize) -> Result<Option<usize>, String> {
+    fn find_hello(&mut self, from: usize) -> Result<Option<usize>, Option<String>> {
         for i in from..self.items.len() {
             match &self.items[i].peek {
                 Some(p) if matches!(p.kind, Kind::Hello { .. }) => {
@@ -211,7 +262,14 @@ impl Conn {
                     let attached = self
                         .fleet
                         .attach(p, seg, &self.peer, &self.budget)
-                        .map_err(|e| e.to_string())?;
+                        .map_err(|e| {
+                            if matches!(e, crate::error::Error::Output { .. }) {
+                                super::targets::FleetStats::bump(
+                                    &self.fleet.targets.stats.write_errors,
+                                );
+                            }
+                            Some(e.to_string())
+                        })?;
                     let Some((link, ack)) = attached else {
                         continue;
                     };
@@ -230,7 +288,7 @@ impl Conn {
 
     /// Record items from `from` on; the index of a hello of another run
     /// that stopped it, if any.
-    fn take(&mut self, from: usize) -> Result<Option<usize>, String> {
+    fn take(&mut self, from: usize) -> Result<Option<usize>, Option<String>> {
         let Some(link) = &self.link else {
             return Ok(None);
         };
@@ -238,8 +296,8 @@ impl Conn {
         let taken = {
             let mut g = link.run.lock().unwrap_or_else(|e| e.into_inner());
             g.take(link.gen, items, &self.bytes, &mut self.out)
-                .map_err(|e| e.to_string())?
         };
+        let taken = taken.map_err(|w| self.write_failed(w))?;
         let (run, id) = (Arc::clone(&link.run), self.run_id());
         if let Some(seq) = taken.ack {
             self.ack_for(id, seq);

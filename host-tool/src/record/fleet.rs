@@ -4,18 +4,17 @@
 //! and frames it sends again are left out by their sequence numbers.
 
 use std::collections::HashMap;
-use std::fs::File;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::recordings;
+use super::recordings::{self, Store};
 use super::split::{newer, Kind, Peeked};
 use super::targets::{TargetTable, TargetView};
 use crate::budget::{Budget, Charge, SESSION_FIXED};
 use crate::console;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::session::Session;
 
 /// How often a streaming run's view is republished.
@@ -42,12 +41,15 @@ pub(crate) struct RunRec {
     pub peer: String,
     slot: u64,
     /// Its recording.
-    pub path: PathBuf,
-    file: File,
-    /// The decoding of everything recorded (dropped when the run ends).
+    store: Store,
+    /// The decoding of everything durably recorded (dropped when the run
+    /// ends).
     pub session: Option<Session>,
-    /// Highest sequence number recorded.
-    pub last_seq: Option<u32>,
+    /// Whether the last write or sync of the recording failed.
+    failing: bool,
+    /// Whether a failed write was said (once per run: a disk that is full
+    /// fails and frees a little, again and again; the metric counts each).
+    said_failing: bool,
     /// Resent frames left out.
     pub duplicates: u64,
     gen: u64,
@@ -83,6 +85,17 @@ pub(crate) struct Item {
     pub peek: Option<Peeked>,
 }
 
+/// A write or sync of a run's recording that failed: the recorder stops
+/// acknowledging, and closes the connection so that the target sends
+/// what it holds again once it reconnects.
+#[derive(Debug)]
+pub(crate) struct WriteFailed {
+    /// The error, naming the recording.
+    pub error: Error,
+    /// Whether it is the run's first (only that one is said).
+    pub first: bool,
+}
+
 /// What taking a read's frames came to.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Taken {
@@ -97,57 +110,112 @@ pub(crate) struct Taken {
 
 impl RunRec {
     /// Take a read's items (their bytes in `bytes`): new frames are
-    /// recorded and decoded, resent ones left out.
+    /// recorded, resent ones left out; what is durable is decoded and
+    /// acknowledged.
     pub(crate) fn take(
         &mut self,
         gen: u64,
         items: &[Item],
         bytes: &[u8],
         out: &mut Vec<u8>,
-    ) -> Result<Taken> {
+    ) -> std::result::Result<Taken, WriteFailed> {
         let mut t = Taken::default();
         if self.gen != gen || self.session.is_none() {
             t.detached = true;
             return Ok(t);
         }
         out.clear();
+        let mut last = self.store.written_seq();
+        let mut now = false;
         for (i, it) in items.iter().enumerate() {
             let seg = &bytes[it.range.clone()];
             match &it.peek {
                 Some(p) => {
-                    if let Kind::Hello { run_id, .. } = p.kind {
-                        if run_id != self.id {
+                    match &p.kind {
+                        Kind::Hello { run_id, .. } if *run_id != self.id => {
                             t.rest_from = Some(i);
                             break;
                         }
+                        Kind::Bye => now = true,
+                        _ => {}
                     }
-                    if self.last_seq.is_some_and(|l| !newer(p.seq, l)) {
+                    if last.is_some_and(|l| !newer(p.seq, l)) {
                         self.duplicates += 1;
                         continue;
                     }
-                    self.last_seq = Some(p.seq);
+                    last = Some(p.seq);
                     out.extend_from_slice(seg);
                 }
                 // Not a frame this build decodes: recorded as it came.
                 None => out.extend_from_slice(seg),
             }
         }
-        self.record(out)?;
-        t.ack = self.last_seq;
+        if !items.is_empty() {
+            self.last_frame = Instant::now();
+        }
+        if let Err(e) = self.store.append(out, last) {
+            return Err(self.failed(e));
+        }
+        // The run's last frame is made durable at once: its target waits
+        // for that acknowledgement to finish.
+        if now || self.store.due() {
+            self.sync()?;
+        }
+        t.ack = self.store.synced_seq();
         Ok(t)
     }
 
-    /// Append `bytes` to the recording and decode them.
-    fn record(&mut self, bytes: &[u8]) -> Result<()> {
-        if bytes.is_empty() {
-            return Ok(());
+    /// Record the hello `seg` (frame `seq`) that starts a new recording,
+    /// durably.
+    fn start(&mut self, seg: &[u8], seq: u32) -> std::result::Result<(), WriteFailed> {
+        if let Err(e) = self.store.append(seg, Some(seq)) {
+            return Err(self.failed(e));
         }
-        recordings::append(&mut self.file, &self.path, bytes)?;
-        self.last_frame = Instant::now();
-        if let Some(s) = self.session.as_mut() {
-            s.feed(bytes);
+        self.sync()
+    }
+
+    /// Make what was written durable and decode it.
+    pub(crate) fn sync(&mut self) -> std::result::Result<(), WriteFailed> {
+        match self.store.sync() {
+            Ok(bytes) => {
+                if let Some(s) = self.session.as_mut() {
+                    s.feed(&bytes);
+                }
+                if self.failing {
+                    self.failing = false;
+                    console::say(format_args!(
+                        "run {:016x}: {} written again",
+                        self.id,
+                        self.store.path().display()
+                    ));
+                }
+                Ok(())
+            }
+            Err(e) => Err(self.failed(e)),
         }
-        Ok(())
+    }
+
+    /// Whether written frames wait for a sync.
+    pub(crate) fn dirty(&self) -> bool {
+        self.store.dirty()
+    }
+
+    /// The sequence number of the last durable frame.
+    pub(crate) fn durable_seq(&self) -> Option<u32> {
+        self.store.synced_seq()
+    }
+
+    fn failed(&mut self, source: std::io::Error) -> WriteFailed {
+        let first = !self.said_failing;
+        self.failing = true;
+        self.said_failing = true;
+        WriteFailed {
+            error: Error::Output {
+                what: self.store.path().to_path_buf(),
+                source,
+            },
+            first,
+        }
     }
 
     /// Whether connection generation `gen` still holds the run.
@@ -166,7 +234,8 @@ impl RunRec {
     /// The run's view for the live view and the metrics.
     pub(crate) fn view(&self, active: bool) -> TargetView {
         let label = self
-            .path
+            .store
+            .path()
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -260,7 +329,7 @@ impl Fleet {
         g.gen = gen;
         g.peer = peer.to_string();
         g.last_frame = Instant::now();
-        let ack = g.last_seq;
+        let ack = g.store.synced_seq();
         let view = g.view(true);
         let slot = g.slot;
         drop(g);
@@ -281,20 +350,21 @@ impl Fleet {
         let charge = Charge::take(budget, SESSION_FIXED)
             .ok_or(crate::error::Error::Budget { run_id: id })?;
         let known = lock(&self.files).get(&id).cloned();
-        let (file, path, session, last_seq) = match known {
+        let (store, session) = match known {
             Some(path) => {
                 let r = recordings::resume(&path, Arc::clone(budget))?;
                 console::say(format_args!(
-                    "{peer}: run {id:016x} of {name} resumes {}",
-                    path.display()
+                    "{peer}: run {id:016x} of {name} resumes {} after frame {}",
+                    path.display(),
+                    r.last_seq.map_or("none".into(), |s| s.to_string())
                 ));
-                (r.file, path, r.session, r.last_seq)
+                (r.store, r.session)
             }
             None => {
                 let (file, path) = recordings::create(&self.settings.dir, name, id)?;
                 lock(&self.files).insert(id, path.clone());
                 let session = Session::with_budget(path.display().to_string(), Arc::clone(budget));
-                (file, path, session, None)
+                (Store::durable(file, path, 0, None), session)
             }
         };
         let mut rec = RunRec {
@@ -304,10 +374,10 @@ impl Fleet {
             slot: *lock(&self.slots)
                 .entry(id)
                 .or_insert_with(|| self.targets.slot()),
-            path,
-            file,
+            store,
             session: Some(session),
-            last_seq,
+            failing: false,
+            said_failing: false,
             duplicates: 0,
             gen: 0,
             last_frame: Instant::now(),
@@ -315,9 +385,8 @@ impl Fleet {
             ended: None,
             _charge: charge,
         };
-        if rec.last_seq.is_none() {
-            rec.last_seq = Some(first.seq);
-            rec.record(seg)?;
+        if rec.store.written_seq().is_none() {
+            rec.start(seg, first.seq).map_err(|w| w.error)?;
         }
         Ok(rec)
     }
@@ -412,10 +481,16 @@ impl Fleet {
         let r = lock(&self.runs).remove(&id)?;
         let mut g = lock(&r);
         let ending = g.ended.unwrap_or(Ending::Interrupted);
+        // What is written and not yet durable: made so, or cut (and then
+        // not in the final figures either).
+        if let Err(w) = g.sync() {
+            console::say(format_args!("run {id:016x}: {}", w.error));
+        }
         let mut session = g.session.take()?;
         session.finish();
         let label = g
-            .path
+            .store
+            .path()
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
@@ -423,6 +498,6 @@ impl Fleet {
         view.finished = true;
         self.targets
             .publish_final(g.slot, view, self.settings.linger);
-        Some((ending, session, g.path.clone()))
+        Some((ending, session, g.store.path().to_path_buf()))
     }
 }

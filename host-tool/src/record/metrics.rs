@@ -247,6 +247,13 @@ fn memory_families(o: &mut String, x: Exposition, st: &FleetStats) {
             "latscope_recorder_memory_refused_total",
             get(&st.memory_refused),
         ),
+        (
+            "latscope_recorder_write_errors",
+            "counter",
+            "Writes or syncs of a recording that failed (a full disk, EIO): nothing was acknowledged past them.",
+            "latscope_recorder_write_errors_total",
+            get(&st.write_errors),
+        ),
     ] {
         meta(o, x, name, kind, None, help);
         let _ = writeln!(o, "{series} {value}");

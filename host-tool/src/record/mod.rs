@@ -173,6 +173,7 @@ impl Recording {
                 Ok(()) => {
                     let _ = fs::remove_file(&self.path);
                     self.path = target;
+                    let _ = recordings::sync_dir(&self.dir);
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -194,11 +195,15 @@ pub(crate) fn check_writable(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Create the recording `path`, its directory entry durable.
 fn create(path: &Path) -> Result<File> {
-    File::create(path).map_err(|source| Error::Output {
+    let err = |source| Error::Output {
         what: path.to_path_buf(),
         source,
-    })
+    };
+    let file = File::create(path).map_err(err)?;
+    recordings::sync_dir(path.parent().unwrap_or(Path::new("."))).map_err(err)?;
+    Ok(file)
 }
 
 /// Record one stream until it ends; publish its view on the board.

@@ -189,6 +189,8 @@ pub(crate) struct FleetStats {
     pub memory: AtomicU64,
     /// Charges the recorder's memory budget refused.
     pub memory_refused: AtomicU64,
+    /// Writes or syncs of a recording that failed (a full disk, EIO).
+    pub write_errors: AtomicU64,
 }
 
 impl FleetStats {

@@ -1,0 +1,301 @@
+//! A faulty lab network between a real target and a real recorder, each in
+//! a network namespace of the test's own (`latscope_tests::faults`):
+//! packets dropped at random on a slow line, random TCP resets, the link
+//! set down and up, the recorder stopped and killed, and a half-open
+//! connection. Each run is checked against the target's own `--json`:
+//! exact, or with its loss counted alike by the target and the recorder,
+//! and the exit statuses that say so.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::mpsc::Receiver;
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use latscope_tests::faults::{
+    available, eventually, fds, rss_kib, target_lost, target_to, truth_lost, verdict, Pair,
+};
+use latscope_tests::fleet::drain;
+use latscope_tests::host::{
+    assert_matches_target, bins, first_run, host_report_json, only_recording, read_json,
+    stderr_lines, wait_for_line, wait_streaming, Reaper, Scratch,
+};
+use latscope_tests::wait::assert_run_ok;
+
+const PORT: u16 = 7411;
+
+/// A listening recorder in the recorder's namespace (`--exit-after 1`).
+fn recorder(pair: &Pair, out: &Path) -> (Reaper, Receiver<String>) {
+    std::fs::create_dir_all(out).expect("out dir");
+    let mut r = Reaper::new(
+        pair.command(&pair.recorder_ns, &bins().host)
+            .args(["record", "-q", "--exit-after", "1", "--listen"])
+            .arg(format!("{}:{PORT}", pair.recorder_ip))
+            .arg("--out-dir")
+            .arg(out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run latscope-host"),
+    );
+    let rx = stderr_lines(r.child());
+    wait_for_line(&rx, "listening on ", Duration::from_secs(20));
+    (r, rx)
+}
+
+/// The recorder's RSS and descriptors, once the faults are over: a
+/// connection reaped, a restart, the memory that stays.
+fn sample(pid: u32) -> (u64, usize) {
+    (rss_kib(pid), fds(pid))
+}
+
+/// One fault class's outcome, for its line in the closing figures.
+struct Outcome {
+    /// The report's exit status.
+    code: i32,
+    frames: u64,
+    lost_target: u64,
+}
+
+/// The run is over: check the one recording in `out` against the target's
+/// `--json` and its loss line; print the figures.
+fn check(
+    class: &str,
+    tr: &std::process::Output,
+    json: &Path,
+    out: &Path,
+    (rss, nfds): (u64, usize),
+) -> Outcome {
+    assert_run_ok(tr);
+    let terr = String::from_utf8_lossy(&tr.stderr);
+    let lost_target = target_lost(&terr);
+    let target = read_json(json);
+    let path = only_recording(out);
+    let truth = truth_lost(&path);
+    let (doc, code, herr) = host_report_json(&path);
+    let lost_recorder = doc["link"]["frames_lost"].as_u64().expect("frames_lost");
+    let frames = doc["link"]["frames"].as_u64().expect("frames");
+    assert_eq!(
+        lost_recorder, truth,
+        "{class}: the recorder's count is the truth"
+    );
+    assert_eq!(
+        lost_target, lost_recorder,
+        "{class}: frames lost, target {lost_target} recorder {lost_recorder}; target: {terr}"
+    );
+    if lost_target == 0 {
+        assert_eq!(code, 0, "{class}: nothing lost, yet: {herr}");
+        assert_matches_target(first_run(&doc), &target);
+    } else {
+        assert_eq!(
+            code,
+            verdict(&doc),
+            "{class}: the status follows the verdict"
+        );
+    }
+    println!(
+        "figures: {class}: frames {frames}, lost: target {lost_target} recorder {lost_recorder} \
+         truth {truth}, \
+         recorder after the faults: rss {rss} KiB, fds {nfds}"
+    );
+    Outcome {
+        code,
+        frames,
+        lost_target,
+    }
+}
+
+struct Setup {
+    pair: Pair,
+    _dir: Scratch,
+    out: PathBuf,
+    json: PathBuf,
+    addr: String,
+}
+
+fn setup(tag: &str) -> Option<Setup> {
+    if !available() {
+        return None;
+    }
+    let dir = Scratch::new(tag);
+    let pair = Pair::new();
+    let addr = format!("{}:{PORT}", pair.recorder_ip);
+    Some(Setup {
+        out: dir.join("out"),
+        json: dir.join("t.json"),
+        _dir: dir,
+        pair,
+        addr,
+    })
+}
+
+#[test]
+fn random_drops_on_a_slow_line_lose_nothing() {
+    let Some(s) = setup("fault-drops") else {
+        return;
+    };
+    let (mut rec, _rx) = recorder(&s.pair, &s.out);
+    // A slow line out of the target, and 15 % of the packets dropped both
+    // ways.
+    s.pair
+        .in_target("tc qdisc add dev veth0 root tbf rate 64kbit burst 4kb latency 800ms");
+    s.pair.nft(
+        &s.pair.recorder_ns,
+        &format!(
+            "table inet lsf {{
+               chain in {{ type filter hook input priority 0; policy accept;
+                 tcp dport {PORT} numgen random mod 100 < 15 counter drop comment \"drop\"; }}
+               chain out {{ type filter hook output priority 0; policy accept;
+                 tcp sport {PORT} numgen random mod 100 < 15 counter drop comment \"drop\"; }}
+             }}"
+        ),
+    );
+    let mut t = target_to(Some(&s.pair), &s.addr, 10, &s.json);
+    wait_streaming(&s.out);
+    sleep(Duration::from_secs(5));
+    let seen = sample(rec.child().id());
+    // The line heals before the run ends: a target that ends while its
+    // last acknowledgements are still being resent gives up on them after
+    // 1 s and counts them lost, though they may arrive (the soak's open
+    // case, bench/results/faults.md).
+    let hits = s.pair.nft_hits(&s.pair.recorder_ns, "drop");
+    s.pair.nft_flush(&s.pair.recorder_ns);
+    s.pair.in_target("tc qdisc del dev veth0 root");
+    let tr = t.wait(Duration::from_secs(90));
+    assert!(hits > 0, "no packet was dropped");
+    let o = check("drops 15% + tbf 64kbit", &tr, &s.json, &s.out, seen);
+    println!("figures: drops: {hits} packets dropped");
+    let r = rec.wait(Duration::from_secs(30));
+    assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
+}
+
+#[test]
+fn random_resets_are_resumed_and_any_loss_is_counted_alike() {
+    let Some(s) = setup("fault-resets") else {
+        return;
+    };
+    let (mut rec, _rx) = recorder(&s.pair, &s.out);
+    let mut t = target_to(Some(&s.pair), &s.addr, 12, &s.json);
+    wait_streaming(&s.out);
+    // Resets, at random, of packets from the target: only the target's
+    // side sees them, the recorder's connection stays open (half-open).
+    s.pair.nft(
+        &s.pair.recorder_ns,
+        &format!(
+            "table inet lsf {{
+               chain in {{ type filter hook input priority 0; policy accept;
+                 tcp dport {PORT} numgen random mod 100 < 10 counter reject with tcp reset comment \"reset\"; }}
+             }}"
+        ),
+    );
+    eventually("two resets", Duration::from_secs(10), || {
+        s.pair.nft_hits(&s.pair.recorder_ns, "reset") >= 2
+    });
+    sleep(Duration::from_secs(3));
+    let hits = s.pair.nft_hits(&s.pair.recorder_ns, "reset");
+    s.pair.nft_flush(&s.pair.recorder_ns);
+    let seen = sample(rec.child().id());
+    let tr = t.wait(Duration::from_secs(90));
+    let o = check("random resets 10%", &tr, &s.json, &s.out, seen);
+    println!("figures: resets: {hits} packets reset, {} frames", o.frames);
+    let r = rec.wait(Duration::from_secs(30));
+    assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
+}
+
+#[test]
+fn a_link_that_goes_down_twice_loses_nothing() {
+    let Some(s) = setup("fault-flap") else {
+        return;
+    };
+    let (mut rec, _rx) = recorder(&s.pair, &s.out);
+    let mut t = target_to(Some(&s.pair), &s.addr, 14, &s.json);
+    wait_streaming(&s.out);
+    for down in [3, 2] {
+        s.pair.link(false);
+        sleep(Duration::from_secs(down));
+        s.pair.link(true);
+        sleep(Duration::from_secs(2));
+    }
+    let seen = sample(rec.child().id());
+    let tr = t.wait(Duration::from_secs(90));
+    let o = check("link down 3 s and 2 s", &tr, &s.json, &s.out, seen);
+    assert_eq!(o.lost_target, 0, "the resend buffer covers 5 s down");
+    let r = rec.wait(Duration::from_secs(30));
+    assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
+}
+
+#[test]
+fn a_recorder_stopped_then_killed_and_restarted_loses_nothing() {
+    let Some(s) = setup("fault-kill") else {
+        return;
+    };
+    let (mut rec, _rx) = recorder(&s.pair, &s.out);
+    let mut t = target_to(Some(&s.pair), &s.addr, 12, &s.json);
+    wait_streaming(&s.out);
+    let pid = rustix::process::Pid::from_raw(rec.child().id() as i32).expect("pid");
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).expect("SIGSTOP");
+    sleep(Duration::from_secs(3));
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).expect("SIGCONT");
+    sleep(Duration::from_secs(2));
+    rec.child().kill().expect("SIGKILL");
+    let _ = rec.0.take().map(|mut c| c.wait());
+    sleep(Duration::from_secs(1));
+    let (mut rec2, rx2) = recorder(&s.pair, &s.out);
+    let resumed = wait_for_line(&rx2, " resumes ", Duration::from_secs(20));
+    assert!(resumed.contains("after frame"), "{resumed}");
+    let seen = sample(rec2.child().id());
+    let tr = t.wait(Duration::from_secs(90));
+    let o = check("SIGSTOP 3 s, SIGKILL + restart", &tr, &s.json, &s.out, seen);
+    assert_eq!(o.lost_target, 0);
+    let r = rec2.wait(Duration::from_secs(30));
+    assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
+}
+
+#[test]
+fn a_half_open_connection_is_reaped_when_its_run_resumes() {
+    let Some(s) = setup("fault-halfopen") else {
+        return;
+    };
+    let (mut rec, rx) = recorder(&s.pair, &s.out);
+    let rpid = rec.child().id();
+    let mut t = target_to(Some(&s.pair), &s.addr, 10, &s.json);
+    wait_streaming(&s.out);
+    let base = fds(rpid);
+    // One reset reaches the target only: its connection is gone, the
+    // recorder's stays established.
+    s.pair.nft(
+        &s.pair.recorder_ns,
+        &format!(
+            "table inet lsf {{
+               chain in {{ type filter hook input priority 0; policy accept;
+                 tcp dport {PORT} tcp flags & syn == 0 counter reject with tcp reset comment \"reset\"; }}
+             }}"
+        ),
+    );
+    eventually("a reset", Duration::from_secs(10), || {
+        s.pair.nft_hits(&s.pair.recorder_ns, "reset") >= 1
+    });
+    s.pair.nft_flush(&s.pair.recorder_ns);
+    let t0 = Instant::now();
+    let line = wait_for_line(
+        &rx,
+        "resumed on a newer connection",
+        Duration::from_secs(20),
+    );
+    println!(
+        "figures: half-open: old connection reaped {:.1} s after the reset ({line})",
+        t0.elapsed().as_secs_f64()
+    );
+    eventually(
+        "the recorder's descriptors back to normal",
+        Duration::from_secs(10),
+        || fds(rpid) <= base,
+    );
+    let seen = sample(rpid);
+    let tr = t.wait(Duration::from_secs(90));
+    let o = check("half-open", &tr, &s.json, &s.out, seen);
+    assert_eq!(o.lost_target, 0);
+    let r = rec.wait(Duration::from_secs(30));
+    assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
+    let _ = drain(&rx, Duration::from_millis(100));
+}
