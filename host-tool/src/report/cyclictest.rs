@@ -200,6 +200,7 @@ pub(crate) fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> 
         },
         realtime: h.target.preempt_rt,
         wake: h.config.wake,
+        spikes: None,
     };
     let h = hists(run);
     let t = threads(run, &h);

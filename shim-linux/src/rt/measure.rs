@@ -123,8 +123,14 @@ fn flagged(a: &mut ThreadArgs<'_>, sample: &Sample) {
             brk: sample.flags.brk,
         },
     };
+    if sample.flags.spike {
+        a.shared.spikes.count();
+    }
     if a.spikes.enqueue(r).is_err() {
         a.shared.dropped.fetch_add(1, Ordering::Relaxed);
+        if sample.flags.spike {
+            a.shared.spikes.lost();
+        }
     }
     if sample.flags.spike {
         if let Some(m) = a.marker.as_mut() {

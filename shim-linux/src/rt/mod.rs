@@ -51,7 +51,7 @@ pub const fn hist_bytes_per_thread(hist_us: u32) -> usize {
     }
 }
 /// Capacity of a spike queue (one slot stays free).
-const SPIKE_QUEUE: usize = 256;
+pub const SPIKE_QUEUE: usize = 256;
 /// Capacity of a `-v` sample queue.
 const VERBOSE_QUEUE: usize = 8192;
 /// Stack of a measuring thread: small, explicit, and prefaulted.
@@ -114,6 +114,42 @@ fn prefault_queue<T: Copy, const Q: usize>(q: &mut Queue<T, Q>, fill: T) {
     while q.dequeue().is_some() {}
 }
 
+/// A measuring thread's exact count of its spikes, beside the lossy queue
+/// that carries them: how many there were, and how many did not fit the
+/// queue. The measuring thread only adds; the sender reads.
+pub struct SpikeCount {
+    /// Spikes so far.
+    all: AtomicU64,
+    /// Spike records that did not fit the queue.
+    dropped: AtomicU64,
+}
+
+impl SpikeCount {
+    const fn new() -> SpikeCount {
+        SpikeCount {
+            all: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    /// A spike (measuring thread, before it is queued).
+    pub fn count(&self) {
+        self.all.fetch_add(1, Ordering::Release);
+    }
+
+    /// The spike just counted did not fit the queue.
+    pub fn lost(&self) {
+        self.dropped.fetch_add(1, Ordering::Release);
+    }
+
+    /// (dropped, all) so far, read in that order: every dropped record is
+    /// in `all`, and so is every record the sender has dequeued.
+    pub fn totals(&self) -> (u64, u64) {
+        let dropped = self.dropped.load(Ordering::Acquire);
+        (dropped, self.all.load(Ordering::Acquire))
+    }
+}
+
 /// What one measuring thread shares with the sender and main threads.
 pub struct Shared {
     /// Samples and statistics (one writer, lock-free readers).
@@ -124,6 +160,9 @@ pub struct Shared {
     pub phase: PhaseCell,
     /// Flagged samples that did not fit the queue.
     pub dropped: AtomicU64,
+    /// The exact count of spikes (samples above the spike threshold),
+    /// counted before each is queued, so never behind the queue.
+    pub spikes: SpikeCount,
     /// `-v` samples that did not fit their queue.
     pub verbose_dropped: AtomicU64,
     /// Faults when measuring started.
@@ -155,6 +194,7 @@ impl Shared {
             tid: AtomicI32::new(0),
             phase: PhaseCell::new(),
             dropped: AtomicU64::new(0),
+            spikes: SpikeCount::new(),
             verbose_dropped: AtomicU64::new(0),
             faults_at_start: Mutex::new(Faults::default()),
             no_rt_policy: AtomicBool::new(false),

@@ -16,13 +16,15 @@ mod live;
 mod probe;
 mod publish;
 mod status;
+mod tally;
 mod verbose;
 mod view;
 
 use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
-use latscope_core::cyclictest::is_spike;
+use latscope_core::cyclictest::{is_spike, SpikeTotals};
+use latscope_core::protocol::Room;
 use latscope_core::tz::WallTime;
 use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeSample};
 
@@ -38,10 +40,19 @@ use crate::rt::{Control, Shared, VerboseSample};
 use attribution::Attributor;
 use live::Live;
 use publish::Publisher;
+use tally::Tally;
 pub use view::View;
 
 /// Live view refresh period.
 const TICK_NS: i64 = 100_000_000;
+
+/// The sender's period while spikes come: a marked spike freezes the
+/// trace until the sender has looked at it, so it looks often.
+const BUSY_TICK_NS: i64 = 2_000_000;
+
+/// Spike records taken from each thread's queue per tick: at most one
+/// queue's worth, so that a tick ends however fast spikes come.
+const SPIKES_PER_TICK: usize = crate::rt::SPIKE_QUEUE;
 
 /// Output settings of the sender.
 #[derive(Debug, Clone)]
@@ -129,6 +140,9 @@ pub struct Outcome {
     pub reason: ByeReason,
     /// When it ended (the bye's, and `--json`'s `end_time`).
     pub ended: WallTime,
+    /// What became of the spikes, where the run flagged them (`--spike`,
+    /// `--explain`).
+    pub spikes: Option<SpikeTotals>,
 }
 
 struct Sender<'a> {
@@ -154,12 +168,17 @@ struct Sender<'a> {
     oscope: Vec<verbose::Window>,
     /// `-M`: the largest maximum shown so far.
     shown_max: Option<u64>,
+    /// Per thread, what became of its spikes.
+    tallies: Vec<Tally>,
+    /// Whether the run flags spikes (`--spike`, `--explain`).
+    flags_spikes: bool,
 }
 
 /// The sender thread's body.
 pub fn run(a: Args<'_>) -> Outcome {
     let _ = rustix::thread::set_name(c"latscope-send");
     let n = a.shared.len();
+    let flags_spikes = a.opts.spike_ns > 0 || a.explain_ns > 0;
     let mut s = Sender {
         shared: a.shared,
         plans: a.plans,
@@ -179,6 +198,8 @@ pub fn run(a: Args<'_>) -> Outcome {
         status: status::StatusFiles::new(a.snapshot, a.fifo),
         oscope: vec![verbose::Window::default(); n],
         shown_max: None,
+        tallies: vec![Tally::new(); n],
+        flags_spikes,
     };
     s.main_loop();
     s.finish()
@@ -201,7 +222,7 @@ impl Sender<'_> {
                 self.probe();
             }
             first = false;
-            self.drain();
+            let busy = self.drain(now, SPIKES_PER_TICK);
             if self.control.status_requested.swap(false, Ordering::SeqCst) {
                 self.status_to_stderr();
             }
@@ -229,7 +250,8 @@ impl Sender<'_> {
                 // as SIGPIPE would, but through the run's own end
                 self.control.stop.store(true, Ordering::SeqCst);
             }
-            let wake = (now + TICK_NS).min(self.publish.next_due());
+            let tick = if busy { BUSY_TICK_NS } else { TICK_NS };
+            let wake = (now + tick).min(self.publish.next_due());
             let wait = wake
                 .saturating_sub(monotonic_ns())
                 .clamp(1_000_000, TICK_NS);
@@ -293,7 +315,8 @@ impl Sender<'_> {
 
     /// The end: last spikes, final report with the full snapshot, bye.
     fn finish(mut self) -> Outcome {
-        self.drain();
+        // the measuring threads are done: their queues only empty now
+        self.drain(monotonic_ns(), usize::MAX);
         self.attrib.close();
         let now = monotonic_ns();
         self.publish.last_report(now);
@@ -322,12 +345,27 @@ impl Sender<'_> {
         }
         self.live.flush();
         Outcome {
+            spikes: self.flags_spikes.then(|| self.spike_totals()),
             frames_dropped: self.publish.frames_dropped(),
             loss_reason: self.publish.loss_reason(),
             views: self.views,
             reason,
             ended,
         }
+    }
+
+    /// What became of the spikes of every thread so far.
+    fn spike_totals(&self) -> SpikeTotals {
+        let mut sum = SpikeTotals::default();
+        for (t, s) in self.tallies.iter().zip(self.shared) {
+            let (dropped, spikes) = s.spikes.totals();
+            sum.spikes += spikes;
+            sum.dropped += dropped;
+            sum.sent += t.total.sent;
+            sum.explained += t.total.explained;
+            sum.aggregated += t.total.aggregated;
+        }
+        sum
     }
 
     /// At the end of `--warmup`: count faults from here on.
@@ -360,21 +398,69 @@ impl Sender<'_> {
         }
     }
 
-    /// Drain the spike queues (publishing and attributing each flagged
-    /// sample) and the `-v` queues.
-    fn drain(&mut self) {
+    /// Take up to `limit` records from each spike queue (publishing,
+    /// explaining or counting each flagged sample), then the `-v` queues.
+    /// Whether any spike record came.
+    fn drain(&mut self, now: i64, limit: usize) -> bool {
+        let mut any = false;
         for t in 0..self.spikes.len() {
-            while let Some(r) = self.spikes[t].dequeue() {
+            for _ in 0..limit {
+                let Some(r) = self.spikes[t].dequeue() else {
+                    break;
+                };
+                any = true;
                 self.keep_for_summary(t, &r);
-                self.publish.send(Body::Spike(r));
-                let tid = self.shared[t].tid.load(Ordering::SeqCst);
-                if let Some(a) = self.attrib.on_spike(t, &r, self.plans[t].cpu, tid) {
-                    self.publish.send(Body::Explain(a));
-                }
+                self.attrib.note(t, &r);
+                self.publish_spike(now, t, &r);
             }
         }
         self.attrib.drained();
         self.drain_verbose();
+        any
+    }
+
+    /// One flagged sample of thread `t` onto the line, as far as the
+    /// line's spike share has room: any record while it has plenty, else
+    /// only one worse than any sent this interval; its explanation if the
+    /// drain may still read a trace window, or if it is worse than any
+    /// explained this interval. A break record always goes. A spike not
+    /// sent is counted (aggregated).
+    fn publish_spike(&mut self, now: i64, t: usize, r: &SpikeSample) {
+        let tally = &mut self.tallies[t];
+        let room = self.publish.spike_room(now);
+        let send = r.flags.brk
+            || match room {
+                Room::Any => true,
+                Room::Worst => tally.worst_yet(r.latency_ns),
+                Room::Nothing => false,
+            };
+        if !send {
+            if r.flags.spike {
+                tally.aggregated();
+            }
+            self.attrib.skip(r);
+            return;
+        }
+        self.publish.send(Body::Spike(*r));
+        if !r.flags.spike {
+            return;
+        }
+        tally.sent(r.latency_ns);
+        let explain = match (self.attrib.can_explain(r), self.publish.spike_room(now)) {
+            (None, _) | (_, Room::Nothing) => false,
+            (Some(ordinary), room) => {
+                (ordinary && room == Room::Any) || tally.worst_unexplained(r.latency_ns)
+            }
+        };
+        if !explain {
+            self.attrib.skip(r);
+            return;
+        }
+        let tid = self.shared[t].tid.load(Ordering::SeqCst);
+        if let Some(a) = self.attrib.explain(r, self.plans[t].cpu, tid) {
+            tally.explained(r.latency_ns);
+            self.publish.send(Body::Explain(a));
+        }
     }
 
     /// What the final summary lists: the cycle numbers (from 0, as
@@ -406,6 +492,9 @@ impl Sender<'_> {
             let extra = v.extra();
             self.publish.thread(&mut v.log, &v.cur, extra);
             v.counters = *v.log.counters();
+        }
+        for t in &mut self.tallies {
+            t.next_interval();
         }
     }
 }
