@@ -46,8 +46,9 @@ pub use view::View;
 /// Live view refresh period.
 const TICK_NS: i64 = 100_000_000;
 
-/// The sender's period while spikes come: a marked spike freezes the
-/// trace until the sender has looked at it, so it looks often.
+/// The sender's period while spikes come (until a [`TICK_NS`] without
+/// one): a marked spike freezes the trace until the sender has looked at
+/// it, so it looks often.
 const BUSY_TICK_NS: i64 = 2_000_000;
 
 /// Spike records taken from each thread's queue per tick: at most one
@@ -210,6 +211,7 @@ impl Sender<'_> {
     /// the queues, report on schedule, redraw the live view.
     fn main_loop(&mut self) {
         let mut first = true;
+        let mut last_spike = i64::MIN;
         if self.opts.verbose {
             self.verbose_header();
         }
@@ -222,7 +224,9 @@ impl Sender<'_> {
                 self.probe();
             }
             first = false;
-            let busy = self.drain(now, SPIKES_PER_TICK);
+            if self.drain(now, SPIKES_PER_TICK) {
+                last_spike = now;
+            }
             if self.control.status_requested.swap(false, Ordering::SeqCst) {
                 self.status_to_stderr();
             }
@@ -250,7 +254,11 @@ impl Sender<'_> {
                 // as SIGPIPE would, but through the run's own end
                 self.control.stop.store(true, Ordering::SeqCst);
             }
-            let tick = if busy { BUSY_TICK_NS } else { TICK_NS };
+            let tick = if now.saturating_sub(last_spike) < TICK_NS {
+                BUSY_TICK_NS
+            } else {
+                TICK_NS
+            };
             let wake = (now + tick).min(self.publish.next_due());
             let wait = wake
                 .saturating_sub(monotonic_ns())
