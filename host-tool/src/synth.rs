@@ -8,9 +8,9 @@ use latscope_core::layout::{Layout, DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
 use latscope_core::protocol::{Extra, Reporter, ThreadLog};
 use latscope_core::seqlock::Snapshot;
 use latscope_core::wire::{
-    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Policy, RunConfig,
-    SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
-    SCHEMA_KEY,
+    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Platform, Policy,
+    RunConfig, SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode,
+    WallTime, NS_CLOCK_HZ, SCHEMA_KEY,
 };
 
 use std::io::{self, Write};
@@ -166,6 +166,10 @@ impl Synth {
                 rt_runtime_us: -1,
                 argv: bounded("latscope -t 2 -p 80 --stream -"),
                 name: bounded(&self.cfg.hostname),
+                platform: Platform::Linux,
+                model: heapless::String::new(),
+                clock_hz: NS_CLOCK_HZ,
+                clock_resolution_ns: 1,
             },
             config: RunConfig {
                 policy: Policy::Fifo,

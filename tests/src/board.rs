@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use latscope_core::explain::{Attribution, CauseKind};
 use latscope_core::wire::{
-    Body, Bye, Decoder, Hello, LinkStats, TargetInfo, ThreadStats, MAX_FRAME,
+    Aggregate, Body, Bye, Decoder, Hello, LinkStats, TargetInfo, ThreadStats, MAX_FRAME,
 };
 
 /// How much longer than requested a run may take (the last wake-up's
@@ -26,6 +26,8 @@ pub struct Summary {
     pub hello: Option<Hello>,
     /// The latest statistics of each thread (by thread index).
     pub stats: BTreeMap<u16, ThreadStats>,
+    /// The latest spike aggregate of each thread (by thread index).
+    pub aggregates: BTreeMap<u16, Aggregate>,
     pub bye: Option<Bye>,
     /// The explained spikes, in stream order.
     pub explained: Vec<Attribution>,
@@ -53,6 +55,9 @@ pub fn decode(stream: &[u8]) -> Summary {
                 Body::Bye(b) => sum.bye = Some(b),
                 Body::Log(l) => sum.logs.push(format!("{:?}: {}", l.level, l.text)),
                 Body::Explain(a) => sum.explained.push(a),
+                Body::Aggregate(a) => {
+                    sum.aggregates.insert(a.thread, a);
+                }
                 Body::Delta(_) | Body::Chunk(_) | Body::Spike(_) => {}
             },
         }

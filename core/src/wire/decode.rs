@@ -1,7 +1,7 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::{v1, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
+use super::{v1, v2, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
 use postcard::from_bytes as de;
 
 /// Why a delimited frame was rejected.
@@ -301,14 +301,15 @@ impl<const N: usize> Decoder<N> {
 }
 
 /// Decode `payload`, a whole postcard [`Frame`] of this version or of
-/// version 1 (trailing bytes ignored, as by `postcard::from_bytes`), into
+/// version 1 or 2 (trailing bytes ignored, as by `postcard::from_bytes`), into
 /// `slot`; `None`, leaving the slot as it was, if it does not decode.
 ///
 /// The envelope (version, sequence number, body tag) is read here, and
 /// then postcard decodes the body's own type by value: through `Frame`,
 /// every nested `Result` of the 2.4 KiB frame was moved, while a body of
 /// a delta or a stats frame is 250 bytes at most. A version-1 body is
-/// decoded as its frozen type and upgraded.
+/// decoded as its frozen type and upgraded; of version 2, only the hello
+/// (the other bodies did not change, and version 2 had no aggregate).
 #[inline]
 pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<()> {
     let (&version, rest) = payload.split_first()?;
@@ -336,6 +337,21 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
             // the variants in `Body`'s order (postcard's tags)
             match tag {
                 0 => put(slot, seq, de(rest), Body::Hello),
+                1 => put(slot, seq, de(rest), Body::Stats),
+                2 => put(slot, seq, de(rest), Body::Delta),
+                3 => put(slot, seq, de(rest), Body::Chunk),
+                4 => put(slot, seq, de(rest), Body::Spike),
+                5 => put(slot, seq, de(rest), Body::Log),
+                6 => put(slot, seq, de(rest), Body::Bye),
+                7 => put(slot, seq, de(rest), Body::Explain),
+                8 => put(slot, seq, de(rest), Body::Aggregate),
+                _ => None,
+            }
+        }
+        2 => {
+            let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
+            match tag {
+                0 => put(slot, seq, de(rest).map(v2::upgrade_hello), Body::Hello),
                 1 => put(slot, seq, de(rest), Body::Stats),
                 2 => put(slot, seq, de(rest), Body::Delta),
                 3 => put(slot, seq, de(rest), Body::Chunk),

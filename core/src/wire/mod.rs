@@ -12,7 +12,8 @@
 //! connection), then per report interval and thread a [`HistDelta`] (one or
 //! more parts) and a [`ThreadStats`], and snapshot chunks of the cumulative
 //! histogram ([`SnapshotChunk`]); any [`SpikeSample`]s, explained spikes
-//! ([`Body::Explain`]) and [`LogLine`]s; and at the end a [`Bye`]. Which
+//! ([`Body::Explain`]) and [`LogLine`]s, per report interval and thread an
+//! [`Aggregate`] of its spikes; and at the end a [`Bye`]. Which
 //! frames go when, and how a receiver turns them back into exact
 //! histograms, is [`crate::protocol`]'s.
 //!
@@ -24,9 +25,17 @@
 //!   runs, chunks the bucket range they cover; a version-1 hello's schema
 //!   key reads as [`SCHEMA_KEY`]; fields added since get documented
 //!   defaults).
-//! * **2** (this build): deltas and chunks carry packed [`Runs`]; a chunk
-//!   names the bucket range it covers, so a snapshot can roll through the
-//!   histogram a chunk per report; delta parts fill a small frame.
+//! * **2**: deltas and chunks carry packed [`Runs`]; a chunk names the
+//!   bucket range it covers, so a snapshot can roll through the histogram
+//!   a chunk per report; delta parts fill a small frame. Still decoded:
+//!   its hello is upgraded (the version-3 fields get the defaults of a
+//!   Linux target: see `v2`), every other body is the same in version 3.
+//! * **3** (this build): the hello's [`TargetInfo`] says the
+//!   [`Platform`], the hardware's `model`, and the measuring clock's rate
+//!   and resolution (`clock_hz`, `clock_resolution_ns`), so a
+//!   microcontroller target can say what it is; the [`Aggregate`] frame
+//!   accounts for every sample above the spike threshold (sent,
+//!   explained, aggregated, dropped).
 
 mod ack;
 mod cobs_fast;
@@ -35,19 +44,20 @@ mod encode;
 mod runs;
 mod types;
 mod v1;
+mod v2;
 
 pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, Frames, LinkStats};
 pub use encode::{encode, Encoder, MAX_FRAME, MAX_PAYLOAD};
 pub use runs::{RunWriter, Runs, RUN_BYTES};
 pub use types::{
-    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Frame, Hello, HistDelta, Level, LogLine,
-    Policy, RunConfig, SnapshotChunk, SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo,
-    ThreadStats, WakeMode, WallTime, MAX_THREADS,
+    bounded, Aggregate, Body, Bye, ByeReason, ClockKind, Degraded, Frame, Hello, HistDelta, Level,
+    LogLine, Platform, Policy, RunConfig, SnapshotChunk, SpikeFlags, SpikeSample, StartAlign,
+    TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime, MAX_THREADS, NS_CLOCK_HZ,
 };
 
 /// The protocol version this build speaks (the first payload byte).
-pub const PROTOCOL_VERSION: u8 = 2;
+pub const PROTOCOL_VERSION: u8 = 3;
 
 /// The oldest protocol version this build still decodes.
 pub(crate) const OLDEST_VERSION: u8 = 1;
@@ -62,7 +72,7 @@ pub const MAX_SMALL_FRAME: usize = 256;
 /// It changes whenever any type inside [`Frame`] changes: a field added,
 /// removed, renamed or retyped, a variant added, a type renamed. A test
 /// pins its value; update the pin in the same change, and keep the
-/// version-1 upgrade filling the new field.
+/// version-1 and -2 upgrades filling the new field.
 pub const SCHEMA_KEY: [u8; 8] =
     postcard_schema::key::Key::for_path::<Frame>("latscope/frame").to_bytes();
 

@@ -51,6 +51,9 @@ pub enum Body {
     Bye(Bye),
     /// A spike explained: where its time went.
     Explain(Attribution),
+    /// What became of one thread's spikes in one report interval, and in
+    /// the run so far (version 3).
+    Aggregate(Aggregate),
 }
 
 /// Scheduling policy of the measuring threads.
@@ -213,6 +216,30 @@ pub enum StartAlign {
     },
 }
 
+/// What kind of system the target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Platform {
+    /// A Linux system (`shim-linux`): the kernel fields of [`TargetInfo`]
+    /// are its own. Every recording of versions 1 and 2 is one.
+    #[default]
+    Linux,
+    /// A microcontroller without an operating system: [`TargetInfo`]'s
+    /// kernel, preemption, cmdline, clocksource and `rt_runtime_us` fields
+    /// say nothing (empty, false, 0) and a report leaves them out.
+    BareMetal,
+}
+
+impl Platform {
+    /// A short name for reports and `--json`: `linux`, `bare-metal`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Platform::Linux => "linux",
+            Platform::BareMetal => "bare-metal",
+        }
+    }
+}
+
 /// Facts about the target system.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -244,7 +271,29 @@ pub struct TargetInfo {
     /// keyed hash of `/etc/machine-id`. Empty in version-1 streams (a host
     /// then goes by the host name).
     pub name: String<32>,
+    /// What kind of system this is (version 3; [`Platform::Linux`] in
+    /// versions 1 and 2).
+    pub platform: Platform,
+    /// The hardware, as its maker names it: Linux's device-tree model or
+    /// DMI product name, a microcontroller's board and core
+    /// (`mps2-an386 (Cortex-M4F, bare metal)`); empty if unknown, and in
+    /// versions 1 and 2. Not [`TargetInfo::name`], the user's name for
+    /// this one board.
+    pub model: String<64>,
+    /// Rate of the clock the samples are measured with, in Hz:
+    /// 1,000,000,000 for Linux's nanosecond clocks (and in versions 1 and
+    /// 2), 25,000,000 for the AN386's 25 MHz timers. Samples are in ns
+    /// whatever the rate.
+    pub clock_hz: u64,
+    /// Resolution of that clock in ns: Linux's `clock_getres` of the
+    /// measuring clock, 40 for a 25 MHz timer; 0 if unknown (versions 1
+    /// and 2).
+    pub clock_resolution_ns: u32,
 }
+
+/// The clock rate of a Linux target, and of every version-1 and -2
+/// recording: its clocks count nanoseconds.
+pub const NS_CLOCK_HZ: u64 = 1_000_000_000;
 
 /// One measuring thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
@@ -565,6 +614,86 @@ pub struct Bye {
     /// When the run ended, in local time: the `end_time` of its `--json`
     /// (`None` in version 1 recordings).
     pub ended: Option<WallTime>,
+}
+
+/// What became of one thread's samples above the spike threshold
+/// ([`RunConfig::spike_ns`]): per report interval, and as running totals
+/// since measuring started. Version 3; a target sends one per thread and
+/// report, after the thread's [`ThreadStats`] of the same `epoch`, when
+/// the spike threshold is on.
+///
+/// Each such sample is, once the sender has dealt with it, exactly one of
+/// *sent* (its [`SpikeSample`] frame went to the link), *aggregated* (the
+/// sender chose not to send it, the link's share going to worse spikes:
+/// it is counted here only) or *dropped* (its record was lost before the
+/// sender saw it: the target's queue was full). *Explained* ones are sent
+/// ones whose [`Body::Explain`] frame went too. Until then it is *queued*.
+/// So every frame satisfies
+/// `spikes == spikes_sent + spikes_aggregated + spikes_dropped + queued`,
+/// and `spikes_explained <= spikes_sent`; at the final report (`queued`
+/// 0) nothing is unaccounted for. A host that received fewer spike or
+/// explain frames than `spikes_sent` or `spikes_explained` lost them on
+/// the link (its sequence gaps say so too).
+///
+/// The interval fields count what happened in this report interval: the
+/// samples above the threshold the thread took in it (`above`, `max_*`:
+/// from the thread's exact record, not from the lossy queue), and the
+/// records the sender sent, explained, aggregated in it or the queue
+/// dropped in it (which may be samples of an earlier interval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Aggregate {
+    /// Thread index.
+    pub thread: u16,
+    /// Report number, as in [`ThreadStats::epoch`].
+    pub epoch: u32,
+    /// Samples above the spike threshold in this interval (exact).
+    pub above: u64,
+    /// Largest of them in ns (0 if `above` is 0).
+    pub max_ns: u64,
+    /// Recorded-cycle number of that largest one.
+    pub max_cycle: u64,
+    /// Its deadline (clock ns).
+    pub max_deadline_ns: i64,
+    /// Spike records sent in this interval.
+    pub sent: u64,
+    /// Explanations sent in this interval.
+    pub explained: u64,
+    /// Spike records aggregated (not sent) in this interval.
+    pub aggregated: u64,
+    /// Spike records dropped in this interval.
+    pub dropped: u64,
+    /// Running total: samples above the spike threshold.
+    pub spikes: u64,
+    /// Running total: spike records sent.
+    pub spikes_sent: u64,
+    /// Running total: spikes explained.
+    pub spikes_explained: u64,
+    /// Running total: spike records aggregated.
+    pub spikes_aggregated: u64,
+    /// Running total: spike records dropped.
+    pub spikes_dropped: u64,
+    /// Spike records still waiting for the sender (0 in the final report).
+    pub queued: u64,
+    /// Set on the final report's aggregate, as [`ThreadStats::last_report`].
+    pub last_report: bool,
+}
+
+impl Aggregate {
+    /// Whether the running totals add up: every sample above the
+    /// threshold is sent, aggregated, dropped or still queued, and only
+    /// sent ones are explained.
+    pub fn is_consistent(&self) -> bool {
+        let dealt = [self.spikes_aggregated, self.spikes_dropped, self.queued]
+            .iter()
+            .try_fold(self.spikes_sent, |n, &m| n.checked_add(m));
+        dealt == Some(self.spikes) && self.spikes_explained <= self.spikes_sent
+    }
+
+    /// Explained spikes over spikes, or `None` before the first spike.
+    pub fn coverage(&self) -> Option<f64> {
+        (self.spikes > 0).then(|| self.spikes_explained as f64 / self.spikes as f64)
+    }
 }
 
 /// Truncate `s` at a char boundary into a bounded string.

@@ -20,6 +20,9 @@
 //! documented defaults in [`upgrade_body`]:
 //! * `TargetInfo::name` (the board's name): empty; a host then goes by the
 //!   host name.
+//! * `TargetInfo::platform`, `model`, `clock_hz`, `clock_resolution_ns`
+//!   (version 3): as for a version-2 hello (see `v2`): Linux, no model,
+//!   a nanosecond clock of unknown resolution.
 //! * `RunConfig::tracefs_mounted`: false (version 1 never mounted tracefs).
 //! * `RunConfig::wake`: `WakeMode::Absolute`, `RunConfig::align`:
 //!   `StartAlign::Own`, `RunConfig::smi`: false (version 1 had only the
@@ -338,6 +341,11 @@ fn hello(h: Hello) -> now::Hello {
             argv: t.argv,
             // version 1 had no board names: a host goes by the host name
             name: String::new(),
+            // every version-1 target was Linux, measuring in ns
+            platform: now::Platform::Linux,
+            model: String::new(),
+            clock_hz: now::NS_CLOCK_HZ,
+            clock_resolution_ns: 0,
         },
         config: config(h.config),
     }

@@ -168,6 +168,11 @@ impl Run {
             }
             Body::Bye(b) => self.bye = Some(*b),
             Body::Explain(a) => self.explained.push(a),
+            Body::Aggregate(a) => {
+                if let Some(t) = self.thread(a.thread) {
+                    t.spike_account.on_aggregate(a);
+                }
+            }
         }
     }
 

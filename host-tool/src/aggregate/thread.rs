@@ -4,7 +4,9 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
-use latscope_core::wire::{HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats};
+use latscope_core::wire::{
+    Aggregate, HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats,
+};
 use latscope_core::Error;
 use std::sync::Arc;
 
@@ -33,6 +35,39 @@ pub(crate) struct ThreadAgg {
     charge: Charge,
     /// Spike records the lists could not keep: the budget was used up.
     refused_spikes: u64,
+    /// What the target's aggregates say of this thread's spikes.
+    pub spike_account: SpikeAccount,
+}
+
+/// A thread's [`Aggregate`] frames (protocol version 3): the latest one's
+/// running totals, and what the received ones add up to, so that a lost
+/// aggregate shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct SpikeAccount {
+    /// The aggregate of the latest report (the highest epoch; of equal
+    /// ones, the last), if any arrived.
+    pub latest: Option<Aggregate>,
+    /// Aggregate frames received.
+    pub frames: u64,
+    /// Samples above the threshold in the intervals received: less than
+    /// the latest `spikes` if an aggregate was lost.
+    pub above_received: u64,
+    /// The largest spike of the intervals received: `(ns, cycle, deadline)`.
+    pub worst: Option<(u64, u64, i64)>,
+}
+
+impl SpikeAccount {
+    /// Account one aggregate frame.
+    pub(crate) fn on_aggregate(&mut self, a: &Aggregate) {
+        self.frames += 1;
+        self.above_received = self.above_received.saturating_add(a.above);
+        if a.above > 0 && self.worst.is_none_or(|(ns, _, _)| a.max_ns > ns) {
+            self.worst = Some((a.max_ns, a.max_cycle, a.max_deadline_ns));
+        }
+        if self.latest.is_none_or(|l| a.epoch >= l.epoch) {
+            self.latest = Some(*a);
+        }
+    }
 }
 
 impl ThreadAgg {
@@ -58,6 +93,7 @@ impl ThreadAgg {
             spikes: SpikeList::new(SPIKES_KEPT, overflow_keep, spike_ns),
             charge,
             refused_spikes: 0,
+            spike_account: SpikeAccount::default(),
         }))
     }
 

@@ -23,7 +23,7 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
         schema: SCHEMA_KEY,
         tool_version: bounded(env!("CARGO_PKG_VERSION")),
         run_id: random_u64(),
-        target: procfs::target_info(&cfg.cmdline, cfg.name.as_deref()),
+        target: procfs::target_info(&cfg.cmdline, cfg.name.as_deref(), cfg.clock),
         config: RunConfig {
             policy: if rt { cfg.policy } else { Policy::Other },
             priority: match s.plans.first() {

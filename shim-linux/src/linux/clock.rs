@@ -122,6 +122,11 @@ impl LinuxClock {
         self.id
     }
 
+    /// What `clock_getres` says of this clock, in ns.
+    pub fn getres_ns(&self) -> i64 {
+        ns_of(&rustix::time::clock_getres(self.id))
+    }
+
     /// `clock_nanosleep(clock, 0, ns)`: sleep `ns` on this clock, relative
     /// to now (`-r`); an interruption sleeps the rest.
     pub fn sleep_relative(&self, ns: i64) -> Result<(), Errno> {
@@ -174,7 +179,7 @@ impl LinuxClock {
             .min()
             .unwrap_or(0);
         Resolution {
-            reported_ns: ns_of(&rustix::time::clock_getres(self.id)),
+            reported_ns: self.getres_ns(),
             measured_ns,
             readings,
         }

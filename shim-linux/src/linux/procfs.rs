@@ -1,7 +1,7 @@
 //! Reading `/proc` and `/sys`: per-thread fault counts and the facts about
 //! the target system that go into the hello.
 
-use latscope_core::wire::{bounded, TargetInfo};
+use latscope_core::wire::{bounded, ClockKind, Platform, TargetInfo, NS_CLOCK_HZ};
 use rustix::fs::{Mode, OFlags};
 
 /// Minor and major faults of one thread.
@@ -114,10 +114,40 @@ pub fn is_realtime() -> bool {
     read_text("/sys/kernel/realtime").as_deref() == Some("1")
 }
 
+/// Where Linux names the hardware, in order of preference: the device
+/// tree's model (ARM and RISC-V boards), then the DMI product name (PCs).
+const MODEL_FILES: [&str; 3] = [
+    "/proc/device-tree/model",
+    "/sys/firmware/devicetree/base/model",
+    "/sys/class/dmi/id/product_name",
+];
+
+/// The hardware's model as one of [`MODEL_FILES`] holds it: the text
+/// without the device tree's terminating NUL and surrounding blanks;
+/// `None` if nothing is left.
+pub fn model_text(raw: &str) -> Option<&str> {
+    let t = raw.trim_matches(|c: char| c == '\0' || c.is_whitespace());
+    (!t.is_empty()).then_some(t)
+}
+
+/// The hardware's model ([`MODEL_FILES`]), or empty if none says.
+pub fn machine_model() -> String {
+    let mut buf = [0u8; 256];
+    MODEL_FILES
+        .iter()
+        .find_map(|p| {
+            read_into(p, &mut buf)
+                .and_then(model_text)
+                .map(str::to_string)
+        })
+        .unwrap_or_default()
+}
+
 /// The facts about this system that go into the hello.
 /// `name` is `--name`; without it, the host name and a keyed hash of
-/// `/etc/machine-id`.
-pub fn target_info(argv: &str, name: Option<&str>) -> TargetInfo {
+/// `/etc/machine-id`. `clock` is the clock the samples are measured with:
+/// a nanosecond clock, of the resolution `clock_getres` gives it.
+pub fn target_info(argv: &str, name: Option<&str>, clock: ClockKind) -> TargetInfo {
     let u = uname();
     let name = match name {
         Some(n) => n.to_string(),
@@ -144,6 +174,11 @@ pub fn target_info(argv: &str, name: Option<&str>) -> TargetInfo {
             .unwrap_or(0),
         argv: bounded(argv),
         name: bounded(&name),
+        platform: Platform::Linux,
+        model: bounded(&machine_model()),
+        clock_hz: NS_CLOCK_HZ,
+        clock_resolution_ns: u32::try_from(super::clock::LinuxClock::new(clock).getres_ns())
+            .unwrap_or(0),
     }
 }
 
@@ -166,6 +201,21 @@ pub fn loadavg(buf: &mut [u8; 128]) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn models_lose_the_device_trees_nul_and_blanks() {
+        assert_eq!(
+            model_text("Raspberry Pi 4 Model B Rev 1.4\0"),
+            Some("Raspberry Pi 4 Model B Rev 1.4")
+        );
+        assert_eq!(model_text("linux,dummy-virt\0"), Some("linux,dummy-virt"));
+        assert_eq!(
+            model_text("Standard PC (Q35 + ICH9, 2009)\n"),
+            Some("Standard PC (Q35 + ICH9, 2009)")
+        );
+        assert_eq!(model_text("\0"), None);
+        assert_eq!(model_text(" \n"), None);
+    }
 
     #[test]
     fn stat_faults_from_real_shapes() {

@@ -59,6 +59,7 @@ fn kind(body: &Body) -> (&'static str, Option<u32>) {
         Body::Log(_) => ("log", None),
         Body::Bye(b) => ("bye", Some(b.epoch)),
         Body::Explain(_) => ("explain", None),
+        Body::Aggregate(a) => ("aggregate", Some(a.epoch)),
     }
 }
 

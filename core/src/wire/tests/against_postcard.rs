@@ -7,11 +7,29 @@ use proptest::prelude::*;
 use super::super::decode::decode_frame;
 use super::*;
 
-/// Postcard's result for the whole frame (upgraded, for version 1); other
-/// versions are not decoded.
+/// Postcard's result for the whole frame (upgraded, for versions 1 and
+/// 2); other versions are not decoded.
 fn reference(payload: &[u8]) -> Option<Frame> {
     match payload.first() {
         Some(&PROTOCOL_VERSION) => postcard::from_bytes::<Frame>(payload).ok(),
+        Some(2) => {
+            let f = postcard::from_bytes::<v2::Frame>(payload).ok()?;
+            let body = match f.body {
+                v2::Body::Hello(h) => Body::Hello(v2::upgrade_hello(h)),
+                v2::Body::Stats(s) => Body::Stats(s),
+                v2::Body::Delta(d) => Body::Delta(d),
+                v2::Body::Chunk(c) => Body::Chunk(c),
+                v2::Body::Spike(s) => Body::Spike(s),
+                v2::Body::Log(l) => Body::Log(l),
+                v2::Body::Bye(b) => Body::Bye(b),
+                v2::Body::Explain(a) => Body::Explain(a),
+            };
+            Some(Frame {
+                version: PROTOCOL_VERSION,
+                seq: f.seq,
+                body,
+            })
+        }
         Some(1) => {
             let f = postcard::from_bytes::<v1::Frame>(payload).ok()?;
             Some(Frame {
@@ -75,6 +93,7 @@ fn tag(b: &Body) -> u8 {
         Body::Log(_) => 5,
         Body::Bye(_) => 6,
         Body::Explain(_) => 7,
+        Body::Aggregate(_) => 8,
     }
 }
 
@@ -83,16 +102,30 @@ fn every_variant_is_dispatched_by_its_tag() {
     let mut seen = std::collections::BTreeSet::new();
     for body in crate::wire::tests::every_body() {
         let p = payload(&frame(0, body.clone()));
-        // version 2, sequence number 0, then the tag (one byte below 128)
+        // the version, sequence number 0, then the tag (one byte below 128)
         assert_eq!(p[2], tag(&body), "{body:?}");
         assert_eq!(decode_fast(&p).map(|f| f.body), Some(body.clone()));
         seen.insert(tag(&body));
     }
     assert_eq!(
         seen.into_iter().collect::<Vec<_>>(),
-        (0..=7).collect::<Vec<u8>>(),
+        (0..=8).collect::<Vec<u8>>(),
         "every_body() names every variant"
     );
+}
+
+#[test]
+fn every_version_2_body_agrees_with_postcard_upgraded() {
+    for (i, body) in crate::wire::tests::every_v2_body().into_iter().enumerate() {
+        let f = v2::Frame {
+            version: 2,
+            seq: i as u32 * 1000,
+            body,
+        };
+        let p = payload(&f);
+        assert!(decode_fast(&p).is_some(), "{f:?}");
+        agrees_everywhere(&p);
+    }
 }
 
 #[test]

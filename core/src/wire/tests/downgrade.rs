@@ -36,7 +36,7 @@ pub(crate) fn downgrade(f: &now::Frame) -> Option<Frame> {
         }),
         now::Body::Bye(b) => Body::Bye(down_bye(b)),
         now::Body::Explain(a) => Body::Explain(down_attribution(a)),
-        now::Body::Delta(_) | now::Body::Chunk(_) => return None,
+        now::Body::Delta(_) | now::Body::Chunk(_) | now::Body::Aggregate(_) => return None,
     };
     Some(Frame {
         version: 1,
@@ -189,4 +189,48 @@ fn down_attribution(a: &now_explain::Attribution) -> Attribution {
         partial: a.partial,
         causes,
     }
+}
+
+/// The version-2 body of a current one, as a version-2 sender sent it:
+/// the hello in its frozen type, without version 3's fields; `None` for
+/// the aggregate, which version 2 did not have.
+pub(crate) fn downgrade_v2(b: &now::Body) -> Option<super::v2::Body> {
+    use super::v2;
+    Some(match b.clone() {
+        now::Body::Hello(h) => {
+            let t = h.target;
+            v2::Body::Hello(v2::Hello {
+                schema: if h.schema == now::SCHEMA_KEY {
+                    v2::SCHEMA_KEY
+                } else {
+                    h.schema
+                },
+                tool_version: h.tool_version,
+                run_id: h.run_id,
+                target: v2::TargetInfo {
+                    hostname: t.hostname,
+                    arch: t.arch,
+                    kernel: t.kernel,
+                    kernel_version: t.kernel_version,
+                    preempt_rt: t.preempt_rt,
+                    preempt_model: t.preempt_model,
+                    cpus: t.cpus,
+                    cmdline: t.cmdline,
+                    clocksource: t.clocksource,
+                    rt_runtime_us: t.rt_runtime_us,
+                    argv: t.argv,
+                    name: t.name,
+                },
+                config: h.config,
+            })
+        }
+        now::Body::Stats(s) => v2::Body::Stats(s),
+        now::Body::Delta(d) => v2::Body::Delta(d),
+        now::Body::Chunk(c) => v2::Body::Chunk(c),
+        now::Body::Spike(s) => v2::Body::Spike(s),
+        now::Body::Log(l) => v2::Body::Log(l),
+        now::Body::Bye(b) => v2::Body::Bye(b),
+        now::Body::Explain(a) => v2::Body::Explain(a),
+        now::Body::Aggregate(_) => return None,
+    })
 }

@@ -60,6 +60,10 @@ pub(crate) fn hello() -> Hello {
             rt_runtime_us: 950_000,
             argv: bounded("latscope -t 4 -a 0-3 --stream serial:/dev/ttyAMA1"),
             name: bounded("rack3-slot7"),
+            platform: Platform::Linux,
+            model: bounded("Raspberry Pi 4 Model B Rev 1.4"),
+            clock_hz: NS_CLOCK_HZ,
+            clock_resolution_ns: 1,
         },
         config: RunConfig {
             policy: Policy::Fifo,
@@ -134,6 +138,7 @@ pub(super) fn every_body() -> Vec<Body> {
     std::vec![
         Body::Hello(hello()),
         Body::Explain(explain),
+        Body::Aggregate(aggregate()),
         Body::Stats(stats(3, 42)),
         Body::Delta(delta),
         Body::Chunk(chunk),
@@ -171,6 +176,30 @@ pub(super) fn every_body() -> Vec<Body> {
             }),
         }),
     ]
+}
+
+/// An aggregate of a storm: most spikes aggregated, some dropped, one
+/// queued; every count a multi-byte varint.
+pub(super) fn aggregate() -> Aggregate {
+    Aggregate {
+        thread: 3,
+        epoch: 41,
+        above: 1_720,
+        max_ns: 9_676_000,
+        max_cycle: 8_123_456,
+        max_deadline_ns: 9_676_000_000_123,
+        sent: 12,
+        explained: 2,
+        aggregated: 1_500,
+        dropped: 207,
+        spikes: 1_000_002,
+        spikes_sent: 3_001,
+        spikes_explained: 1_200,
+        spikes_aggregated: 900_000,
+        spikes_dropped: 97_000,
+        queued: 1,
+        last_report: false,
+    }
 }
 
 fn stream(bodies: &[Body]) -> (Vec<u8>, Vec<Frame>) {
@@ -279,6 +308,33 @@ fn small_frames_fit_256_bytes_at_their_worst() {
     assert!(worst(HistDelta::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(ThreadStats::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(SpikeSample::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(Aggregate::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+}
+
+#[test]
+fn aggregates_account_for_every_spike() {
+    let a = aggregate();
+    assert!(a.is_consistent());
+    assert_eq!(a.coverage(), Some(1_200.0 / 1_000_002.0));
+    // one record unaccounted for, or explained but never sent: caught
+    for broken in [
+        Aggregate { queued: 0, ..a },
+        Aggregate {
+            spikes: a.spikes + 1,
+            ..a
+        },
+        Aggregate {
+            spikes_explained: a.spikes_sent + 1,
+            ..a
+        },
+        Aggregate {
+            spikes_dropped: u64::MAX,
+            ..a
+        },
+    ] {
+        assert!(!broken.is_consistent(), "{broken:?}");
+    }
+    assert_eq!(Aggregate::default().coverage(), None);
 }
 
 #[test]
@@ -468,11 +524,15 @@ fn sequence_gaps_and_oversize_and_versions_are_counted() {
 
 /// The schema keys, pinned. The current key changes with any change to a
 /// type inside [`Frame`] (a field added, removed, renamed or retyped, a
-/// variant added): update the pin in the same change. Version 2 is
+/// variant added): update the pin in the same change. Version 3 is
 /// unreleased until the branches of this wave have landed, so they add
 /// fields without a new version; once released, a change to the current
-/// types needs a new PROTOCOL_VERSION and a frozen copy as `v1` is. The
-/// version-1 key never changes: every version-1 recording carries it.
+/// types needs a new PROTOCOL_VERSION and a frozen copy as `v1` and `v2`
+/// are. The version-1 and version-2 keys never change: every recording of
+/// those versions carries them. `v2` borrows the current types version 3
+/// did not change, so a change to one of them (an explanation's fields,
+/// say) fails the version-2 pin: give `v2` a frozen copy of the type as
+/// it was, and decode version-2 bodies of it through that copy.
 #[test]
 fn schema_keys_are_pinned() {
     assert_eq!(
@@ -485,10 +545,19 @@ fn schema_keys_are_pinned() {
     // Degraded::no_dma_latency_device added, before version 2 was released
     // (the version 1 upgrade fills them with documented defaults); then
     // RunConfig::wake, align and smi (v1 upgrades them to the absolute
-    // sleep, own start and false).
+    // sleep, own start and false). That was version 2 as released: every
+    // version-2 recording carries this key (`tests/golden/v2`), and the
+    // current types v2 borrows are part of it.
+    assert_eq!(
+        v2::SCHEMA_KEY,
+        [0x64, 0x24, 0x5d, 0x1d, 0xbc, 0xeb, 0xdc, 0x7c],
+        "a type version 2 shares with version 3 changed: freeze a copy in v2"
+    );
+    // version 3: TargetInfo's platform, model, clock_hz and
+    // clock_resolution_ns, and Body::Aggregate
     assert_eq!(
         SCHEMA_KEY,
-        [0x64, 0x24, 0x5d, 0x1d, 0xbc, 0xeb, 0xdc, 0x7c],
+        [0xce, 0x96, 0x7d, 0xfd, 0xe2, 0x91, 0x07, 0x6c],
         "the frame types changed: pin the new key (see this test's docs)"
     );
 }
@@ -599,6 +668,100 @@ fn version_1_frames_decode_as_the_current_types() {
     for (g, s) in got[4..].iter().zip(&sent[4..]) {
         assert_eq!(downgrade::downgrade(g).map(|f| f.body).as_ref(), Some(s));
     }
+}
+
+/// The postcard payload of `frame`.
+fn to_payload<T: serde::Serialize>(frame: &T) -> Vec<u8> {
+    let mut buf = std::vec![0u8; MAX_PAYLOAD];
+    let n = postcard::to_slice(frame, &mut buf).unwrap().len();
+    buf.truncate(n);
+    buf
+}
+
+/// `payload` (a postcard frame) with its CRC, COBS-encoded and delimited.
+fn seal(payload: &[u8]) -> Vec<u8> {
+    let mut p = payload.to_vec();
+    p.extend_from_slice(&encode::CRC.checksum(payload).to_le_bytes());
+    let mut framed = std::vec![0u8; cobs::max_encoding_length(p.len()) + 2];
+    let n = cobs::encode(&p, &mut framed[1..]);
+    framed.truncate(n + 2);
+    *framed.last_mut().unwrap() = 0;
+    framed
+}
+
+/// Every body version 2 has, as a version-2 sender made them: the hello
+/// in its frozen type, the others in the current types they share.
+pub(super) fn every_v2_body() -> Vec<v2::Body> {
+    every_body()
+        .iter()
+        .filter_map(downgrade::downgrade_v2)
+        .collect()
+}
+
+#[test]
+fn version_2_frames_decode_as_the_current_types() {
+    let mut bytes = Vec::new();
+    let sent = every_v2_body();
+    for (i, body) in sent.iter().cloned().enumerate() {
+        let f = v2::Frame {
+            version: 2,
+            seq: i as u32,
+            body,
+        };
+        bytes.extend(seal(&to_payload(&f)));
+    }
+    let mut dec = Decoder::<MAX_FRAME>::new();
+    let (got, errs) = decode_all(&mut dec, &bytes);
+    assert!(errs.is_empty(), "{errs:?}");
+    // everything but the aggregate, which version 2 did not have
+    assert_eq!(got.len(), every_body().len() - 1);
+    assert!(got.iter().all(|f| f.version == PROTOCOL_VERSION));
+    assert_eq!(dec.stats().upgraded, got.len() as u64);
+    for (g, want) in got.iter().zip(
+        every_body()
+            .iter()
+            .filter(|b| !matches!(b, Body::Aggregate(_))),
+    ) {
+        match (&g.body, want) {
+            // the hello: version 2's fields kept, version 3's defaulted
+            // as for a Linux target, version 2's key read as this one
+            (Body::Hello(h), Body::Hello(w)) => {
+                let mut w = w.clone();
+                w.target.platform = Platform::Linux;
+                w.target.model.clear();
+                w.target.clock_hz = NS_CLOCK_HZ;
+                w.target.clock_resolution_ns = 0;
+                assert_eq!(h, &w);
+            }
+            (g, w) => assert_eq!(g, w),
+        }
+    }
+}
+
+#[test]
+fn a_version_2_frame_of_a_version_3_body_is_malformed() {
+    // an aggregate's tag under version 2, which had no such body
+    let p = to_payload(&Frame {
+        version: 2,
+        seq: 0,
+        body: Body::Aggregate(aggregate()),
+    });
+    let mut dec = Decoder::<MAX_FRAME>::new();
+    let (got, errs) = decode_all(&mut dec, &seal(&p));
+    assert!(got.is_empty());
+    assert_eq!(errs, [DecodeError::Malformed]);
+    // and a version-3 hello sent as version 2 does not decode as one
+    let p = to_payload(&Frame {
+        version: 2,
+        seq: 0,
+        body: Body::Hello(hello()),
+    });
+    let (got, _) = decode_all(&mut dec, &seal(&p));
+    assert!(
+        got.iter()
+            .all(|f| !matches!(&f.body, Body::Hello(h) if *h == hello())),
+        "{got:?}"
+    );
 }
 
 #[test]
