@@ -16,7 +16,7 @@ use std::process::{ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 use latscope_core::explain::CauseKind;
-use latscope_core::wire::Body;
+use latscope_core::wire::{Aggregate, Body};
 use latscope_tests::host::{
     assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
     serial_host, Pty, Reaper, Relay, Scratch,
@@ -60,11 +60,14 @@ fn burster() -> (Reaper, BufReader<ChildStdout>, u32) {
 struct Stream {
     /// `elapsed_ns` of each report of thread 0, in order.
     reports: Vec<u64>,
-    /// Per report interval (from 1): the statistics' interval maximum.
-    interval_max: BTreeMap<u32, u64>,
-    /// Per report interval: the latencies explained before its statistics
+    /// Per report interval (from 1): the aggregate's largest spike, exact
+    /// (latency, cycle).
+    worst: BTreeMap<u32, (u64, u64)>,
+    /// Per report interval: the cycles explained before its statistics
     /// (and after the previous interval's).
     explained_in: BTreeMap<u32, Vec<u64>>,
+    /// The aggregates, in order.
+    aggregates: Vec<Aggregate>,
     /// Spike records with the spike flag.
     spikes: u64,
     /// Explanations: whether each one's largest task is the burster;
@@ -82,12 +85,17 @@ fn read_stream(bytes: &[u8], burster: u32) -> Stream {
         match f.body {
             Body::Stats(st) if st.thread == 0 && !st.last_report => {
                 s.reports.push(st.elapsed_ns);
-                s.interval_max.insert(st.epoch, st.interval_max);
                 epoch = st.epoch + 1;
+            }
+            Body::Aggregate(a) => {
+                if a.above > 0 {
+                    s.worst.insert(a.epoch, (a.max_ns, a.max_cycle));
+                }
+                s.aggregates.push(a);
             }
             Body::Spike(r) if r.flags.spike => s.spikes += 1,
             Body::Explain(a) => {
-                s.explained_in.entry(epoch).or_default().push(a.latency_ns);
+                s.explained_in.entry(epoch).or_default().push(a.cycle);
                 // the largest task line (the lines are sorted, largest
                 // first)
                 let task = a.causes.iter().find(|c| c.kind == CauseKind::Task);
@@ -219,21 +227,45 @@ fn a_storm_on_a_serial_line_keeps_reporting_and_explains_the_worst() {
         s.top_is_burster.len()
     );
 
-    // the worst spike of every interval is explained: the interval's
-    // maximum (the upper bound of its top bucket, 1 µs or under 1 % wide)
-    // was explained
-    // in it or just after its report
-    for (&epoch, &max) in &s.interval_max {
+    // every aggregate adds up, and the last one says what the target says
+    assert!(
+        s.aggregates.len() as u64 >= SECS,
+        "{} aggregates",
+        s.aggregates.len()
+    );
+    for a in &s.aggregates {
+        assert!(a.is_consistent(), "{a:?}");
+    }
+    let last = s.aggregates.last().expect("aggregates");
+    assert!(last.last_report && last.queued == 0, "{last:?}");
+    let stream = [
+        last.spikes,
+        last.spikes_sent,
+        last.spikes_explained,
+        last.spikes_aggregated,
+        last.spikes_dropped,
+    ];
+    let own = ["spikes", "sent", "explained", "aggregated", "dropped"].map(n);
+    assert_eq!(stream, own, "the stream's account against the target's");
+    let above: u64 = s.aggregates.iter().map(|a| a.above).sum();
+    assert_eq!(above, n("spikes"));
+
+    // the worst spike of every interval (exact, from the measuring
+    // thread's count) is explained, in its interval or just after
+    let mut missed = Vec::new();
+    for (&epoch, &(max, cycle)) in &s.worst {
         if max < EXPLAIN_US * 1000 {
             continue;
         }
         let near = |e: u32| s.explained_in.get(&e).into_iter().flatten();
-        let worst = near(epoch).chain(near(epoch + 1)).copied().max();
-        assert!(
-            worst.is_some_and(|w| w + (max / 100).max(1_000) >= max),
-            "interval {epoch}: worst {max} ns, explained at most {worst:?}"
-        );
+        if !near(epoch).chain(near(epoch + 1)).any(|&c| c == cycle) {
+            missed.push((epoch, max, cycle));
+        }
     }
+    assert!(
+        missed.is_empty(),
+        "worst spikes not explained (interval, ns, cycle): {missed:?}"
+    );
 
     // the final report is exact
     let (doc, code, err) = host_report_json(&rec);

@@ -124,7 +124,8 @@ fn flagged(a: &mut ThreadArgs<'_>, sample: &Sample) {
         },
     };
     if sample.flags.spike {
-        a.shared.spikes.count();
+        let lat = sample.latency.max(0) as u64;
+        a.shared.spikes.count(lat, sample.cycle);
     }
     if a.spikes.enqueue(r).is_err() {
         a.shared.dropped.fetch_add(1, Ordering::Relaxed);

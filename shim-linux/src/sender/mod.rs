@@ -315,7 +315,7 @@ impl Sender<'_> {
         if !self.publish.report_due(now) {
             return;
         }
-        self.report();
+        self.report(false);
         if !self.opts.console.tty && self.live_view() && self.show_now() {
             self.plain_lines();
         }
@@ -328,7 +328,7 @@ impl Sender<'_> {
         self.attrib.close();
         let now = monotonic_ns();
         self.publish.last_report(now);
-        self.report();
+        self.report(true);
         let reason = self.reason();
         let ended = self.zone.now();
         let bye = Bye {
@@ -419,6 +419,9 @@ impl Sender<'_> {
                 any = true;
                 self.keep_for_summary(t, &r);
                 self.attrib.note(t, &r);
+                if r.flags.spike {
+                    self.tallies[t].seen(&r);
+                }
                 self.publish_spike(now, t, &r);
             }
         }
@@ -486,23 +489,33 @@ impl Sender<'_> {
         }
     }
 
-    /// One report: the coarse attributions, then per thread its delta,
-    /// statistics and snapshot chunk(s), as the publisher's schedule says.
-    fn report(&mut self) {
+    /// One report (`last`: the final one): the coarse attributions, then
+    /// per thread its delta, statistics and snapshot chunk(s), as the
+    /// publisher's schedule says, and where spikes are flagged the
+    /// aggregate of what became of them.
+    fn report(&mut self, last: bool) {
         let publish = &mut self.publish;
         self.attrib
             .coarse(&self.plans, |a| publish.send(Body::Explain(a)));
-        for (v, shared) in self.views.iter_mut().zip(self.shared) {
-            if !v.snapshot(shared) {
-                continue;
+        let epoch = self.publish.epoch();
+        let views = self.views.iter_mut().zip(self.shared);
+        for (t, (v, shared)) in views.enumerate() {
+            if v.snapshot(shared) {
+                v.update_losses(shared);
+                let extra = v.extra();
+                self.publish.thread(&mut v.log, &v.cur, extra);
+                v.counters = *v.log.counters();
             }
-            v.update_losses(shared);
-            let extra = v.extra();
-            self.publish.thread(&mut v.log, &v.cur, extra);
-            v.counters = *v.log.counters();
-        }
-        for t in &mut self.tallies {
-            t.next_interval();
+            if self.flags_spikes {
+                let (dropped, spikes) = shared.spikes.totals();
+                let exact = tally::Exact {
+                    spikes,
+                    dropped,
+                    peak: shared.spikes.take_peak(v.counters.cycles),
+                };
+                let a = self.tallies[t].aggregate(t as u16, epoch, exact, last);
+                self.publish.send(Body::Aggregate(a));
+            }
         }
     }
 }
