@@ -142,7 +142,7 @@ pub struct Outcome {
     /// When it ended (the bye's, and `--json`'s `end_time`).
     pub ended: WallTime,
     /// What became of the spikes, where the run flagged them (`--spike`,
-    /// `--explain`).
+    /// `--explain`) and streamed.
     pub spikes: Option<SpikeTotals>,
 }
 
@@ -353,7 +353,7 @@ impl Sender<'_> {
         }
         self.live.flush();
         Outcome {
-            spikes: self.flags_spikes.then(|| self.spike_totals()),
+            spikes: (self.flags_spikes && self.publish.has_stream()).then(|| self.spike_totals()),
             frames_dropped: self.publish.frames_dropped(),
             loss_reason: self.publish.loss_reason(),
             views: self.views,
@@ -432,10 +432,10 @@ impl Sender<'_> {
 
     /// One flagged sample of thread `t` onto the line, as far as the
     /// line's spike share has room: any record while it has plenty, else
-    /// only one worse than any sent this interval; its explanation if the
-    /// drain may still read a trace window, or if it is worse than any
-    /// explained this interval. A break record always goes. A spike not
-    /// sent is counted (aggregated).
+    /// only one worse than any sent this interval; with it its explanation
+    /// while the share had plenty and the drain may still read a trace
+    /// window, or if it is worse than any explained this interval. A break
+    /// record always goes. A spike not sent is counted (aggregated).
     fn publish_spike(&mut self, now: i64, t: usize, r: &SpikeSample) {
         let tally = &mut self.tallies[t];
         let room = self.publish.spike_room(now);
@@ -457,9 +457,11 @@ impl Sender<'_> {
             return;
         }
         tally.sent(r.latency_ns);
-        let explain = match (self.attrib.can_explain(r), self.publish.spike_room(now)) {
-            (None, _) | (_, Room::Nothing) => false,
-            (Some(ordinary), room) => {
+        // the room as the record found it: a spike sent is explained with
+        // it, rather than its share going to more records nobody explains
+        let explain = match self.attrib.can_explain(r) {
+            None => false,
+            Some(ordinary) => {
                 (ordinary && room == Room::Any) || tally.worst_unexplained(r.latency_ns)
             }
         };

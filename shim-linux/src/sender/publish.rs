@@ -105,6 +105,11 @@ impl Publisher {
             .map(Sink::loss_reason)
     }
 
+    /// Whether the run has a stream at all.
+    pub fn has_stream(&self) -> bool {
+        self.sink.is_some()
+    }
+
     /// Whether the run has a stream that can still deliver.
     pub fn link_works(&self) -> bool {
         self.sink.as_ref().is_some_and(|s| !s.broken())
