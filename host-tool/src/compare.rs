@@ -124,10 +124,10 @@ pub(crate) fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
     for (side, name, run) in [("A", name_a, a), ("B", name_b, b)] {
         let _ = writeln!(
             out,
-            "{side}: {name}: {} ({}, kernel {}), run {:016x}",
+            "{side}: {name}: {} ({}, {}), run {:016x}",
             run.hostname(),
             run.hello.target.arch,
-            run.hello.target.kernel,
+            crate::report::text::system_words(&run.hello.target),
             run.hello.run_id
         );
     }

@@ -10,8 +10,8 @@ mod thread;
 
 pub(crate) use explain::{cause_label, Explained};
 pub(crate) use series::Point;
-pub(crate) use thread::ThreadAgg;
 pub use thread::SERIES_POINTS;
+pub(crate) use thread::{SpikeAccount, ThreadAgg};
 
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! `latscope-host report`: the outputs made from decoded runs, and the
 //! subcommand itself ([`run`] with a [`Plan`]).
 
+mod accounting;
 pub(crate) mod cyclictest;
 mod pretty;
 mod run;
@@ -8,6 +9,8 @@ pub(crate) mod text;
 
 #[cfg(test)]
 mod golden;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Write;
 use std::io;
@@ -21,6 +24,7 @@ use crate::aggregate::Run;
 use crate::error::Result;
 use crate::session::Session;
 use crate::summary::{summarize, Summary};
+use latscope_core::wire::Platform;
 
 pub(crate) use run::decode;
 pub use run::{run, Plan};
@@ -411,5 +415,31 @@ fn json_notes(v: &mut Value, run: &Run) {
     }
     if run.hello.config.tracefs_mounted {
         v["config"]["tracefs_mounted"] = json!(true);
+    }
+    let t = &run.hello.target;
+    if t.platform == Platform::BareMetal {
+        // no kernel: its facts are not zero, they do not exist
+        v["target"]["platform"] = json!(t.platform.name());
+        for k in [
+            "kernel",
+            "preempt_rt",
+            "preempt_model",
+            "cmdline",
+            "clocksource",
+            "rt_runtime_us",
+        ] {
+            v["target"][k] = Value::Null;
+        }
+    }
+    if !t.model.is_empty() {
+        v["target"]["model"] = json!(t.model.as_str());
+    }
+    // versions 1 and 2 did not say (their upgrade leaves the resolution 0)
+    if t.clock_resolution_ns > 0 || t.platform != Platform::Linux {
+        v["target"]["clock_hz"] = json!(t.clock_hz);
+        v["target"]["clock_resolution_ns"] = json!(t.clock_resolution_ns);
+    }
+    if let Some(a) = accounting::json(run) {
+        v["spike_account"] = a;
     }
 }

@@ -6,6 +6,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use latscope_core::wire::Platform;
+
 use super::{render, run_ok, write_json, Decoded, Format, Options};
 use crate::console;
 use crate::error::{Error, Result};
@@ -193,7 +195,10 @@ fn plot_runs(file: &Path, decoded: &[Decoded]) -> Result<()> {
                 "{} ({}, {})",
                 run.hostname(),
                 run.hello.target.arch,
-                run.hello.target.kernel
+                match run.hello.target.platform {
+                    Platform::Linux => run.hello.target.kernel.to_string(),
+                    Platform::BareMetal => super::text::model_line(&run.hello.target),
+                }
             ));
         }
     }

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use latscope_core::explain::CauseKind;
-use latscope_core::wire::{ByeReason, Level, LinkStats, Policy};
+use latscope_core::wire::{ByeReason, Level, LinkStats, Platform, Policy, TargetInfo};
 
 use crate::aggregate::Run;
 use crate::summary::{avg_us, or_dash, summarize, us, us_opt, Summary, QUANTILES};
@@ -148,6 +148,11 @@ pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
     let h = &run.hello;
     let t = &h.target;
     let c = &h.config;
+    if t.platform == Platform::BareMetal {
+        bare_metal_header(out, name, run);
+        tail(out, run, link);
+        return;
+    }
     let _ = writeln!(
         out,
         "== {name}: latscope {} on {} ({}, kernel {}, {}{}), {} CPUs, run {:016x}",
@@ -160,6 +165,9 @@ pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
         t.cpus,
         h.run_id
     );
+    if !t.model.is_empty() {
+        let _ = writeln!(out, "model:    {}", model_line(t));
+    }
     let _ = writeln!(
         out,
         "config:   {}, interval {} µs, distance {} µs, clock {}, mlock {}, dma latency {}, duration {}, report every {:.1} s",
@@ -216,6 +224,85 @@ pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
         );
     }
     tail(out, run, link);
+}
+
+/// The model and the measuring clock: `mps2-an386 (Cortex-M4F, bare
+/// metal), clock 25 MHz (40 ns)`; the parts the target did not say are
+/// left out.
+pub(crate) fn model_line(t: &TargetInfo) -> String {
+    let mut parts = Vec::new();
+    if !t.model.is_empty() {
+        parts.push(t.model.to_string());
+    }
+    if t.clock_hz > 0 {
+        let mut clock = format!("clock {}", rate(t.clock_hz));
+        if t.clock_resolution_ns > 0 {
+            let _ = write!(clock, " ({} ns)", t.clock_resolution_ns);
+        }
+        parts.push(clock);
+    }
+    parts.join(", ")
+}
+
+/// What runs the target, in a few words for one-line descriptions
+/// (compare, plot titles): `kernel 6.1.0-rt`, or a bare-metal target's
+/// [`model_line`].
+pub(crate) fn system_words(t: &TargetInfo) -> String {
+    match t.platform {
+        Platform::Linux => format!("kernel {}", t.kernel),
+        Platform::BareMetal => model_line(t),
+    }
+}
+
+/// A clock rate in the largest unit that divides it: `25 MHz`, `1 GHz`,
+/// `32768 Hz`.
+fn rate(hz: u64) -> String {
+    match hz {
+        h if h % 1_000_000_000 == 0 => format!("{} GHz", h / 1_000_000_000),
+        h if h % 1_000_000 == 0 => format!("{} MHz", h / 1_000_000),
+        h if h % 1_000 == 0 => format!("{} kHz", h / 1_000),
+        h => format!("{h} Hz"),
+    }
+}
+
+/// The header of a bare-metal target: its model and clock instead of a
+/// kernel, and none of the lines only Linux has facts for (kernel,
+/// preemption model, cmdline, clocksource, scheduling policy, mlock,
+/// /dev/cpu_dma_latency).
+fn bare_metal_header(out: &mut String, name: &str, run: &Run) {
+    let h = &run.hello;
+    let t = &h.target;
+    let c = &h.config;
+    let who = [t.hostname.as_str(), t.name.as_str()]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .map(|s| format!(" on {s}"))
+        .unwrap_or_default();
+    let arch = if t.arch.is_empty() {
+        String::new()
+    } else {
+        format!("{}, ", t.arch)
+    };
+    let _ = writeln!(
+        out,
+        "== {name}: latscope {}{who} ({arch}bare metal), {} CPUs, run {:016x}",
+        h.tool_version, t.cpus, h.run_id
+    );
+    let _ = writeln!(out, "model:    {}", model_line(t));
+    let _ = writeln!(
+        out,
+        "config:   interval {} µs, duration {}, report every {:.1} s",
+        us(c.interval_ns),
+        if c.duration_ns > 0 {
+            format!("{:.0} s", c.duration_ns as f64 / 1e9)
+        } else {
+            "none".into()
+        },
+        c.report_ns as f64 / 1e9
+    );
+    if !t.argv.is_empty() {
+        let _ = writeln!(out, "command:  {}", t.argv);
+    }
 }
 
 /// The header of a run whose hello was never decoded: nothing about the
@@ -318,6 +405,7 @@ pub(crate) fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
     let mut rows: Vec<&Summary> = per.iter().collect();
     rows.push(&all);
     table(out, &rows);
+    super::accounting::text(out, run);
     let any = run.threads.iter().any(|t| !t.spikes.largest.is_empty());
     if any {
         let _ = writeln!(
