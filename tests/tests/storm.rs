@@ -267,8 +267,16 @@ fn a_storm_on_a_serial_line_keeps_reporting_and_explains_the_worst() {
         "worst spikes not explained (interval, ns, cycle): {missed:?}"
     );
 
-    // the final report is exact
+    // the final report is exact, and the host's account is the target's
     let (doc, code, err) = host_report_json(&rec);
     assert_eq!(code, 0, "{err}");
-    assert_matches_target(first_run(&doc), &target);
+    let run = first_run(&doc);
+    assert_matches_target(run, &target);
+    let acc = &run["spike_account"][0];
+    assert_eq!(acc["final"], true, "{acc}");
+    assert_eq!(acc["consistent"], true, "{acc}");
+    for k in ["spikes", "sent", "explained", "aggregated", "dropped"] {
+        assert_eq!(acc[k].as_u64(), Some(n(k)), "host {k}: {acc}");
+    }
+    assert_eq!(acc["spike_records_received"].as_u64(), Some(n("sent")));
 }
