@@ -188,11 +188,12 @@ fn spike_totals(run: &Run) -> Option<SpikeTotals> {
     let mut sum = None::<SpikeTotals>;
     for a in run.threads.iter().filter_map(|t| t.spike_account.latest) {
         let s = sum.get_or_insert_with(SpikeTotals::default);
-        s.spikes += a.spikes;
-        s.sent += a.spikes_sent;
-        s.explained += a.spikes_explained;
-        s.aggregated += a.spikes_aggregated;
-        s.dropped += a.spikes_dropped;
+        // a forged stream's counts may be anything
+        s.spikes = s.spikes.saturating_add(a.spikes);
+        s.sent = s.sent.saturating_add(a.spikes_sent);
+        s.explained = s.explained.saturating_add(a.spikes_explained);
+        s.aggregated = s.aggregated.saturating_add(a.spikes_aggregated);
+        s.dropped = s.dropped.saturating_add(a.spikes_dropped);
     }
     sum
 }
