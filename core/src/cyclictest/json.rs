@@ -46,6 +46,36 @@ pub struct JsonDoc<'a> {
     /// How each cycle waited (`-r`, `-s`, `-x`): the `"latscope"` object
     /// names it, with what it gives up.
     pub wake: WakeMode,
+    /// What became of the run's spikes (the `"latscope"` object's
+    /// `"spikes"`), where the run flagged spikes.
+    pub spikes: Option<SpikeTotals>,
+}
+
+/// What became of a run's spikes (samples above the spike threshold),
+/// over all threads: each was sent as a record, aggregated (only counted:
+/// the link had no room) or dropped (its queue was full).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpikeTotals {
+    /// Spikes, counted exactly where they were measured.
+    pub spikes: u64,
+    /// Sent as a record.
+    pub sent: u64,
+    /// Of those, explained.
+    pub explained: u64,
+    /// Only counted.
+    pub aggregated: u64,
+    /// Not queued.
+    pub dropped: u64,
+}
+
+impl SpikeTotals {
+    /// Explained spikes over spikes, in percent (0 without spikes).
+    pub fn coverage_pct(&self) -> f64 {
+        if self.spikes == 0 {
+            return 0.0;
+        }
+        self.explained as f64 * 100.0 / self.spikes as f64
+    }
 }
 
 /// Write `s` as a JSON string literal. cyclictest prints its strings raw;
@@ -211,9 +241,24 @@ pub fn json<W: Write>(
     w.write_str("  },\n  \"latscope\": {\n")?;
     field(w, "    ", "version", doc.tool_version, false)?;
     let caveat = doc.wake.caveat();
-    field(w, "    ", "wake_mode", doc.wake.name(), caveat.is_none())?;
+    let last = doc.spikes.is_none();
+    field(
+        w,
+        "    ",
+        "wake_mode",
+        doc.wake.name(),
+        caveat.is_none() && last,
+    )?;
     if let Some(c) = caveat {
-        field(w, "    ", "wake_mode_caveat", c, true)?;
+        field(w, "    ", "wake_mode_caveat", c, last)?;
+    }
+    if let Some(t) = doc.spikes {
+        writeln!(
+            w,
+            "    \"spikes\": {{\"spikes\": {}, \"sent\": {}, \"explained\": {}, \
+             \"aggregated\": {}, \"dropped\": {}}}",
+            t.spikes, t.sent, t.explained, t.aggregated, t.dropped
+        )?;
     }
     w.write_str("  }\n}\n")
 }

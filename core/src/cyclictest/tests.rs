@@ -172,6 +172,7 @@ fn doc_of(fixture: &str) -> JsonDoc<'_> {
         },
         realtime: false,
         wake: WakeMode::Absolute,
+        spikes: None,
     }
 }
 
@@ -243,6 +244,7 @@ fn json_names_a_wake_mode_and_what_it_gives_up() {
     for mode in [WakeMode::Relative, WakeMode::PosixTimer { relative: true }] {
         let doc = JsonDoc {
             wake: mode,
+            spikes: None,
             ..doc_of(Q_JSON)
         };
         let mut ours = String::new();
@@ -255,6 +257,36 @@ fn json_names_a_wake_mode_and_what_it_gives_up() {
         assert!(ours.ends_with(&tail), "{ours}");
         assert_eq!(same_times(&without_extras(&ours), Q_JSON), Q_JSON);
     }
+}
+
+/// What became of the spikes closes the `"latscope"` object, and the
+/// document stays what cyclictest writes besides.
+#[test]
+fn json_says_what_became_of_the_spikes() {
+    let h = vec![vec![0; DEFAULT_BUCKETS]; 2];
+    let t = [
+        thread(0, counters(Q_JSON, 0), &h[0], &[]),
+        thread(1, counters(Q_JSON, 1), &h[1], &[]),
+    ];
+    let spikes = SpikeTotals {
+        spikes: 1_000,
+        sent: 90,
+        explained: 12,
+        aggregated: 900,
+        dropped: 10,
+    };
+    let doc = JsonDoc {
+        spikes: Some(spikes),
+        ..doc_of(Q_JSON)
+    };
+    let mut ours = String::new();
+    json(&mut ours, &doc, &t, &opts(0, false)).unwrap();
+    let tail =
+        "    \"wake_mode\": \"clock_nanosleep_abstime\",\n    \"spikes\": {\"spikes\": 1000, \
+                \"sent\": 90, \"explained\": 12, \"aggregated\": 900, \"dropped\": 10}\n  }\n}\n";
+    assert!(ours.ends_with(tail), "{ours}");
+    assert_eq!(same_times(&without_extras(&ours), Q_JSON), Q_JSON);
+    assert!((spikes.coverage_pct() - 1.2).abs() < 1e-9);
 }
 
 #[test]

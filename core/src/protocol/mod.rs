@@ -38,18 +38,30 @@
 //!
 //! On a serial line the stream must leave room: 4 threads at 1 kHz
 //! average under 10 % of a 115200-baud line, and no second may carry more
-//! than half of it, the last one included. The rolling snapshot keeps its
-//! share flat however long the run and however wide its histograms. The
-//! deltas grow with the histograms' spread (a board whose latencies cover
-//! hundreds of microseconds changes hundreds of buckets a second), so on a
-//! serial line the reporter has a byte budget ([`Reporter::with_budget`],
-//! [`line_budget`]: 7 % of the line): a report waits until the bytes sent
-//! before it are paid for, and wide histograms are reported every few
-//! seconds instead of every second, each report still exact. A [`Pacer`]
-//! on the line spreads the one large burst, the final report's full
-//! snapshots, over the following seconds. `bench/link-budget` measures
-//! both on a pseudo-terminal, and the board tests on an emulated board's
-//! own UART.
+//! than half of it, the last one included. The line is shared in stated
+//! parts, each with its own account, so that one never waits for another:
+//!
+//! * **reports** (deltas, statistics, snapshot chunks, hellos, log lines):
+//!   7 % of the line ([`Reporter::with_budget`], [`line_budget`]). The
+//!   rolling snapshot keeps their share flat however long the run and
+//!   however wide its histograms. The deltas grow with the histograms'
+//!   spread (a board whose latencies cover hundreds of microseconds
+//!   changes hundreds of buckets a second), so a report waits until the
+//!   report bytes sent before it are paid for, at most
+//!   [`MAX_BUDGET_WAIT_NS`]: wide histograms are reported every two or
+//!   three seconds instead of every second, each report still exact;
+//! * **spike records and explanations**: 25 % of the line
+//!   ([`Reporter::with_spike_share`], [`spike_share`]), never charged to
+//!   the reports. The caller asks [`Reporter::spike_room`] before each;
+//!   the last [`SPIKE_RESERVE_NS`] of the share's burst is kept for the
+//!   worst spikes of an interval and their explanations. A spike that
+//!   finds no room is counted by the caller, not sent;
+//! * the rest is headroom: a [`Pacer`] on the line (half of it in any
+//!   second) spreads the one large burst, the final report's full
+//!   snapshots, over the following seconds.
+//!
+//! `bench/link-budget` measures the reports' part on a pseudo-terminal,
+//! and the board tests on an emulated board's own UART.
 //!
 //! # Exactness
 //!
@@ -82,10 +94,12 @@ pub use assembler::Assembler;
 pub use buckets::{ArrayStore, BucketStore};
 pub use pacer::Pacer;
 pub use reporter::{
-    line_budget, Extra, Reporter, ThreadLog, ThreadLogIn, HELLO_EVERY_NS, MAX_BUDGET_WAIT_NS,
-    ROLL_BYTES,
+    line_budget, spike_share, Extra, Reporter, Room, ThreadLog, ThreadLogIn, HELLO_EVERY_NS,
+    MAX_BUDGET_WAIT_NS, ROLL_BYTES, SPIKE_AHEAD_NS, SPIKE_RESERVE_NS,
 };
 pub use sink::{FrameSink, SliceSink};
 
+#[cfg(test)]
+mod budget_tests;
 #[cfg(test)]
 mod tests;

@@ -14,11 +14,12 @@ use super::FrameSink;
 /// A hello is resent this often (ns).
 pub const HELLO_EVERY_NS: u64 = 10_000_000_000;
 
-/// The longest a report waits for the stream's byte budget
-/// ([`Reporter::with_budget`]) past its due time (ns): frames the caller
-/// sends between reports (explained spikes) can use up a budget, and
-/// reports still go out.
-pub const MAX_BUDGET_WAIT_NS: u64 = 5_000_000_000;
+/// The longest a report waits for its byte budget
+/// ([`Reporter::with_budget`]) past its due time (ns). Only the reports'
+/// own frames (and hellos and log lines) are charged to that budget, never
+/// spikes or explanations, so it is the reports' own size that can delay
+/// them: with 1 s reports one goes out at least every 3 s.
+pub const MAX_BUDGET_WAIT_NS: u64 = 2_000_000_000;
 
 /// The byte budget of the reports on a serial line of `baud` (8N1: 10 bits
 /// a byte): 7 % of the line, so that with the final report's full
@@ -26,6 +27,41 @@ pub const MAX_BUDGET_WAIT_NS: u64 = 5_000_000_000;
 /// of a minute stays within 10 % of it.
 pub const fn line_budget(baud: u32) -> u32 {
     baud / 10 * 7 / 100
+}
+
+/// The share of a serial line of `baud` (8N1) that spike records and
+/// explanations may use ([`Reporter::with_spike_share`]): 25 % of it, in
+/// bytes per second. With the reports' 7 % and the share's burst
+/// ([`SPIKE_AHEAD_NS`]) no second carries more than half of the line.
+pub const fn spike_share(baud: u32) -> u32 {
+    baud / 10 * 25 / 100
+}
+
+/// How far ahead of the clock the spike share may be spent (ns of the
+/// share): after a quiet stretch, this much can go at once.
+pub const SPIKE_AHEAD_NS: i64 = 500_000_000;
+
+/// The part of [`SPIKE_AHEAD_NS`] kept for the worst spikes (a spike worse
+/// than any sent in the interval, and its explanation): ordinary spike
+/// records leave it unspent.
+pub const SPIKE_RESERVE_NS: i64 = 250_000_000;
+
+/// What the spike share has room for now ([`Reporter::spike_room`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Room {
+    /// Nothing: the share is spent.
+    Nothing,
+    /// Only the worst: the reserve is left.
+    Worst,
+    /// Any spike record or explanation.
+    Any,
+}
+
+/// Whether `body` is charged to the spike share rather than the reports'
+/// budget.
+const fn spike_class(body: &Body) -> bool {
+    matches!(body, Body::Spike(_) | Body::Explain(_))
 }
 
 /// `until` moved on by the time `len` bytes take at `budget` bytes per
@@ -194,9 +230,13 @@ pub struct Reporter {
     resync: bool,
     /// Bytes per second the stream may average (0: no budget).
     budget: u32,
-    /// When everything sent so far is paid for at `budget` bytes per
-    /// second: no report starts before.
+    /// When the report frames sent so far are paid for at `budget` bytes
+    /// per second: no report starts before.
     paid_until: i64,
+    /// Bytes per second spikes and explanations may average (0: no limit).
+    spike_share: u32,
+    /// When the spike frames sent so far are paid for at `spike_share`.
+    spike_paid_until: i64,
 }
 
 impl Reporter {
@@ -221,18 +261,51 @@ impl Reporter {
             resync: false,
             budget: 0,
             paid_until: start_ns,
+            spike_share: 0,
+            spike_paid_until: start_ns,
         }
     }
 
-    /// The same reporter with a byte budget: the stream, every frame
-    /// counted, averages at most `bytes_per_s`. A report whose time has
-    /// come waits until the bytes sent before it are paid for (at most
-    /// [`MAX_BUDGET_WAIT_NS`]), so wide histograms, whose deltas are large,
-    /// are reported less often rather than filling a slow line. Time unused
-    /// is not saved up. The final report never waits. 0: no budget.
+    /// The same reporter with a byte budget for its reports: their frames,
+    /// hellos and log lines average at most `bytes_per_s` (spikes and
+    /// explanations have their own share, [`Reporter::with_spike_share`]).
+    /// A report whose time has come waits until the bytes sent before it
+    /// are paid for (at most [`MAX_BUDGET_WAIT_NS`]), so wide histograms,
+    /// whose deltas are large, are reported less often rather than filling
+    /// a slow line. Time unused is not saved up. The final report never
+    /// waits. 0: no budget.
     pub const fn with_budget(mut self, bytes_per_s: u32) -> Reporter {
         self.budget = bytes_per_s;
         self
+    }
+
+    /// The same reporter with a share of the line for spike records and
+    /// explanations: [`Reporter::spike_room`] says whether one may go, and
+    /// what they cost never delays a report. 0: no limit.
+    pub const fn with_spike_share(mut self, bytes_per_s: u32) -> Reporter {
+        self.spike_share = bytes_per_s;
+        self
+    }
+
+    /// What the spike share has room for at `now`: a spike record or
+    /// explanation may go while the share is spent less than
+    /// [`SPIKE_AHEAD_NS`] ahead of `now`, an ordinary one only while
+    /// [`SPIKE_RESERVE_NS`] of that is left. The caller asks before each
+    /// spike frame it sends; one that does not fit is the caller's to
+    /// count. Time unused is not saved up.
+    pub fn spike_room(&mut self, now: i64) -> Room {
+        if self.spike_share == 0 {
+            return Room::Any;
+        }
+        self.spike_paid_until = self.spike_paid_until.max(now);
+        let ahead = self.spike_paid_until.saturating_sub(now);
+        if ahead < SPIKE_AHEAD_NS - SPIKE_RESERVE_NS {
+            Room::Any
+        } else if ahead < SPIKE_AHEAD_NS {
+            Room::Worst
+        } else {
+            Room::Nothing
+        }
     }
 
     /// The current report number (0 before the first report).
@@ -278,12 +351,20 @@ impl Reporter {
         now >= self.report_at()
     }
 
-    /// Encode `body` as the next frame into `out`.
+    /// Encode `body` as the next frame into `out`. A spike record or an
+    /// explanation is charged to the spike share, any other frame to the
+    /// reports' budget.
     pub fn send<S: FrameSink + ?Sized>(&mut self, body: Body, out: &mut S) {
         let seq = self.enc.next_seq();
+        let spike = spike_class(&body);
         match self.enc.frame(body) {
             Ok(bytes) => {
-                self.paid_until = paid(self.paid_until, self.budget, bytes.len());
+                if spike {
+                    self.spike_paid_until =
+                        paid(self.spike_paid_until, self.spike_share, bytes.len());
+                } else {
+                    self.paid_until = paid(self.paid_until, self.budget, bytes.len());
+                }
                 out.frame(seq, bytes);
             }
             Err(e) => out.failed(e),

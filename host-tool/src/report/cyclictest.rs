@@ -6,7 +6,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, Uname};
+use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, SpikeTotals, Thread, Uname};
 use latscope_core::hist::Totals;
 use latscope_core::seqlock::Counters;
 use latscope_core::tz::WallTime;
@@ -181,6 +181,23 @@ fn times(run: &Run, end: SystemTime) -> (WallTime, WallTime) {
     (started, ended)
 }
 
+/// What became of the run's spikes, as the target's `--json` says it: the
+/// latest aggregate's totals of every thread, where the stream has
+/// aggregates (version 3 with a spike threshold).
+fn spike_totals(run: &Run) -> Option<SpikeTotals> {
+    let mut sum = None::<SpikeTotals>;
+    for a in run.threads.iter().filter_map(|t| t.spike_account.latest) {
+        let s = sum.get_or_insert_with(SpikeTotals::default);
+        // a forged stream's counts may be anything
+        s.spikes = s.spikes.saturating_add(a.spikes);
+        s.sent = s.sent.saturating_add(a.spikes_sent);
+        s.explained = s.explained.saturating_add(a.spikes_explained);
+        s.aggregated = s.aggregated.saturating_add(a.spikes_aggregated);
+        s.dropped = s.dropped.saturating_add(a.spikes_dropped);
+    }
+    sum
+}
+
 /// The target's `--json` document of one run; `end` as in [`times`].
 pub(crate) fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String {
     let h = &run.hello;
@@ -200,6 +217,7 @@ pub(crate) fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> 
         },
         realtime: h.target.preempt_rt,
         wake: h.config.wake,
+        spikes: spike_totals(run),
     };
     let h = hists(run);
     let t = threads(run, &h);

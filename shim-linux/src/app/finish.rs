@@ -150,6 +150,17 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
     for dev in &s.deg.missing_devices {
         output::note(&format!("# missing device: {dev} (not on this kernel)"));
     }
+    if let Some(t) = ended.outcome.spikes.filter(|t| t.spikes > 0) {
+        output::note(&format!(
+            "# spikes: {}: {} sent, {} explained ({:.1} % coverage), {} aggregated, {} dropped",
+            t.spikes,
+            t.sent,
+            t.explained,
+            t.coverage_pct(),
+            t.aggregated,
+            t.dropped
+        ));
+    }
     let dropped = ended.outcome.frames_dropped;
     if dropped > 0 {
         let why = ended.outcome.loss_reason.as_deref().unwrap_or("unknown");
@@ -184,6 +195,7 @@ fn write_json(
         },
         realtime: procfs::is_realtime(),
         wake: cfg.wake,
+        spikes: ended.outcome.spikes,
     };
     let mut text = String::with_capacity(4096 + cfg.hist_us as usize * 24 * threads.len());
     // a String takes every write

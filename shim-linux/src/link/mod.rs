@@ -9,14 +9,17 @@
 //! A serial line is paced ([`Pacer`]): no second carries more than half of
 //! what the line can, so the one large burst of a run, its final report
 //! with every thread's full histogram, is spread over the next seconds
-//! rather than filling the line. Its reports also keep to a byte budget
-//! ([`Sink::byte_budget`]), which the sender's reporter enforces.
+//! rather than filling the line. Its reports keep to a byte budget
+//! ([`Sink::byte_budget`]) and its spikes and explanations to a share of
+//! their own ([`Sink::spike_share`]), both enforced by the sender's
+//! reporter; a spike frame also goes only where the pacer would not make
+//! it wait ([`Sink::spike_fits`]), so spikes never stall the sender.
 
 mod resend;
 mod serial;
 mod tcp;
 
-use latscope_core::protocol::{line_budget, Pacer};
+use latscope_core::protocol::{line_budget, spike_share, Pacer};
 use latscope_core::wire::Hello;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
@@ -45,8 +48,10 @@ enum Link {
 /// A stream destination.
 pub struct Sink {
     link: Link,
-    /// Bytes per second the stream may average (0: no limit).
+    /// Bytes per second the stream's reports may average (0: no limit).
     budget: u32,
+    /// Bytes per second spikes and explanations may average (0: no limit).
+    spike_share: u32,
     /// Frames that could not be delivered.
     pub frames_dropped: u64,
 }
@@ -54,9 +59,9 @@ pub struct Sink {
 impl Sink {
     /// Open `dest`. TCP does not connect here: the sender keeps trying.
     pub fn open(dest: &Dest) -> Result<Sink, Error> {
-        let budget = match dest {
-            Dest::Serial { baud, .. } => line_budget(*baud),
-            _ => 0,
+        let (budget, spike_share) = match dest {
+            Dest::Serial { baud, .. } => (line_budget(*baud), spike_share(*baud)),
+            _ => (0, 0),
         };
         let link = match dest {
             Dest::Stdout => Link::Stdout { broken: None },
@@ -83,6 +88,7 @@ impl Sink {
         Ok(Sink {
             link,
             budget,
+            spike_share,
             frames_dropped: 0,
         })
     }
@@ -92,6 +98,25 @@ impl Sink {
     /// the final report.
     pub fn byte_budget(&self) -> u32 {
         self.budget
+    }
+
+    /// Bytes per second spike records and explanations keep to (0: no
+    /// limit): on a serial line 25 % of it.
+    pub fn spike_share(&self) -> u32 {
+        self.spike_share
+    }
+
+    /// Whether a spike frame of about `len` bytes may leave at `now`
+    /// without the pacer making it wait.
+    pub fn spike_fits(&mut self, now: i64, len: usize) -> bool {
+        match &mut self.link {
+            Link::Fd {
+                pacer: Some(p),
+                broken: None,
+                ..
+            } => p.ready_at(now, len) <= now,
+            _ => true,
+        }
     }
 
     /// Make progress on a TCP link (connect, read acks, send). Returns

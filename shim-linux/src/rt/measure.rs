@@ -123,8 +123,15 @@ fn flagged(a: &mut ThreadArgs<'_>, sample: &Sample) {
             brk: sample.flags.brk,
         },
     };
+    if sample.flags.spike {
+        let lat = sample.latency.max(0) as u64;
+        a.shared.spikes.count(lat, sample.cycle);
+    }
     if a.spikes.enqueue(r).is_err() {
         a.shared.dropped.fetch_add(1, Ordering::Relaxed);
+        if sample.flags.spike {
+            a.shared.spikes.lost();
+        }
     }
     if sample.flags.spike {
         if let Some(m) = a.marker.as_mut() {

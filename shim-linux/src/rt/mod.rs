@@ -51,7 +51,7 @@ pub const fn hist_bytes_per_thread(hist_us: u32) -> usize {
     }
 }
 /// Capacity of a spike queue (one slot stays free).
-const SPIKE_QUEUE: usize = 256;
+pub const SPIKE_QUEUE: usize = 256;
 /// Capacity of a `-v` sample queue.
 const VERBOSE_QUEUE: usize = 8192;
 /// Stack of a measuring thread: small, explicit, and prefaulted.
@@ -114,6 +114,81 @@ fn prefault_queue<T: Copy, const Q: usize>(q: &mut Queue<T, Q>, fill: T) {
     while q.dequeue().is_some() {}
 }
 
+/// A measuring thread's exact count of its spikes, beside the lossy queue
+/// that carries them: how many there were, how many did not fit the
+/// queue, and the largest since the sender last looked. The measuring
+/// thread only adds (three atomic operations a spike); the sender reads.
+pub struct SpikeCount {
+    /// Spikes so far.
+    all: AtomicU64,
+    /// Spike records that did not fit the queue.
+    dropped: AtomicU64,
+    /// The largest spike since the last [`SpikeCount::take_peak`]:
+    /// latency in ns in the upper 40 bits, the cycle's low 24 bits below.
+    peak: AtomicU64,
+}
+
+/// Bits of the cycle number in [`SpikeCount`]'s peak.
+const PEAK_CYCLE_BITS: u32 = 24;
+
+impl SpikeCount {
+    const fn new() -> SpikeCount {
+        SpikeCount {
+            all: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            peak: AtomicU64::new(0),
+        }
+    }
+
+    /// A spike of `latency_ns` at `cycle` (measuring thread, before it is
+    /// queued).
+    pub fn count(&self, latency_ns: u64, cycle: u64) {
+        self.all.fetch_add(1, Ordering::Release);
+        let lat = latency_ns.min((1 << (64 - PEAK_CYCLE_BITS)) - 1);
+        let packed = (lat << PEAK_CYCLE_BITS) | (cycle & ((1 << PEAK_CYCLE_BITS) - 1));
+        self.peak.fetch_max(packed, Ordering::Relaxed);
+    }
+
+    /// The spike just counted did not fit the queue.
+    pub fn lost(&self) {
+        self.dropped.fetch_add(1, Ordering::Release);
+    }
+
+    /// (dropped, all) so far, read in that order: every dropped record is
+    /// in `all`, and so is every record the sender has dequeued.
+    pub fn totals(&self) -> (u64, u64) {
+        let dropped = self.dropped.load(Ordering::Acquire);
+        (dropped, self.all.load(Ordering::Acquire))
+    }
+
+    /// The largest spike since the last call, as (latency in ns, cycle),
+    /// the cycle completed from `recorded`, about the cycles recorded by
+    /// now (within 2^23 of it); `None` without one. Its latency is exact up
+    /// to about 12 days.
+    pub fn take_peak(&self, recorded: u64) -> Option<(u64, u64)> {
+        let p = self.peak.swap(0, Ordering::Relaxed);
+        if p == 0 {
+            return None;
+        }
+        Some((p >> PEAK_CYCLE_BITS, complete_cycle(p, recorded)))
+    }
+}
+
+/// The cycle number whose low [`PEAK_CYCLE_BITS`] bits `packed` holds: the
+/// one nearest to `recorded` (the spike may be a little later than the
+/// count the caller has).
+fn complete_cycle(packed: u64, recorded: u64) -> u64 {
+    let span = 1u64 << PEAK_CYCLE_BITS;
+    let cycle = (recorded & !(span - 1)) | (packed & (span - 1));
+    if cycle > recorded.saturating_add(span / 2) && cycle >= span {
+        cycle - span
+    } else if cycle.saturating_add(span / 2) < recorded {
+        cycle.saturating_add(span)
+    } else {
+        cycle
+    }
+}
+
 /// What one measuring thread shares with the sender and main threads.
 pub struct Shared {
     /// Samples and statistics (one writer, lock-free readers).
@@ -124,6 +199,9 @@ pub struct Shared {
     pub phase: PhaseCell,
     /// Flagged samples that did not fit the queue.
     pub dropped: AtomicU64,
+    /// The exact count of spikes (samples above the spike threshold),
+    /// counted before each is queued, so never behind the queue.
+    pub spikes: SpikeCount,
     /// `-v` samples that did not fit their queue.
     pub verbose_dropped: AtomicU64,
     /// Faults when measuring started.
@@ -155,6 +233,7 @@ impl Shared {
             tid: AtomicI32::new(0),
             phase: PhaseCell::new(),
             dropped: AtomicU64::new(0),
+            spikes: SpikeCount::new(),
             verbose_dropped: AtomicU64::new(0),
             faults_at_start: Mutex::new(Faults::default()),
             no_rt_policy: AtomicBool::new(false),
@@ -301,4 +380,28 @@ pub fn run(mut a: ThreadArgs<'_>) {
     }
     a.shared.phase.set(Phase::Done);
     a.control.finished.fetch_add(1, Ordering::SeqCst);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spike_count_keeps_the_largest_with_its_cycle() {
+        let c = SpikeCount::new();
+        assert_eq!(c.take_peak(0), None);
+        c.count(500_000, 7);
+        c.count(900_000, (1 << 24) + 3);
+        c.count(600_000, (1 << 24) + 4);
+        c.lost();
+        assert_eq!(c.totals(), (1, 3));
+        assert_eq!(c.take_peak((1 << 24) + 10), Some((900_000, (1 << 24) + 3)));
+        // taken: the next interval starts empty
+        assert_eq!(c.take_peak((1 << 24) + 10), None);
+        // the nearest cycle with those low bits, before or after the count
+        c.count(1, (1 << 24) - 2);
+        assert_eq!(c.take_peak(1 << 24), Some((1, (1 << 24) - 2)));
+        c.count(1, (1 << 25) + 1);
+        assert_eq!(c.take_peak((1 << 25) - 5), Some((1, (1 << 25) + 1)));
+    }
 }

@@ -10,7 +10,9 @@ use crate::config::ThreadPlan;
 use crate::linux::interrupts::ProcInterrupts;
 use crate::linux::tracefs::Tracer;
 
-/// Spikes explained per drain (each reads a CPU's trace buffer).
+/// Ordinary spikes explained per drain (each reads a CPU's trace buffer);
+/// a spike worse than any explained in its interval is explained beyond
+/// it, as far as the line's share has room.
 const EXPLAIN_PER_TICK: usize = 8;
 
 /// The sender's attribution state.
@@ -54,31 +56,41 @@ impl Attributor {
         }
     }
 
-    /// A flagged sample of thread `t` (pinned to `cpu`, kernel id `tid`):
-    /// its attribution from the trace, if it is a spike to explain.
-    pub fn on_spike(
-        &mut self,
-        t: usize,
-        r: &SpikeSample,
-        cpu: Option<usize>,
-        tid: i32,
-    ) -> Option<Attribution> {
-        let ns = r.latency_ns.max(0) as u64;
-        if !r.flags.spike || ns < self.explain_ns {
-            return None;
-        }
-        if self.proc_prev.is_some() {
+    /// A flagged sample of thread `t`: without tracefs, the interval's
+    /// worst of each thread is kept for [`Attributor::coarse`].
+    pub fn note(&mut self, t: usize, r: &SpikeSample) {
+        if self.proc_prev.is_some() && self.is_spike(r) {
             let w = &mut self.worst[t];
             if w.is_none_or(|w| w.latency_ns < r.latency_ns) {
                 *w = Some(*r);
             }
         }
+    }
+
+    /// Whether `r` is a spike above the threshold.
+    fn is_spike(&self, r: &SpikeSample) -> bool {
+        r.flags.spike && r.latency_ns.max(0) as u64 >= self.explain_ns
+    }
+
+    /// Whether `r` is a spike the trace can explain: `Some(true)` if this
+    /// drain may read one more ordinary spike's window, `Some(false)` if
+    /// only the interval's worst may still be read, `None` if the trace
+    /// cannot explain it at all.
+    pub fn can_explain(&self, r: &SpikeSample) -> Option<bool> {
+        (self.tracer.is_some() && self.is_spike(r)).then_some(self.explained < EXPLAIN_PER_TICK)
+    }
+
+    /// Explain `r` from the trace (the caller asked [`Attributor::can_explain`]):
+    /// of the thread pinned to `cpu`, or unpinned with kernel id `tid`.
+    pub fn explain(
+        &mut self,
+        r: &SpikeSample,
+        cpu: Option<usize>,
+        tid: i32,
+    ) -> Option<Attribution> {
         let tracer = self.tracer.as_mut()?;
-        if self.explained >= EXPLAIN_PER_TICK {
-            self.skipped = true;
-            return None;
-        }
         self.explained += 1;
+        let ns = r.latency_ns.max(0) as u64;
         let deadline = r.deadline_ns.max(0) as u64;
         Some(match cpu {
             Some(cpu) => tracer.explain(cpu, deadline, deadline + ns, r.cycle),
@@ -87,6 +99,14 @@ impl Attributor {
                 tracer.explain_unpinned(tid, deadline, deadline + ns, r.cycle)
             }
         })
+    }
+
+    /// A spike not explained: its marker froze the trace, which this
+    /// drain's end turns back on.
+    pub fn skip(&mut self, r: &SpikeSample) {
+        if self.tracer.is_some() && r.flags.spike {
+            self.skipped = true;
+        }
     }
 
     /// The end of a drain: turn tracing back on if spikes were skipped.

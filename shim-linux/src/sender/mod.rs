@@ -16,13 +16,15 @@ mod live;
 mod probe;
 mod publish;
 mod status;
+mod tally;
 mod verbose;
 mod view;
 
 use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
-use latscope_core::cyclictest::is_spike;
+use latscope_core::cyclictest::{is_spike, SpikeTotals};
+use latscope_core::protocol::Room;
 use latscope_core::tz::WallTime;
 use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeSample};
 
@@ -38,10 +40,20 @@ use crate::rt::{Control, Shared, VerboseSample};
 use attribution::Attributor;
 use live::Live;
 use publish::Publisher;
+use tally::Tally;
 pub use view::View;
 
 /// Live view refresh period.
 const TICK_NS: i64 = 100_000_000;
+
+/// The sender's period while spikes come (until a [`TICK_NS`] without
+/// one): a marked spike freezes the trace until the sender has looked at
+/// it, so it looks often.
+const BUSY_TICK_NS: i64 = 2_000_000;
+
+/// Spike records taken from each thread's queue per tick: at most one
+/// queue's worth, so that a tick ends however fast spikes come.
+const SPIKES_PER_TICK: usize = crate::rt::SPIKE_QUEUE;
 
 /// Output settings of the sender.
 #[derive(Debug, Clone)]
@@ -129,6 +141,9 @@ pub struct Outcome {
     pub reason: ByeReason,
     /// When it ended (the bye's, and `--json`'s `end_time`).
     pub ended: WallTime,
+    /// What became of the spikes, where the run flagged them (`--spike`,
+    /// `--explain`) and streamed.
+    pub spikes: Option<SpikeTotals>,
 }
 
 struct Sender<'a> {
@@ -154,12 +169,17 @@ struct Sender<'a> {
     oscope: Vec<verbose::Window>,
     /// `-M`: the largest maximum shown so far.
     shown_max: Option<u64>,
+    /// Per thread, what became of its spikes.
+    tallies: Vec<Tally>,
+    /// Whether the run flags spikes (`--spike`, `--explain`).
+    flags_spikes: bool,
 }
 
 /// The sender thread's body.
 pub fn run(a: Args<'_>) -> Outcome {
     let _ = rustix::thread::set_name(c"latscope-send");
     let n = a.shared.len();
+    let flags_spikes = a.opts.spike_ns > 0 || a.explain_ns > 0;
     let mut s = Sender {
         shared: a.shared,
         plans: a.plans,
@@ -179,6 +199,8 @@ pub fn run(a: Args<'_>) -> Outcome {
         status: status::StatusFiles::new(a.snapshot, a.fifo),
         oscope: vec![verbose::Window::default(); n],
         shown_max: None,
+        tallies: vec![Tally::new(); n],
+        flags_spikes,
     };
     s.main_loop();
     s.finish()
@@ -189,6 +211,8 @@ impl Sender<'_> {
     /// the queues, report on schedule, redraw the live view.
     fn main_loop(&mut self) {
         let mut first = true;
+        let mut last_spike = i64::MIN;
+        let mut next_redraw = i64::MIN;
         if self.opts.verbose {
             self.verbose_header();
         }
@@ -201,7 +225,9 @@ impl Sender<'_> {
                 self.probe();
             }
             first = false;
-            self.drain();
+            if self.drain(now, SPIKES_PER_TICK) {
+                last_spike = now;
+            }
             if self.control.status_requested.swap(false, Ordering::SeqCst) {
                 self.status_to_stderr();
             }
@@ -222,16 +248,23 @@ impl Sender<'_> {
             self.publish.hello_if_due(now);
             self.report_if_due(now);
             // On a terminal and into a file or pipe alike, as cyclictest
-            // does: a reader of the file finds cyclictest's bytes.
-            if self.live_view() && self.show_now() {
+            // does: a reader of the file finds cyclictest's bytes. Once a
+            // tick, also while a storm makes the loop turn every 2 ms.
+            if self.live_view() && now >= next_redraw && self.show_now() {
                 self.redraw();
+                next_redraw = now + TICK_NS;
             }
             self.live.flush();
             if self.nowhere_to_write() {
                 // as SIGPIPE would, but through the run's own end
                 self.control.stop.store(true, Ordering::SeqCst);
             }
-            let wake = (now + TICK_NS).min(self.publish.next_due());
+            let tick = if now.saturating_sub(last_spike) < TICK_NS {
+                BUSY_TICK_NS
+            } else {
+                TICK_NS
+            };
+            let wake = (now + tick).min(self.publish.next_due());
             let wait = wake
                 .saturating_sub(monotonic_ns())
                 .clamp(1_000_000, TICK_NS);
@@ -285,16 +318,17 @@ impl Sender<'_> {
         if !self.publish.report_due(now) {
             return;
         }
-        self.report();
+        self.report(false);
     }
 
     /// The end: last spikes, final report with the full snapshot, bye.
     fn finish(mut self) -> Outcome {
-        self.drain();
+        // the measuring threads are done: their queues only empty now
+        self.drain(monotonic_ns(), usize::MAX);
         self.attrib.close();
         let now = monotonic_ns();
         self.publish.last_report(now);
-        self.report();
+        self.report(true);
         let reason = self.reason();
         let ended = self.zone.now();
         let bye = Bye {
@@ -321,12 +355,27 @@ impl Sender<'_> {
         }
         self.live.flush();
         Outcome {
+            spikes: (self.flags_spikes && self.publish.has_stream()).then(|| self.spike_totals()),
             frames_dropped: self.publish.frames_dropped(),
             loss_reason: self.publish.loss_reason(),
             views: self.views,
             reason,
             ended,
         }
+    }
+
+    /// What became of the spikes of every thread so far.
+    fn spike_totals(&self) -> SpikeTotals {
+        let mut sum = SpikeTotals::default();
+        for (t, s) in self.tallies.iter().zip(self.shared) {
+            let (dropped, spikes) = s.spikes.totals();
+            sum.spikes += spikes;
+            sum.dropped += dropped;
+            sum.sent += t.total.sent;
+            sum.explained += t.total.explained;
+            sum.aggregated += t.total.aggregated;
+        }
+        sum
     }
 
     /// At the end of `--warmup`: count faults from here on.
@@ -359,21 +408,74 @@ impl Sender<'_> {
         }
     }
 
-    /// Drain the spike queues (publishing and attributing each flagged
-    /// sample) and the `-v` queues.
-    fn drain(&mut self) {
+    /// Take up to `limit` records from each spike queue (publishing,
+    /// explaining or counting each flagged sample), then the `-v` queues.
+    /// Whether any spike record came.
+    fn drain(&mut self, now: i64, limit: usize) -> bool {
+        let mut any = false;
         for t in 0..self.spikes.len() {
-            while let Some(r) = self.spikes[t].dequeue() {
+            for _ in 0..limit {
+                let Some(r) = self.spikes[t].dequeue() else {
+                    break;
+                };
+                any = true;
                 self.keep_for_summary(t, &r);
-                self.publish.send(Body::Spike(r));
-                let tid = self.shared[t].tid.load(Ordering::SeqCst);
-                if let Some(a) = self.attrib.on_spike(t, &r, self.plans[t].cpu, tid) {
-                    self.publish.send(Body::Explain(a));
+                self.attrib.note(t, &r);
+                if r.flags.spike {
+                    self.tallies[t].seen(&r);
                 }
+                self.publish_spike(now, t, &r);
             }
         }
         self.attrib.drained();
         self.drain_verbose();
+        any
+    }
+
+    /// One flagged sample of thread `t` onto the line, as far as the
+    /// line's spike share has room: any record while it has plenty, else
+    /// only one worse than any sent this interval; with it its explanation
+    /// while the share had plenty and the drain may still read a trace
+    /// window, or if it is worse than any explained this interval. A break
+    /// record always goes. A spike not sent is counted (aggregated).
+    fn publish_spike(&mut self, now: i64, t: usize, r: &SpikeSample) {
+        let tally = &mut self.tallies[t];
+        let room = self.publish.spike_room(now);
+        let send = r.flags.brk
+            || match room {
+                Room::Any => true,
+                Room::Worst => tally.worst_yet(r.latency_ns),
+                Room::Nothing => false,
+            };
+        if !send {
+            if r.flags.spike {
+                tally.aggregated();
+            }
+            self.attrib.skip(r);
+            return;
+        }
+        self.publish.send(Body::Spike(*r));
+        if !r.flags.spike {
+            return;
+        }
+        tally.sent(r.latency_ns);
+        // the room as the record found it: a spike sent is explained with
+        // it, rather than its share going to more records nobody explains
+        let explain = match self.attrib.can_explain(r) {
+            None => false,
+            Some(ordinary) => {
+                (ordinary && room == Room::Any) || tally.worst_unexplained(r.latency_ns)
+            }
+        };
+        if !explain {
+            self.attrib.skip(r);
+            return;
+        }
+        let tid = self.shared[t].tid.load(Ordering::SeqCst);
+        if let Some(a) = self.attrib.explain(r, self.plans[t].cpu, tid) {
+            tally.explained(r.latency_ns);
+            self.publish.send(Body::Explain(a));
+        }
     }
 
     /// What the final summary lists: the cycle numbers (from 0, as
@@ -391,20 +493,33 @@ impl Sender<'_> {
         }
     }
 
-    /// One report: the coarse attributions, then per thread its delta,
-    /// statistics and snapshot chunk(s), as the publisher's schedule says.
-    fn report(&mut self) {
+    /// One report (`last`: the final one): the coarse attributions, then
+    /// per thread its delta, statistics and snapshot chunk(s), as the
+    /// publisher's schedule says, and where spikes are flagged the
+    /// aggregate of what became of them.
+    fn report(&mut self, last: bool) {
         let publish = &mut self.publish;
         self.attrib
             .coarse(&self.plans, |a| publish.send(Body::Explain(a)));
-        for (v, shared) in self.views.iter_mut().zip(self.shared) {
-            if !v.snapshot(shared) {
-                continue;
+        let epoch = self.publish.epoch();
+        let views = self.views.iter_mut().zip(self.shared);
+        for (t, (v, shared)) in views.enumerate() {
+            if v.snapshot(shared) {
+                v.update_losses(shared);
+                let extra = v.extra();
+                self.publish.thread(&mut v.log, &v.cur, extra);
+                v.counters = *v.log.counters();
             }
-            v.update_losses(shared);
-            let extra = v.extra();
-            self.publish.thread(&mut v.log, &v.cur, extra);
-            v.counters = *v.log.counters();
+            if self.flags_spikes {
+                let (dropped, spikes) = shared.spikes.totals();
+                let exact = tally::Exact {
+                    spikes,
+                    dropped,
+                    peak: shared.spikes.take_peak(v.counters.cycles),
+                };
+                let a = self.tallies[t].aggregate(t as u16, epoch, exact, last);
+                self.publish.send(Body::Aggregate(a));
+            }
         }
     }
 }

@@ -10,8 +10,8 @@
 //! [`Publisher`] adds what only the target knows: the link, the hello and
 //! the warnings of the start, and when frames were lost.
 
-use latscope_core::protocol::{Extra, FrameSink, Reporter};
-use latscope_core::wire::{bounded, Body, Bye, Hello, Level, LogLine};
+use latscope_core::protocol::{Extra, FrameSink, Reporter, Room};
+use latscope_core::wire::{bounded, Body, Bye, Hello, Level, LogLine, MAX_SMALL_FRAME};
 use latscope_core::Error as CoreError;
 
 use crate::link::Sink;
@@ -57,8 +57,11 @@ impl Publisher {
         report_ns: i64,
     ) -> Publisher {
         let budget = sink.as_ref().map_or(0, Sink::byte_budget);
+        let share = sink.as_ref().map_or(0, Sink::spike_share);
         Publisher {
-            rep: Reporter::new(start_ns, report_ns.max(1) as u64).with_budget(budget),
+            rep: Reporter::new(start_ns, report_ns.max(1) as u64)
+                .with_budget(budget)
+                .with_spike_share(share),
             sink,
             hello,
             warnings,
@@ -69,6 +72,19 @@ impl Publisher {
     /// Encode `body` as the next frame and send it.
     pub fn send(&mut self, body: Body) {
         self.rep.send(body, &mut Out(&mut self.sink));
+    }
+
+    /// What the line has room for at `now` in the way of spike records and
+    /// explanations: the reporter's spike share, and the pacer, which must
+    /// not make a spike frame wait (nothing without a stream that works).
+    pub fn spike_room(&mut self, now: i64) -> Room {
+        let Some(sink) = self.sink.as_mut().filter(|s| !s.broken()) else {
+            return Room::Nothing;
+        };
+        if !sink.spike_fits(now, MAX_SMALL_FRAME) {
+            return Room::Nothing;
+        }
+        self.rep.spike_room(now)
     }
 
     /// The current report number.
@@ -87,6 +103,11 @@ impl Publisher {
             .as_ref()
             .filter(|s| s.frames_dropped > 0)
             .map(Sink::loss_reason)
+    }
+
+    /// Whether the run has a stream at all.
+    pub fn has_stream(&self) -> bool {
+        self.sink.is_some()
     }
 
     /// Whether the run has a stream that can still deliver.

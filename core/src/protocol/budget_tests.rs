@@ -1,0 +1,197 @@
+//! The line's shares on the simulated clock: under a spike rate that
+//! saturates a 115200-baud line, reports keep their schedule, spikes and
+//! explanations keep to their share, and the worst spikes still find room.
+
+use std::boxed::Box;
+use std::vec::Vec;
+
+use super::*;
+use crate::explain::{Attribution, CauseKind};
+use crate::seqlock::{SharedHistogram, Snapshot};
+use crate::wire::{Body, SpikeFlags, SpikeSample};
+
+const N: usize = 256;
+const LINEAR: u32 = 128;
+const SEC: i64 = 1_000_000_000;
+const MS: i64 = 1_000_000;
+const BAUD: u32 = 115_200;
+
+/// A spike record of thread 0 at `now`.
+fn spike(now: i64, latency_ns: i64) -> Body {
+    Body::Spike(SpikeSample {
+        thread: 0,
+        cycle: (now / MS) as u64,
+        deadline_ns: now,
+        latency_ns,
+        missed: 0,
+        flags: SpikeFlags {
+            spike: true,
+            overflow: false,
+            brk: false,
+        },
+    })
+}
+
+/// An explanation of a few lines, as the trace gives them.
+fn explanation(now: i64, latency_ns: u64) -> Body {
+    let mut a = Attribution::new(0, (now / MS) as u64, now as u64, latency_ns);
+    a.add(CauseKind::Task, 4242, 9, "burster", 3, latency_ns / 2);
+    a.add(CauseKind::Irq, 13, -1, "uart-pl011", 2, latency_ns / 4);
+    a.add(CauseKind::Softirq, 3, -1, "NET_RX", 1, latency_ns / 8);
+    a.add(CauseKind::Untraced, 0, -1, "", 0, latency_ns / 8);
+    Body::Explain(a)
+}
+
+/// What a storm run on the simulated clock sent.
+struct Storm {
+    /// When each report began.
+    reports: Vec<i64>,
+    /// (time, bytes) of every spike record and explanation sent.
+    spike_bytes: Vec<(i64, usize)>,
+    /// Spike records offered and sent, worst ones offered and sent.
+    offered: u64,
+    sent: u64,
+    worst_offered: u64,
+    worst_sent: u64,
+}
+
+/// `secs` seconds of a storm: a flagged sample every millisecond on each
+/// of `threads` threads, whose latencies spread over `spread` buckets (wide
+/// histograms make large deltas), the spike share asked before each.
+/// Every 100th sample is the interval's new worst, sent with its
+/// explanation when the share has room for the worst.
+fn storm(threads: usize, spread: i64, secs: i64) -> Storm {
+    let recs: Vec<&'static SharedHistogram<N>> = (0..threads)
+        .map(|_| &*Box::leak(Box::new(SharedHistogram::new(LINEAR))))
+        .collect();
+    let mut writers: Vec<_> = recs.iter().map(|r| r.writer().unwrap()).collect();
+    let mut logs: Vec<Box<ThreadLog<N>>> = (0..threads)
+        .map(|i| Box::new(ThreadLog::new(i as u16, LINEAR)))
+        .collect();
+    let mut rep = Reporter::new(0, SEC as u64)
+        .with_budget(line_budget(BAUD))
+        .with_spike_share(spike_share(BAUD));
+    let mut out = Storm {
+        reports: Vec::new(),
+        spike_bytes: Vec::new(),
+        offered: 0,
+        sent: 0,
+        worst_offered: 0,
+        worst_sent: 0,
+    };
+    let mut snap = Box::new(Snapshot::<N>::new());
+    let mut now = 0;
+    let mut k = 0i64;
+    while now < secs * SEC {
+        now += MS;
+        k += 1;
+        for (t, w) in writers.iter_mut().enumerate() {
+            let lat = 20_000 + ((k * 7 + t as i64 * 13) % spread) * 1_000;
+            w.record(lat, 0);
+        }
+        let worst = k % 100 == 0;
+        let room = rep.spike_room(now);
+        out.offered += 1;
+        out.worst_offered += u64::from(worst);
+        let fits = match room {
+            Room::Any => true,
+            Room::Worst => worst,
+            Room::Nothing => false,
+        };
+        if fits {
+            let mut n = 0;
+            rep.send(spike(now, 500_000), &mut |b: &[u8]| n += b.len());
+            if worst {
+                rep.send(explanation(now, 500_000), &mut |b: &[u8]| n += b.len());
+            }
+            out.spike_bytes.push((now, n));
+            out.sent += 1;
+            out.worst_sent += u64::from(worst);
+        }
+        if now % (10 * MS) == 0 && rep.report_due(now) {
+            rep.begin_report(now);
+            out.reports.push(now);
+            for (rec, log) in recs.iter().zip(logs.iter_mut()) {
+                rec.snapshot(&mut snap, 4).unwrap();
+                rep.report(log, &snap, Extra::default(), &mut |_: &[u8]| {});
+            }
+        }
+    }
+    out
+}
+
+/// The longest gap between reports, the start included.
+fn longest_gap(reports: &[i64]) -> i64 {
+    let mut prev = 0;
+    let mut worst = 0;
+    for &r in reports {
+        worst = worst.max(r - prev);
+        prev = r;
+    }
+    worst
+}
+
+/// The most spike bytes in any window `[t, t + 1 s)`.
+fn worst_second(sent: &[(i64, usize)]) -> usize {
+    let mut worst = 0;
+    let mut from = 0;
+    let mut sum = 0;
+    for &(t, n) in sent {
+        sum += n;
+        while sent[from].0 <= t - SEC {
+            sum -= sent[from].1;
+            from += 1;
+        }
+        worst = worst.max(sum);
+    }
+    worst
+}
+
+#[test]
+fn narrow_reports_keep_their_second_under_a_saturating_spike_rate() {
+    let s = storm(2, 8, 20);
+    // 1,000 records a second are far more than the share carries
+    assert!(s.sent < s.offered / 4, "{} of {}", s.sent, s.offered);
+    // every report on time: the spikes are not charged to the reports
+    let gap = longest_gap(&s.reports);
+    assert!(gap <= SEC + 10 * MS, "a report waited: gap {gap} ns");
+    assert!(s.reports.len() >= 19, "{} reports", s.reports.len());
+}
+
+#[test]
+fn wide_reports_still_go_out_every_3_s() {
+    // 4 threads whose samples change 200 buckets each every second: more
+    // than the reports' 7 % carries every second
+    let s = storm(4, 200, 30);
+    let gap = longest_gap(&s.reports);
+    assert!(gap > SEC + 10 * MS, "the budget never held a report back");
+    assert!(gap <= 3 * SEC, "gap {gap} ns");
+}
+
+#[test]
+fn spikes_keep_to_their_share_and_the_worst_find_room() {
+    let secs = 20;
+    let s = storm(1, 8, secs);
+    let share = spike_share(BAUD) as usize;
+    let ahead = share * SPIKE_AHEAD_NS as usize / SEC as usize;
+    // no second carries more than the share and its burst (one frame over)
+    let worst = worst_second(&s.spike_bytes);
+    assert!(worst <= share + ahead + 300, "{worst} B in a second");
+    // with the reports' 7 % that is within half the line
+    assert!(worst + line_budget(BAUD) as usize <= BAUD as usize / 20);
+    // and the share is used: the storm saturates it
+    let total: usize = s.spike_bytes.iter().map(|&(_, n)| n).sum();
+    let per_s = total / secs as usize;
+    assert!(per_s >= share * 9 / 10 && per_s <= share + ahead / secs as usize);
+    // ordinary records use it up to the reserve: every worst one went
+    assert_eq!(s.worst_sent, s.worst_offered);
+}
+
+#[test]
+fn without_a_share_every_spike_fits() {
+    let mut r = Reporter::new(0, SEC as u64);
+    for k in 0..10_000 {
+        assert_eq!(r.spike_room(k * MS), Room::Any);
+        r.send(spike(k * MS, 1), &mut |_: &[u8]| {});
+    }
+}

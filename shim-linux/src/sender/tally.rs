@@ -1,0 +1,234 @@
+//! What became of each thread's spikes: sent as a record, explained, only
+//! counted (aggregated: the link had no room), or dropped (the measuring
+//! thread's queue was full). Per report interval and over the run, so that
+//! every spike not sent is counted, on the target and in the stream (an
+//! [`Aggregate`] per thread and report).
+
+use latscope_core::wire::{Aggregate, SpikeSample};
+
+/// What a report's aggregate takes from the measuring thread's exact count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Exact {
+    /// Spikes so far.
+    pub spikes: u64,
+    /// Spike records the queue lost so far.
+    pub dropped: u64,
+    /// The interval's largest spike: latency (ns) and cycle.
+    pub peak: Option<(u64, u64)>,
+}
+
+/// One thread's spike accounts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// This interval.
+    pub interval: Counts,
+    /// Since the start.
+    pub total: Counts,
+    /// The largest spike sent as a record this interval (ns; -1: none).
+    pub worst_sent: i64,
+    /// The largest spike explained this interval (ns; -1: none).
+    pub worst_explained: i64,
+    /// The exact count as of the last report.
+    last: Exact,
+    /// The largest records taken from the queue this interval and the one
+    /// before (their deadlines, for the aggregate's largest spike).
+    seen: [Option<SpikeSample>; 2],
+}
+
+/// Spike counts of one span.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Spikes sent as a record.
+    pub sent: u64,
+    /// Of those, explained.
+    pub explained: u64,
+    /// Spikes the sender took from the queue but did not send.
+    pub aggregated: u64,
+}
+
+impl Tally {
+    /// A thread before its first spike.
+    pub const fn new() -> Tally {
+        Tally {
+            interval: Counts {
+                sent: 0,
+                explained: 0,
+                aggregated: 0,
+            },
+            total: Counts {
+                sent: 0,
+                explained: 0,
+                aggregated: 0,
+            },
+            worst_sent: -1,
+            worst_explained: -1,
+            last: Exact {
+                spikes: 0,
+                dropped: 0,
+                peak: None,
+            },
+            seen: [None, None],
+        }
+    }
+
+    /// A spike record taken from the queue.
+    pub fn seen(&mut self, r: &SpikeSample) {
+        let s = &mut self.seen[0];
+        if s.is_none_or(|s| s.latency_ns < r.latency_ns) {
+            *s = Some(*r);
+        }
+    }
+
+    /// The aggregate of the interval that ends with report `epoch` of
+    /// thread `thread`, from the exact count `now`; then a new interval
+    /// starts. `last`: the final report's.
+    pub fn aggregate(&mut self, thread: u16, epoch: u32, now: Exact, last: bool) -> Aggregate {
+        let (max_ns, max_cycle) = now.peak.unwrap_or((0, 0));
+        let max_deadline_ns = self
+            .seen
+            .iter()
+            .flatten()
+            .find(|r| now.peak.is_some() && r.cycle == max_cycle)
+            .map_or(0, |r| r.deadline_ns);
+        let t = &self.total;
+        let a = Aggregate {
+            thread,
+            epoch,
+            above: now.spikes.saturating_sub(self.last.spikes),
+            max_ns,
+            max_cycle,
+            max_deadline_ns,
+            sent: self.interval.sent,
+            explained: self.interval.explained,
+            aggregated: self.interval.aggregated,
+            dropped: now.dropped.saturating_sub(self.last.dropped),
+            spikes: now.spikes,
+            spikes_sent: t.sent,
+            spikes_explained: t.explained,
+            spikes_aggregated: t.aggregated,
+            spikes_dropped: now.dropped,
+            queued: now
+                .spikes
+                .saturating_sub(t.sent + t.aggregated + now.dropped),
+            last_report: last,
+        };
+        self.last = now;
+        self.seen = [None, self.seen[0]];
+        self.next_interval();
+        a
+    }
+
+    /// Whether a spike of `latency_ns` is worse than any sent this interval.
+    pub fn worst_yet(&self, latency_ns: i64) -> bool {
+        latency_ns > self.worst_sent
+    }
+
+    /// Whether a spike of `latency_ns` is worse than any explained this
+    /// interval.
+    pub fn worst_unexplained(&self, latency_ns: i64) -> bool {
+        latency_ns > self.worst_explained
+    }
+
+    /// A spike sent as a record.
+    pub fn sent(&mut self, latency_ns: i64) {
+        self.interval.sent += 1;
+        self.total.sent += 1;
+        self.worst_sent = self.worst_sent.max(latency_ns);
+    }
+
+    /// The spike just sent, explained.
+    pub fn explained(&mut self, latency_ns: i64) {
+        self.interval.explained += 1;
+        self.total.explained += 1;
+        self.worst_explained = self.worst_explained.max(latency_ns);
+    }
+
+    /// A spike only counted.
+    pub fn aggregated(&mut self) {
+        self.interval.aggregated += 1;
+        self.total.aggregated += 1;
+    }
+
+    /// A new interval: its counts from zero, and any spike is its worst.
+    fn next_interval(&mut self) {
+        self.interval = Counts::default();
+        self.worst_sent = -1;
+        self.worst_explained = -1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latscope_core::wire::SpikeFlags;
+
+    fn record(cycle: u64, latency_ns: i64) -> SpikeSample {
+        SpikeSample {
+            thread: 0,
+            cycle,
+            deadline_ns: cycle as i64 * 1_000,
+            latency_ns,
+            missed: 0,
+            flags: SpikeFlags {
+                spike: true,
+                overflow: false,
+                brk: false,
+            },
+        }
+    }
+
+    #[test]
+    fn an_aggregate_accounts_for_every_spike() {
+        let mut t = Tally::new();
+        for (c, lat) in [(1, 300), (2, 900), (3, 400)] {
+            t.seen(&record(c, lat));
+        }
+        t.sent(900);
+        t.explained(900);
+        t.aggregated();
+        // five spikes: two queued records lost, three taken
+        let now = Exact {
+            spikes: 5,
+            dropped: 2,
+            peak: Some((900, 2)),
+        };
+        let a = t.aggregate(0, 1, now, false);
+        assert!(a.is_consistent(), "{a:?}");
+        assert_eq!(
+            (a.above, a.max_ns, a.max_cycle, a.max_deadline_ns),
+            (5, 900, 2, 2_000)
+        );
+        assert_eq!((a.sent, a.explained, a.aggregated, a.dropped), (1, 1, 1, 2));
+        assert_eq!(a.queued, 1);
+        // the next interval: the one left in the queue is aggregated
+        t.aggregated();
+        let now = Exact { peak: None, ..now };
+        let b = t.aggregate(0, 2, now, true);
+        assert!(b.is_consistent() && b.last_report, "{b:?}");
+        assert_eq!(
+            (b.above, b.max_ns, b.aggregated, b.dropped, b.queued),
+            (0, 0, 1, 0, 0)
+        );
+        assert_eq!(b.spikes_aggregated, 2);
+    }
+
+    #[test]
+    fn the_worst_is_per_interval_and_totals_run_on() {
+        let mut t = Tally::new();
+        assert!(t.worst_yet(0) && t.worst_unexplained(0));
+        t.sent(500);
+        t.explained(500);
+        t.aggregated();
+        assert!(!t.worst_yet(400) && t.worst_yet(501));
+        assert!(!t.worst_unexplained(500) && t.worst_unexplained(501));
+        let _ = t.aggregate(0, 1, Exact::default(), false);
+        assert!(t.worst_yet(1) && t.worst_unexplained(1));
+        assert_eq!(t.interval, Counts::default());
+        let want = Counts {
+            sent: 1,
+            explained: 1,
+            aggregated: 1,
+        };
+        assert_eq!(t.total, want);
+    }
+}

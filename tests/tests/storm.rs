@@ -1,0 +1,282 @@
+//! A storm on a serial line: latscope with `--explain` streams over a pty
+//! pair paced at 115200 baud while a test-owned burster, a `SCHED_FIFO`
+//! task above latscope's priority on the measured CPU, makes spikes far
+//! faster than the line carries their records and explanations. The
+//! burster is the ground truth. Reports keep coming at least every 3 s,
+//! the spikes that are explained are the burster's and include the worst
+//! of every interval, every spike is accounted for on both sides, and the
+//! final report is exact.
+//!
+//! An `rt` test: it needs root (both tasks' real-time priorities), tracefs
+//! and two CPUs.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use latscope_core::explain::CauseKind;
+use latscope_core::wire::{Aggregate, Body};
+use latscope_tests::host::{
+    assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
+    serial_host, Pty, Reaper, Relay, Scratch,
+};
+use latscope_tests::precondition::{is_root, missing, tracefs};
+
+const LINE_RATE: u64 = 11_520;
+const SECS: u64 = 8;
+const SEC: u64 = 1_000_000_000;
+/// Spikes explained from here (µs): the burster's bursts are longer, this
+/// machine's own noise mostly shorter.
+const EXPLAIN_US: u64 = 200;
+/// The burster: bursts of 600 to 900 µs, 200 a second on average, at a
+/// priority above latscope's 80.
+const BURST: [&str; 4] = ["95", "600", "5000", "10"];
+
+/// The burster, started and ready at its priority: it, its output still to
+/// read, and its pid.
+fn burster() -> (Reaper, BufReader<ChildStdout>, u32) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_burster"))
+        .arg("0")
+        .args(BURST)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("run the burster");
+    let out = child.stdout.take().expect("the burster's output");
+    let mut out = BufReader::new(out);
+    let mut line = String::new();
+    out.read_line(&mut line).expect("the burster's first line");
+    let pid: u32 = line
+        .strip_prefix("burster: pid ")
+        .and_then(|l| l.strip_suffix(" ready\n"))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("the burster did not get ready: {line:?}"));
+    (Reaper::new(child), out, pid)
+}
+
+/// What the stream says, frame by frame.
+#[derive(Default)]
+struct Stream {
+    /// `elapsed_ns` of each report of thread 0, in order.
+    reports: Vec<u64>,
+    /// Per report interval (from 1): the aggregate's largest spike, exact
+    /// (latency, cycle).
+    worst: BTreeMap<u32, (u64, u64)>,
+    /// Per report interval: the cycles explained before its statistics
+    /// (and after the previous interval's).
+    explained_in: BTreeMap<u32, Vec<u64>>,
+    /// The aggregates, in order.
+    aggregates: Vec<Aggregate>,
+    /// Spike records with the spike flag.
+    spikes: u64,
+    /// Explanations: whether each one's largest task is the burster;
+    /// `None` for one that names no task (the trace was off while the
+    /// burster was switched in, so it shows as untraced).
+    top_is_burster: Vec<Option<bool>>,
+}
+
+fn read_stream(bytes: &[u8], burster: u32) -> Stream {
+    let (frames, link) = decode_frames(bytes);
+    assert_eq!(link.crc_errors, 0, "a clean line: {link:?}");
+    let mut s = Stream::default();
+    let mut epoch = 1;
+    for f in frames {
+        match f.body {
+            Body::Stats(st) if st.thread == 0 && !st.last_report => {
+                s.reports.push(st.elapsed_ns);
+                epoch = st.epoch + 1;
+            }
+            Body::Aggregate(a) => {
+                if a.above > 0 {
+                    s.worst.insert(a.epoch, (a.max_ns, a.max_cycle));
+                }
+                s.aggregates.push(a);
+            }
+            Body::Spike(r) if r.flags.spike => s.spikes += 1,
+            Body::Explain(a) => {
+                s.explained_in.entry(epoch).or_default().push(a.cycle);
+                // the largest task line (the lines are sorted, largest
+                // first)
+                let task = a.causes.iter().find(|c| c.kind == CauseKind::Task);
+                s.top_is_burster.push(task.map(|c| c.id == burster));
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+#[test]
+fn a_storm_on_a_serial_line_keeps_reporting_and_explains_the_worst() {
+    if !is_root() {
+        return missing("root (SCHED_FIFO for latscope and the burster)");
+    }
+    if tracefs().is_none() {
+        return missing("tracefs with instances (--explain)");
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return missing("two CPUs (the burster and latscope on one, the sender on another)");
+    }
+    let dir = Scratch::new("storm");
+    let target_side = Pty::open().expect("pty");
+    let host_side = Pty::open().expect("pty");
+    let relay = Relay::start(
+        target_side.master.try_clone().unwrap(),
+        host_side.master.try_clone().unwrap(),
+        LINE_RATE,
+        0.0,
+        0.0,
+        1,
+    );
+    let rec = dir.join("storm.lsr");
+    let json = dir.join("t.json");
+    let mut host = serial_host(&host_side.slave_path, &rec);
+    let (mut burst, mut burst_out, pid) = burster();
+    let stream = format!("serial:{}:115200", target_side.slave_path.display());
+    let explain = EXPLAIN_US.to_string();
+    let secs = format!("{SECS}s");
+    let t = Command::new(bins().latscope)
+        .args(["-t", "1", "-a", "0", "-i", "1000", "-p", "80", "-h", "1000"])
+        .args(["-D", &secs, "-q", "--explain", &explain])
+        .arg(format!("--json={}", json.display()))
+        .arg(format!("--stream={stream}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run latscope");
+    let out = Reaper::new(t).wait(Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "latscope failed: {stderr}");
+    let mut last = String::new();
+    burst_out
+        .read_line(&mut last)
+        .expect("the burster's last line");
+    let b = burst.wait(Duration::from_secs(30));
+    assert!(b.status.success(), "the burster failed: {last}");
+    // the storm happened where latscope measured
+    let bursts: u64 = last
+        .split_whitespace()
+        .nth(4)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(bursts >= 200 * SECS / 2, "{last}");
+    let h = host.wait(Duration::from_secs(20));
+    assert!(h.status.success(), "the host failed");
+    drop(relay);
+
+    let target = read_json(&json);
+    let totals = &target["latscope"]["spikes"];
+    let n = |k: &str| {
+        totals[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{k}: {totals}"))
+    };
+    // the storm happened: far more spikes than the line carries
+    assert!(
+        n("spikes") >= 100 && n("aggregated") > n("sent"),
+        "no storm: {totals}"
+    );
+    // every spike accounted for, on the target and in the stream
+    assert_eq!(
+        n("spikes"),
+        n("sent") + n("aggregated") + n("dropped"),
+        "{totals}"
+    );
+    let line = format!(
+        "# spikes: {}: {} sent, {} explained",
+        n("spikes"),
+        n("sent"),
+        n("explained")
+    );
+    assert!(
+        stderr.contains(&line),
+        "no coverage line {line:?}: {stderr}"
+    );
+    assert!(stderr.contains("% coverage"), "{stderr}");
+
+    let bytes = std::fs::read(&rec).expect("the recording");
+    let s = read_stream(&bytes, pid);
+    assert_eq!(s.spikes, n("sent"), "spike records in the stream");
+    assert_eq!(s.top_is_burster.len() as u64, n("explained"));
+
+    // a report at least every 3 s, from the start to the end
+    let mut at = 0;
+    for &r in &s.reports {
+        assert!(r >= at, "reports out of order: {:?}", s.reports);
+        assert!(
+            r - at <= 3 * SEC,
+            "no report for {} ms",
+            (r - at) / 1_000_000
+        );
+        at = r;
+    }
+    assert!(
+        (SECS * SEC).saturating_sub(at) <= 3 * SEC,
+        "the reports stopped at {at} ns"
+    );
+
+    // where the trace names a task, it is the burster
+    let named: Vec<bool> = s.top_is_burster.iter().filter_map(|t| *t).collect();
+    let burster_top = named.iter().filter(|t| **t).count();
+    assert!(
+        named.len() * 4 >= s.top_is_burster.len() && burster_top * 10 >= named.len() * 9,
+        "the burster (pid {pid}) is the top task of {burster_top} of {} explanations \
+         that name a task ({} explained)",
+        named.len(),
+        s.top_is_burster.len()
+    );
+
+    // every aggregate adds up, and the last one says what the target says
+    assert!(
+        s.aggregates.len() as u64 >= SECS,
+        "{} aggregates",
+        s.aggregates.len()
+    );
+    for a in &s.aggregates {
+        assert!(a.is_consistent(), "{a:?}");
+    }
+    let last = s.aggregates.last().expect("aggregates");
+    assert!(last.last_report && last.queued == 0, "{last:?}");
+    let stream = [
+        last.spikes,
+        last.spikes_sent,
+        last.spikes_explained,
+        last.spikes_aggregated,
+        last.spikes_dropped,
+    ];
+    let own = ["spikes", "sent", "explained", "aggregated", "dropped"].map(n);
+    assert_eq!(stream, own, "the stream's account against the target's");
+    let above: u64 = s.aggregates.iter().map(|a| a.above).sum();
+    assert_eq!(above, n("spikes"));
+
+    // the worst spike of every interval (exact, from the measuring
+    // thread's count) is explained, in its interval or just after
+    let mut missed = Vec::new();
+    for (&epoch, &(max, cycle)) in &s.worst {
+        if max < EXPLAIN_US * 1000 {
+            continue;
+        }
+        let near = |e: u32| s.explained_in.get(&e).into_iter().flatten();
+        if !near(epoch).chain(near(epoch + 1)).any(|&c| c == cycle) {
+            missed.push((epoch, max, cycle));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "worst spikes not explained (interval, ns, cycle): {missed:?}"
+    );
+
+    // the final report is exact, and the host's account is the target's
+    let (doc, code, err) = host_report_json(&rec);
+    assert_eq!(code, 0, "{err}");
+    let run = first_run(&doc);
+    assert_matches_target(run, &target);
+    let acc = &run["spike_account"][0];
+    assert_eq!(acc["final"], true, "{acc}");
+    assert_eq!(acc["consistent"], true, "{acc}");
+    for k in ["spikes", "sent", "explained", "aggregated", "dropped"] {
+        assert_eq!(acc[k].as_u64(), Some(n(k)), "host {k}: {acc}");
+    }
+    assert_eq!(acc["spike_records_received"].as_u64(), Some(n("sent")));
+}
