@@ -314,60 +314,63 @@ impl<const N: usize> Decoder<N> {
 pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<()> {
     let (&version, rest) = payload.split_first()?;
     let (seq, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
-    // each arm decodes its variant's own type, and writes the frame
-    // straight into the slot (an upgraded frame is a current one)
-    #[inline(always)]
-    fn put<T, E>(
-        slot: &mut Option<Frame>,
-        seq: u32,
-        body: Result<T, E>,
-        variant: impl FnOnce(T) -> Body,
-    ) -> Option<()> {
-        let body = variant(body.ok()?);
-        *slot = Some(Frame {
-            version: PROTOCOL_VERSION,
-            seq,
-            body,
-        });
-        Some(())
-    }
+    // Each arm decodes its variant's own type in a function of its own and
+    // writes the frame straight into the slot (an upgraded frame is a
+    // current one). Not inlined: an unoptimised build would otherwise give
+    // this function a stack slot for every arm's body, 280 KiB in all,
+    // more than a recorder's connection thread has.
     match version {
         PROTOCOL_VERSION => {
             let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
             // the variants in `Body`'s order (postcard's tags)
             match tag {
-                0 => put(slot, seq, de(rest), Body::Hello),
-                1 => put(slot, seq, de(rest), Body::Stats),
-                2 => put(slot, seq, de(rest), Body::Delta),
-                3 => put(slot, seq, de(rest), Body::Chunk),
-                4 => put(slot, seq, de(rest), Body::Spike),
-                5 => put(slot, seq, de(rest), Body::Log),
-                6 => put(slot, seq, de(rest), Body::Bye),
-                7 => put(slot, seq, de(rest), Body::Explain),
-                8 => put(slot, seq, de(rest), Body::Aggregate),
+                0 => put(slot, seq, rest, |b| Some(Body::Hello(b))),
+                1 => put(slot, seq, rest, |b| Some(Body::Stats(b))),
+                2 => put(slot, seq, rest, |b| Some(Body::Delta(b))),
+                3 => put(slot, seq, rest, |b| Some(Body::Chunk(b))),
+                4 => put(slot, seq, rest, |b| Some(Body::Spike(b))),
+                5 => put(slot, seq, rest, |b| Some(Body::Log(b))),
+                6 => put(slot, seq, rest, |b| Some(Body::Bye(b))),
+                7 => put(slot, seq, rest, |b| Some(Body::Explain(b))),
+                8 => put(slot, seq, rest, |b| Some(Body::Aggregate(b))),
                 _ => None,
             }
         }
         2 => {
             let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
             match tag {
-                0 => put(slot, seq, de(rest).map(v2::upgrade_hello), Body::Hello),
-                1 => put(slot, seq, de(rest), Body::Stats),
-                2 => put(slot, seq, de(rest), Body::Delta),
-                3 => put(slot, seq, de(rest), Body::Chunk),
-                4 => put(slot, seq, de(rest), Body::Spike),
-                5 => put(slot, seq, de(rest), Body::Log),
-                6 => put(slot, seq, de(rest), Body::Bye),
-                7 => put(slot, seq, de(rest), Body::Explain),
+                0 => put(slot, seq, rest, |h| Some(Body::Hello(v2::upgrade_hello(h)))),
+                1 => put(slot, seq, rest, |b| Some(Body::Stats(b))),
+                2 => put(slot, seq, rest, |b| Some(Body::Delta(b))),
+                3 => put(slot, seq, rest, |b| Some(Body::Chunk(b))),
+                4 => put(slot, seq, rest, |b| Some(Body::Spike(b))),
+                5 => put(slot, seq, rest, |b| Some(Body::Log(b))),
+                6 => put(slot, seq, rest, |b| Some(Body::Bye(b))),
+                7 => put(slot, seq, rest, |b| Some(Body::Explain(b))),
                 _ => None,
             }
         }
-        1 => {
-            let body = v1::upgrade_body(de(rest).ok()?).ok_or(());
-            put(slot, seq, body, |b| b)
-        }
+        1 => put(slot, seq, rest, v1::upgrade_body),
         _ => None,
     }
+}
+
+/// Decode a `T` from `rest`, turn it into a current body with `variant`,
+/// and put the frame in `slot`.
+#[inline(never)]
+fn put<'a, T: serde::Deserialize<'a>>(
+    slot: &mut Option<Frame>,
+    seq: u32,
+    rest: &'a [u8],
+    variant: impl FnOnce(T) -> Option<Body>,
+) -> Option<()> {
+    let body = variant(de(rest).ok()?)?;
+    *slot = Some(Frame {
+        version: PROTOCOL_VERSION,
+        seq,
+        body,
+    });
+    Some(())
 }
 
 /// The iterator of [`Decoder::frames`]: owned frames, or why one was
