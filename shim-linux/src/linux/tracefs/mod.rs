@@ -42,7 +42,7 @@ use rustix::fs::{Mode, OFlags};
 
 pub use marker::Marker;
 pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
-pub use tracer::Tracer;
+pub use tracer::{remove_stale_instances, Tracer};
 
 /// Per-CPU buffer of the instance for each measured CPU, in KiB. At a
 /// loopback flood's ~250 000 events/s this holds about 6 ms of history

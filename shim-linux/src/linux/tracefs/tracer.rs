@@ -20,17 +20,20 @@ fn latscope_alive(pid: u32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("latscope"))
 }
 
-/// Removes `instances/latscope-PID` of processes that are gone. Returns
-/// how many were removed. An instance of a live latscope is kept; one
-/// named after our own pid is a leftover and goes too.
-fn remove_stale(root: &Path) -> io::Result<usize> {
+/// Removes `instances/latscope-PID` of processes that are gone (at the
+/// start of every run, and before a tracer creates its own). Returns the
+/// pid and name of each removed. An instance of a live latscope is kept;
+/// one named after our own pid is a leftover and goes too.
+pub fn remove_stale_instances(root: &Path) -> Vec<(u32, String)> {
     let me = rustix::process::getpid()
         .as_raw_nonzero()
         .get()
         .unsigned_abs();
-    let mut removed = 0;
-    for entry in fs::read_dir(root.join("instances"))? {
-        let entry = entry?;
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(root.join("instances")) else {
+        return removed;
+    };
+    for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
@@ -43,10 +46,10 @@ fn remove_stale(root: &Path) -> io::Result<usize> {
             continue;
         }
         if fs::remove_dir(entry.path()).is_ok() {
-            removed += 1;
+            removed.push((pid, name.to_string_lossy().into_owned()));
         }
     }
-    Ok(removed)
+    removed
 }
 
 /// The per-process trace instance `instances/latscope-PID`.
@@ -106,7 +109,7 @@ impl Tracer {
                 "no CPUs to trace",
             ));
         }
-        let _ = remove_stale(root);
+        let _ = remove_stale_instances(root);
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let dir = root
             .join("instances")
