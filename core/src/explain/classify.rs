@@ -14,6 +14,10 @@ const WORK: usize = 48;
 /// Most blind stretches a classifier keeps (see [`Classifier::set_blind`]).
 pub const BLIND: usize = 4;
 
+/// IRQ names learnt from handler entries, for the exits whose entry the
+/// trace lost.
+const NAMES: usize = 16;
+
 /// Deepest nesting of IRQ/softirq/vector contexts tracked.
 const STACK: usize = 8;
 
@@ -99,6 +103,8 @@ pub struct Classifier {
     /// The trace lost events since the last one: the gap to the next
     /// event is [`UNTRACED_LOST`].
     lost: bool,
+    /// Hard IRQ names seen in handler entries, by IRQ number.
+    names: heapless::Vec<(u32, Name), NAMES>,
 }
 
 impl Classifier {
@@ -119,6 +125,7 @@ impl Classifier {
             unsure: None,
             blind: heapless::Vec::new(),
             lost: false,
+            names: heapless::Vec::new(),
         }
     }
 
@@ -208,6 +215,18 @@ impl Classifier {
             Some(last) => self.add_time(last, end, Owner::Current),
         }
         let mut work = self.work;
+        // A handler met only by its exit has no name; another of its
+        // entries may have told it: one line per handler, not two.
+        while let Some(i) = work.iter().position(|c| {
+            c.kind == CauseKind::Irq
+                && c.name.is_empty()
+                && self.names.iter().any(|(irq, _)| *irq == c.id)
+        }) {
+            let c = work.swap_remove(i);
+            if let Some((_, name)) = self.names.iter().find(|(irq, _)| *irq == c.id) {
+                add_to(&mut work, c.kind, c.id, c.prio, name, c.count, c.ns);
+            }
+        }
         if !self.runnable {
             // Without our wake-up in the trace "timer delay" is a guess.
             while let Some(i) = work.iter().position(|c| c.kind == CauseKind::TimerDelay) {
@@ -365,7 +384,12 @@ impl Classifier {
 
     fn apply(&mut self, e: &Event<'_>, ts: u64) {
         match e.kind {
-            EventKind::IrqEntry { irq, name } => self.push(CauseKind::Irq, irq, name, ts),
+            EventKind::IrqEntry { irq, name } => {
+                if !name.is_empty() && !self.names.iter().any(|(i, _)| *i == irq) {
+                    let _ = self.names.push((irq, bounded(name)));
+                }
+                self.push(CauseKind::Irq, irq, name, ts);
+            }
             EventKind::IrqExit { irq } => self.pop(CauseKind::Irq, irq),
             EventKind::SoftirqEntry { vec } => {
                 self.push(CauseKind::Softirq, vec, softirq_label(vec), ts);
@@ -1114,6 +1138,31 @@ mod tests {
             (lines13[0].name.as_str(), lines13[0].prio, lines13[0].ns),
             ("irq/13-uart-pl0", 49, 70 * US)
         );
+    }
+
+    #[test]
+    fn a_handler_met_by_its_exit_first_is_one_line_with_its_name() {
+        // The trace begins inside the timer's handler (its exit has no
+        // name); its next entry names it.
+        let w = window(10 * MS, 10 * MS + 100 * US, 7);
+        let lines = [
+            " t-9 [000] d.h1. 0.009990: sched_wakeup: comm=k pid=5 prio=120 target_cpu=000",
+            " t-9 [000] d.h1. 0.010010: irq_handler_exit: irq=11 ret=handled",
+            " t-9 [000] d.h1. 0.010040: irq_handler_entry: irq=11 name=arch_timer",
+            " t-9 [000] d.h1. 0.010050: irq_handler_exit: irq=11 ret=handled",
+        ];
+        let a = classify_lines(&w, &lines);
+        let timer: std::vec::Vec<&Cause> = a
+            .causes
+            .iter()
+            .filter(|c| c.kind == CauseKind::Irq && c.id == 11)
+            .collect();
+        assert_eq!(timer.len(), 1, "{:?}", a.causes);
+        assert_eq!(
+            (timer[0].name.as_str(), timer[0].count, timer[0].ns),
+            ("arch_timer", 2, 20 * US)
+        );
+        assert_eq!(a.total_ns(), 100 * US);
     }
 
     #[test]
