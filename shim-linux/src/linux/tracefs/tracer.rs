@@ -276,25 +276,33 @@ impl Tracer {
     /// else the snapshot followed by the live buffer's events after it
     /// (the swap splits the trace there), recording paused for the read
     /// of the live buffer only (`pause-on-trace`).
-    fn read_window(&self, cpu: usize, wake_ns: u64) -> Read {
+    ///
+    /// `tid` is the measuring thread, if known (its markers tell which
+    /// spike a snapshot was taken for).
+    fn read_window(&self, cpu: usize, wake_ns: u64, tid: Option<u32>) -> Read {
         if !self.snapshot {
             return Read {
                 text: self.read_trace(cpu).unwrap_or_default(),
                 snap_floor: None,
+                snap_cycle: None,
                 paused: None,
             };
         }
         let mut text = String::new();
         let mut floor = self.swap_floor_ns;
         let mut snap_floor = None;
+        let mut snap_cycle = None;
         if self.snapshot_fired() {
             text = self.read_cpu_file(cpu, "snapshot").unwrap_or_default();
             floor = floor.max(last_ts(&text).unwrap_or(0));
             snap_floor = Some(floor);
+            let cpu32 = u32::try_from(cpu).unwrap_or(u32::MAX);
+            snap_cycle = find_mark(&text, cpu32, u64::MAX, tid).newest_cycle;
             if wake_ns <= floor {
                 return Read {
                     text,
                     snap_floor,
+                    snap_cycle,
                     paused: None,
                 };
             }
@@ -306,25 +314,30 @@ impl Tracer {
         Read {
             text,
             snap_floor,
+            snap_cycle,
             paused: Some((from, to)),
         }
     }
 
-    /// After explaining a window ending at `wake_ns` from `reads`: the
-    /// pauses of the live reads are remembered, and a snapshot that held
-    /// this window (or an older one) is given back to the trigger.
-    fn after_reads(&mut self, reads: &[&Read], wake_ns: u64) {
+    /// After explaining the spike of `cycle` from `reads`: the pauses of
+    /// the live reads are remembered, and a snapshot taken for this spike
+    /// or an earlier one is given back to the trigger. One whose newest
+    /// marker is a later spike's waits for that spike (or
+    /// [`Tracer::resume`]).
+    fn after_reads(&mut self, reads: &[&Read], cycle: u64) {
         for r in reads {
             if let Some((from, to)) = r.paused {
                 self.note_blind(from, to);
             }
         }
-        let floor = reads.iter().filter_map(|r| r.snap_floor).max();
-        if let Some(floor) = floor {
-            // A snapshot of a later spike waits for that spike.
-            if floor <= wake_ns || reads.iter().any(|r| r.paused.is_some()) {
-                self.rearm(floor);
-            }
+        let Some(floor) = reads.iter().filter_map(|r| r.snap_floor).max() else {
+            return;
+        };
+        if reads
+            .iter()
+            .all(|r| r.snap_cycle.is_none_or(|c| c <= cycle))
+        {
+            self.rearm(floor);
         }
     }
 
@@ -361,8 +374,8 @@ impl Tracer {
         }
         let marks_before = self.marks.load(Ordering::Acquire);
         let read_start = mono_ns();
-        let read = self.read_window(cpu, wake_ns);
-        self.after_reads(&[&read], wake_ns);
+        let read = self.read_window(cpu, wake_ns, None);
+        self.after_reads(&[&read], cycle);
         let marks = find_mark(&read.text, cpu32, cycle, None);
         let spike = Spike {
             cpu: cpu32,
@@ -403,11 +416,11 @@ impl Tracer {
             .map(|&c| {
                 (
                     u32::try_from(c).unwrap_or(u32::MAX),
-                    self.read_window(c, wake_ns),
+                    self.read_window(c, wake_ns, Some(tid)),
                 )
             })
             .collect();
-        self.after_reads(&reads.iter().map(|(_, r)| r).collect::<Vec<_>>(), wake_ns);
+        self.after_reads(&reads.iter().map(|(_, r)| r).collect::<Vec<_>>(), cycle);
         let mut texts: Vec<(u32, String)> = reads.into_iter().map(|(c, r)| (c, r.text)).collect();
         let by_mark = texts.iter().enumerate().find_map(|(i, (cpu, t))| {
             let m = find_mark(t, *cpu, cycle, Some(tid));
@@ -635,6 +648,9 @@ struct Read {
     text: String,
     /// The newest event time of the fired snapshot that was read, if any.
     snap_floor: Option<u64>,
+    /// The cycle of the newest marker in that snapshot, on this CPU: the
+    /// spike it was taken for.
+    snap_cycle: Option<u64>,
     /// When recording was paused to read the live buffer.
     paused: Option<(u64, u64)>,
 }
