@@ -339,6 +339,14 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         below.boot.flood_bytes > 0 && above.boot.flood_bytes > 0,
         "nothing flooded"
     );
+    // Spikes are explained all through the flood, not only at its start.
+    for (name, run) in [("flood -p 40", &below), ("flood -p 80", &above)] {
+        assert!(
+            run.sum.explained_late() > 0,
+            "{name}: no spike of the second half of the run explained\n{}",
+            describe(&run.sum)
+        );
+    }
     assert!(
         b.with_irq > 0 && b.irq_ns > 0,
         "flood at -p 40: no spike names irq {irq}: {}",
