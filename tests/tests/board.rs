@@ -732,3 +732,40 @@ fn stream_check_rejects_an_empty_stream() {
     assert!(bad.iter().any(|b| b.contains("no hello")), "{bad:?}");
     assert!(bad.iter().any(|b| b.contains("no bye")), "{bad:?}");
 }
+
+/// Explanations of the second half of the spikes' span are counted; a run
+/// whose explanations all came at its start has none.
+#[test]
+fn explained_late_counts_explanations_of_the_second_half() {
+    use latscope_core::explain::Attribution;
+    use latscope_core::wire::{Body, Encoder, SpikeFlags, SpikeSample};
+    let stream = |explained_at: &[u64]| {
+        let mut enc = Box::new(Encoder::new());
+        let mut out = Vec::new();
+        for (i, d) in [1_000_000_000i64, 9_000_000_000].into_iter().enumerate() {
+            let s = SpikeSample {
+                thread: 0,
+                cycle: i as u64,
+                deadline_ns: d,
+                latency_ns: 600_000,
+                missed: 0,
+                flags: SpikeFlags {
+                    spike: true,
+                    ..SpikeFlags::default()
+                },
+            };
+            out.extend_from_slice(enc.frame(Body::Spike(s)).expect("encode spike"));
+        }
+        for &d in explained_at {
+            let a = Attribution::new(0, 0, d, 600_000);
+            out.extend_from_slice(enc.frame(Body::Explain(a)).expect("encode explain"));
+        }
+        decode(&out)
+    };
+    assert_eq!(stream(&[1_000_000_000, 2_000_000_000]).explained_late(), 0);
+    assert_eq!(
+        stream(&[1_000_000_000, 5_000_000_000, 8_000_000_000]).explained_late(),
+        2
+    );
+    assert_eq!(stream(&[]).explained_late(), 0);
+}
