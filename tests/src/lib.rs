@@ -28,6 +28,7 @@ pub mod precondition;
 pub mod procs;
 pub mod prometheus;
 pub mod qemu;
+pub mod rtla;
 pub mod target;
 pub mod wait;
 
