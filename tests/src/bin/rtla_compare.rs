@@ -23,29 +23,32 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
     let console = String::from_utf8_lossy(&read("console.txt")?).into_owned();
     let sum = decode(&read("lsr")?);
     let runs = rtla::runs(&console);
-    let mut out = format!(
-        "### {name}\n\n| rtla run | verdict | blames irq {irq}'s thread |\n|---|---|---|\n"
-    );
+    let mut out = format!("### {name}\n\n| rtla run | verdict | blames |\n|---|---|---|\n");
     for (i, r) in runs.iter().enumerate() {
         let v = r.verdict();
-        let blames = v.as_deref().is_some_and(|v| rtla::names_irq_thread(v, irq));
+        let blames = v.as_deref().map_or("-".to_string(), |v| {
+            format!("{:?}", rtla::rtla_blame(v, irq))
+        });
         out += &format!(
-            "| {} | {} | {} |\n",
+            "| {} | {} | {blames} |\n",
             i + 1,
             v.as_deref().unwrap_or("(no sample over the threshold)"),
-            if blames { "yes" } else { "no" }
         );
     }
     let major = rtla::majority(&runs);
     let ours = rtla::latscope_dominant(&sum.explained);
+    let blame = |b: Option<rtla::Blame>| b.map_or("-".to_string(), |b| format!("{b:?}"));
     out += &format!(
-        "\nrtla's majority: {}; latscope's dominant traced cause over {} explained spikes: {}\n\n",
+        "\nrtla's majority: {} (blames {}); latscope's dominant traced cause over {} \
+         explained spikes: {} (blames {})\n\n",
         major.as_ref().map_or("none".to_string(), |(v, n)| format!(
             "{v} ({n} of {})",
             runs.len()
         )),
+        blame(major.as_ref().map(|(v, _)| rtla::rtla_blame(v, irq))),
         sum.explained.len(),
-        ours.as_deref().unwrap_or("none")
+        ours.as_deref().unwrap_or("none"),
+        blame(ours.as_deref().map(|c| rtla::latscope_blame(c, irq))),
     );
     // latscope's totals by cause, with the untraced reasons apart.
     let mut totals: BTreeMap<String, u64> = BTreeMap::new();
