@@ -31,6 +31,8 @@ pub struct Summary {
     pub bye: Option<Bye>,
     /// The explained spikes, in stream order.
     pub explained: Vec<Attribution>,
+    /// The earliest and latest deadline of the spike frames (clock ns).
+    pub spike_span: Option<(i64, i64)>,
     /// Log and warning lines the target sent.
     pub logs: Vec<String>,
     pub link: LinkStats,
@@ -58,7 +60,14 @@ pub fn decode(stream: &[u8]) -> Summary {
                 Body::Aggregate(a) => {
                     sum.aggregates.insert(a.thread, a);
                 }
-                Body::Delta(_) | Body::Chunk(_) | Body::Spike(_) => {}
+                Body::Spike(s) => {
+                    let d = s.deadline_ns;
+                    sum.spike_span = Some(
+                        sum.spike_span
+                            .map_or((d, d), |(lo, hi)| (lo.min(d), hi.max(d))),
+                    );
+                }
+                Body::Delta(_) | Body::Chunk(_) => {}
             },
         }
     }
@@ -262,6 +271,22 @@ pub fn describe(sum: &Summary) -> String {
         let _ = writeln!(s, "log: {l}");
     }
     s
+}
+
+impl Summary {
+    /// Explained spikes whose deadline is in the second half of the spike
+    /// frames' time span: explanations that kept coming while the spikes
+    /// did, not only at the start.
+    pub fn explained_late(&self) -> usize {
+        let Some((lo, hi)) = self.spike_span else {
+            return 0;
+        };
+        let mid = lo + (hi - lo) / 2;
+        self.explained
+            .iter()
+            .filter(|a| i64::try_from(a.deadline_ns).is_ok_and(|d| d >= mid))
+            .count()
+    }
 }
 
 /// How the explained spikes' time splits, for one IRQ of interest.

@@ -57,9 +57,15 @@ pub fn busybox(arch: Arch) -> Option<PathBuf> {
     ))
 }
 
-/// Builds the image in `dir` from `busybox` and `latscope`; returns the
-/// path of the compressed initramfs.
-pub fn build(busybox: &Path, latscope: &Path, dir: &Path) -> io::Result<PathBuf> {
+/// Builds the image in `dir` from `busybox` and `latscope` (and rtla's
+/// files from `rtla`, see [`rtla_root`]); returns the path of the
+/// compressed initramfs.
+pub fn build(
+    busybox: &Path,
+    latscope: &Path,
+    rtla: Option<&Path>,
+    dir: &Path,
+) -> io::Result<PathBuf> {
     let root = dir.join("image");
     for d in ["bin", "sbin", "usr/bin", "dev", "proc", "sys", "tmp"] {
         fs::create_dir_all(root.join(d))?;
@@ -69,11 +75,52 @@ pub fn build(busybox: &Path, latscope: &Path, dir: &Path) -> io::Result<PathBuf>
         symlink("busybox", root.join("bin").join(a))?;
     }
     fs::copy(latscope, root.join("usr/bin/latscope"))?;
+    if let Some(rtla) = rtla {
+        add_rtla(rtla, &root)?;
+    }
     fs::write(root.join("init"), INIT)?;
     fs::set_permissions(root.join("init"), fs::Permissions::from_mode(0o755))?;
     let out = dir.join("image.cpio.gz");
     pack_initramfs(&root, &out)?;
     Ok(out)
+}
+
+/// Debian's rtla for arm64 and the libraries it needs, unpacked by
+/// `.ci/run setup` (`$LATSCOPE_CACHE/rtla/arm64`; `LATSCOPE_RTLA_AARCH64`
+/// names another), if there.
+pub fn rtla_root() -> Option<PathBuf> {
+    let p = std::env::var_os("LATSCOPE_RTLA_AARCH64")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| cache_dir().join("rtla/arm64"));
+    p.join("usr/bin/rtla").is_file().then_some(p)
+}
+
+/// The files of rtla the image carries: the program, libtracefs,
+/// libtraceevent, libc and the dynamic loader.
+const RTLA_FILES: &[&str] = &[
+    "usr/bin/rtla",
+    "usr/lib/aarch64-linux-gnu/libtracefs.so.1",
+    "usr/lib/aarch64-linux-gnu/libtraceevent.so.1",
+    "lib/aarch64-linux-gnu/libc.so.6",
+    "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
+];
+
+/// Copies rtla's files from the unpacked packages at `from` into `root`,
+/// with the loader also at `/lib/ld-linux-aarch64.so.1`.
+fn add_rtla(from: &Path, root: &Path) -> io::Result<()> {
+    for f in RTLA_FILES {
+        let to = root.join(f);
+        if let Some(d) = to.parent() {
+            fs::create_dir_all(d)?;
+        }
+        // `fs::copy` follows the packages' symlinks (libtracefs.so.1 ->
+        // libtracefs.so.1.6.4).
+        fs::copy(from.join(f), &to)?;
+    }
+    symlink(
+        "aarch64-linux-gnu/ld-linux-aarch64.so.1",
+        root.join("lib/ld-linux-aarch64.so.1"),
+    )
 }
 
 /// What the init script reported on the console.

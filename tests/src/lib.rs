@@ -31,6 +31,7 @@ pub mod precondition;
 pub mod procs;
 pub mod prometheus;
 pub mod qemu;
+pub mod rtla;
 pub mod siege;
 pub mod target;
 pub mod wait;

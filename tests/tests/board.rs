@@ -11,16 +11,20 @@
 //!   script as an ordinary process, on both boards. On the PREEMPT_RT board
 //!   the test floods the console UART's receive side and checks that the
 //!   explained spikes name that IRQ when latscope runs below the IRQ
-//!   threads, and never blame its thread when it runs above them. On armv7
+//!   threads, and never blame its thread when it runs above them; after
+//!   each flood run Debian's rtla runs `timerlat top -a` five times at the
+//!   same priority, and its majority verdict must agree with latscope's
+//!   dominant cause. On armv7
 //!   the stream goes through a pty that `latscope-host record --serial`
 //!   reads.
 //! - A qemu-user smoke run of each ARM binary: a short measurement whose
 //!   output and stream file are checked.
 //!
 //! `LATSCOPE_BOARD_KEEP=DIR` keeps the streams of the attribution runs
-//! (`flood-control.lsr`, `flood-p40.lsr`, `flood-p80.lsr`) and of the
+//! (`flood-control.lsr`, `flood-p40.lsr`, `flood-p80.lsr`, with their
+//! console transcripts `*.console.txt`, rtla's output included) and of the
 //! link-budget runs (`link-budget-aarch64.lsr`, `link-budget-arm.lsr`)
-//! there, for `latscope-host report` and `link_meter`.
+//! there, for `latscope-host report`, `link_meter` and `bench/rtla-compare`.
 //!
 //! Needs the tools `.ci/run setup` installs. Outside CI a missing tool skips
 //! a test with a message; with `CI=true` it fails. `LATSCOPE_BOARD_TESTS=0`
@@ -29,7 +33,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use latscope_tests::{board, boot, image, qemu};
+use latscope_tests::{board, boot, image, qemu, rtla};
 
 use board::{
     check, decode, describe, Expect, Shares, Summary, EXPLAIN_SLACK_NS, RUN_TIME_SLACK_NS,
@@ -206,7 +210,18 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
     let bin = latscope_binary(arch)?;
     let busybox = image::busybox(arch)?;
     let scratch = Scratch::new("image").expect("scratch dir");
-    let initrd = image::build(&busybox, &bin, scratch.path()).expect("build the busybox image");
+    // rtla only where the arguments ask for its runs (`rtla=N:PRIO`).
+    let rtla = if args.starts_with("rtla=") {
+        Some(image::rtla_root().or_else(|| {
+            unavailable(
+                "no rtla for arm64 in the cache (run `.ci/run setup` or set LATSCOPE_RTLA_AARCH64)",
+            )
+        })?)
+    } else {
+        None
+    };
+    let initrd = image::build(&busybox, &bin, rtla.as_deref(), scratch.path())
+        .expect("build the busybox image");
     eprintln!(
         "image {arch:?}: {} with {console:?}, {port:?}; latscope {args}",
         board.kernel.display()
@@ -281,8 +296,13 @@ const FLOOD_THREADS: &str = "-t 1 -a 0";
 /// other UART, so the flood's IRQ is not the stream's own.
 #[test]
 fn image_aarch64_rt_attributes_a_uart_flood() {
-    let run = |prio, flood| {
-        let args = image_args(FLOOD_THREADS, prio, FLOOD_SECS);
+    // The flood runs then run rtla's timerlat RTLA_RUNS times at the same
+    // priority, one after the other, after latscope and under the flood.
+    let run = |prio, flood: bool| {
+        let mut args = image_args(FLOOD_THREADS, prio, FLOOD_SECS);
+        if flood {
+            args = format!("rtla={RTLA_RUNS}:{prio} {args}");
+        }
         boot_image(
             Arch::Aarch64,
             &args,
@@ -310,7 +330,8 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         ("flood -p 40", "flood-p40", &below, &b),
         ("flood -p 80", "flood-p80", &above, &a),
     ] {
-        keep(file, &run.boot.stream);
+        keep(&format!("{file}.lsr"), &run.boot.stream);
+        keep(&format!("{file}.console.txt"), run.boot.console.as_bytes());
         eprintln!(
             "{name}: {} bytes flooded, irq {irq} fired {:?} times; {}",
             run.boot.flood_bytes,
@@ -339,6 +360,15 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         below.boot.flood_bytes > 0 && above.boot.flood_bytes > 0,
         "nothing flooded"
     );
+    side_by_side_with_rtla(irq, &below, &above);
+    // Spikes are explained all through the flood, not only at its start.
+    for (name, run) in [("flood -p 40", &below), ("flood -p 80", &above)] {
+        assert!(
+            run.sum.explained_late() > 0,
+            "{name}: no spike of the second half of the run explained\n{}",
+            describe(&run.sum)
+        );
+    }
     assert!(
         b.with_irq > 0 && b.irq_ns > 0,
         "flood at -p 40: no spike names irq {irq}: {}",
@@ -357,12 +387,56 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
     );
 }
 
-/// Keeps `stream` as `NAME.lsr` in `$LATSCOPE_BOARD_KEEP`, if set.
-fn keep(name: &str, stream: &[u8]) {
+/// rtla's timerlat runs after each flood run.
+const RTLA_RUNS: usize = 5;
+
+/// rtla's runs beside latscope's explanations, below the IRQ thread
+/// (`below`, -p 40) and above it (`above`, -p 80): below, what most of
+/// rtla's runs blame and what latscope's dominant cause blames agree
+/// (the late timer interrupt, the IRQ's thread, ...); above, neither
+/// blames the IRQ's thread.
+fn side_by_side_with_rtla(irq: u32, below: &ImageRun, above: &ImageRun) {
+    let blames = |name: &str, run: &ImageRun| {
+        let runs = rtla::runs(&run.boot.console);
+        assert_eq!(
+            runs.len(),
+            RTLA_RUNS,
+            "{name}: rtla runs in the transcript\n{}",
+            run.boot.console
+        );
+        let major = rtla::majority(&runs);
+        let ours = rtla::latscope_dominant(&run.sum.explained);
+        eprintln!(
+            "{name}: rtla verdicts {:?}, majority {major:?}; latscope's dominant cause {ours:?}",
+            runs.iter().map(rtla::Run::verdict).collect::<Vec<_>>()
+        );
+        let theirs = major.as_ref().map(|(v, _)| rtla::rtla_blame(v, irq));
+        let ours_blame = ours.as_deref().map(|c| rtla::latscope_blame(c, irq));
+        (theirs, ours_blame, major, ours)
+    };
+    let (theirs, ours, major, dominant) = blames("flood -p 40", below);
+    assert!(
+        theirs.is_some(),
+        "flood -p 40: no rtla run hit its threshold"
+    );
+    assert_eq!(
+        theirs, ours,
+        "flood -p 40: rtla's majority {major:?} and latscope's dominant cause {dominant:?} disagree"
+    );
+    let (theirs, ours, major, dominant) = blames("flood -p 80", above);
+    assert!(
+        theirs != Some(rtla::Blame::IrqThread) && ours != Some(rtla::Blame::IrqThread),
+        "flood -p 80: irq {irq}'s thread blamed above its priority: rtla {major:?}, latscope {dominant:?}"
+    );
+}
+
+/// Keeps `bytes` (a stream, a console transcript) as `FILE` in
+/// `$LATSCOPE_BOARD_KEEP`, if set.
+fn keep(file: &str, bytes: &[u8]) {
     if let Some(dir) = std::env::var_os("LATSCOPE_BOARD_KEEP") {
-        let rec = PathBuf::from(dir).join(format!("{name}.lsr"));
-        std::fs::write(&rec, stream).expect("keep the board's stream");
-        eprintln!("{name}: the stream is in {}", rec.display());
+        let path = PathBuf::from(dir).join(file);
+        std::fs::write(&path, bytes).expect("keep the board's output");
+        eprintln!("{file}: kept in {}", path.display());
     }
 }
 
@@ -385,7 +459,7 @@ fn link_budget(arch: Arch) {
         return;
     };
     keep(
-        &format!("link-budget-{}", arch_prefix(arch)),
+        &format!("link-budget-{}.lsr", arch_prefix(arch)),
         &run.boot.stream,
     );
     let load = run.boot.load().expect("stream bytes arrived");
@@ -723,4 +797,41 @@ fn stream_check_rejects_an_empty_stream() {
     );
     assert!(bad.iter().any(|b| b.contains("no hello")), "{bad:?}");
     assert!(bad.iter().any(|b| b.contains("no bye")), "{bad:?}");
+}
+
+/// Explanations of the second half of the spikes' span are counted; a run
+/// whose explanations all came at its start has none.
+#[test]
+fn explained_late_counts_explanations_of_the_second_half() {
+    use latscope_core::explain::Attribution;
+    use latscope_core::wire::{Body, Encoder, SpikeFlags, SpikeSample};
+    let stream = |explained_at: &[u64]| {
+        let mut enc = Box::new(Encoder::new());
+        let mut out = Vec::new();
+        for (i, d) in [1_000_000_000i64, 9_000_000_000].into_iter().enumerate() {
+            let s = SpikeSample {
+                thread: 0,
+                cycle: i as u64,
+                deadline_ns: d,
+                latency_ns: 600_000,
+                missed: 0,
+                flags: SpikeFlags {
+                    spike: true,
+                    ..SpikeFlags::default()
+                },
+            };
+            out.extend_from_slice(enc.frame(Body::Spike(s)).expect("encode spike"));
+        }
+        for &d in explained_at {
+            let a = Attribution::new(0, 0, d, 600_000);
+            out.extend_from_slice(enc.frame(Body::Explain(a)).expect("encode explain"));
+        }
+        decode(&out)
+    };
+    assert_eq!(stream(&[1_000_000_000, 2_000_000_000]).explained_late(), 0);
+    assert_eq!(
+        stream(&[1_000_000_000, 5_000_000_000, 8_000_000_000]).explained_late(),
+        2
+    );
+    assert_eq!(stream(&[]).explained_late(), 0);
 }

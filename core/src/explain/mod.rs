@@ -26,7 +26,10 @@
 //! 3. otherwise, before the measuring thread was runnable (woken by its
 //!    timer's `sched_wakeup`, or, if its deadline had passed before it
 //!    could sleep, switched out preempted, `prev_state=R`):
-//!    [`CauseKind::TimerDelay`], the timer's own IRQ delay;
+//!    [`CauseKind::TimerDelay`], the timer's own IRQ delay, one line per
+//!    task that was current meanwhile (the last `sched_switch` before it):
+//!    what ran on the CPU while the timer interrupt was late. A hard IRQ in
+//!    progress then is rule 1's line;
 //! 4. otherwise, while it was runnable, another task that was current:
 //!    [`CauseKind::Task`] (comm, pid, kernel priority). On `PREEMPT_RT` the
 //!    threads `irq/N-name` count as [`CauseKind::Irq`] N, on a line named
@@ -34,9 +37,15 @@
 //!    priority in [`Cause::prio`], if they ranked at or above the measuring
 //!    thread; an IRQ thread that ranked below it did not delay it but was
 //!    on its way off the CPU, and that time goes to rule 5;
-//! 5. whatever is left (the measuring thread itself on its way back to user
-//!    space, or a stretch the trace does not cover) is
-//!    [`CauseKind::Untraced`], "irqs or preemption off (untraced)".
+//! 5. whatever is left is [`CauseKind::Untraced`], by reason: recording was
+//!    on and no event came (the measuring thread itself on its way back to
+//!    user space, irqs or preemption off): "irqs or preemption off
+//!    (untraced)", [`UNTRACED_OFF`]; recording was off (paused while an
+//!    earlier window was read, stopped by an earlier marker): "trace
+//!    paused", [`UNTRACED_PAUSED`]; the events are gone (a `[LOST n
+//!    EVENTS]` line, or the buffer no longer reaches back to the
+//!    deadline): "trace lost", [`UNTRACED_LOST`]. The last two make the
+//!    attribution `partial`.
 //!
 //! At most [`MAX_CAUSES`] lines are kept; the smallest are merged into one
 //! [`CauseKind::Other`] line, so the sum stays exact.
@@ -66,8 +75,24 @@ pub type Name = heapless::String<NAME_LEN>;
 /// Kernel priority value meaning "not known" in [`Cause::prio`].
 pub const PRIO_UNKNOWN: i32 = i32::MIN;
 
-/// Label the report prints for [`CauseKind::Untraced`].
+/// Label the report prints for [`CauseKind::Untraced`] time of
+/// [`UNTRACED_OFF`].
 pub(crate) const UNTRACED_LABEL: &str = "irqs or preemption off (untraced)";
+
+/// [`Cause::id`] of an [`CauseKind::Untraced`] line: recording was on and
+/// no event came (irqs or preemption off, or the measuring thread's own
+/// way back to user space).
+pub const UNTRACED_OFF: u32 = 0;
+
+/// [`Cause::id`] of an [`CauseKind::Untraced`] line: the trace was not
+/// recording (paused while an earlier window was read, or stopped by an
+/// earlier spike's marker). Printed "trace paused".
+pub const UNTRACED_PAUSED: u32 = 1;
+
+/// [`Cause::id`] of an [`CauseKind::Untraced`] line: the trace was
+/// recording but the events are gone (the ring buffer lost them, or it no
+/// longer reaches back to the deadline). Printed "trace lost".
+pub const UNTRACED_LOST: u32 = 2;
 
 /// What kind of thing a [`Cause`] line names.
 #[derive(Serialize, Deserialize, MaxSize, Schema, Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,14 +104,19 @@ pub enum CauseKind {
     Softirq,
     /// An x86 system vector; `id` is the vector, `name` e.g. `local_timer`.
     Vector,
-    /// The deadline passed but the timer had not expired yet.
+    /// The deadline passed but the timer had not expired yet; `id`,
+    /// `name` and `prio` are the task that was current on the CPU
+    /// meanwhile (pid, comm, kernel priority), or 0, empty and
+    /// [`PRIO_UNKNOWN`] if the trace does not show it.
     TimerDelay,
     /// The CPU was idle (or coming out of idle).
     IdleExit,
     /// Another task ran; `id` is its pid, `name` its comm, `prio` its kernel
     /// priority.
     Task,
-    /// Time no event explains: irqs or preemption off, or not traced.
+    /// Time no event explains; `id` says why: [`UNTRACED_OFF`] (irqs or
+    /// preemption off), [`UNTRACED_PAUSED`] (the trace was not recording)
+    /// or [`UNTRACED_LOST`] (its events were lost).
     Untraced,
     /// Everything merged because the line table was full.
     Other,
@@ -150,7 +180,11 @@ impl Cause {
         match self.kind {
             CauseKind::TimerDelay => "timer expiry delay",
             CauseKind::IdleExit => "idle exit",
-            CauseKind::Untraced => UNTRACED_LABEL,
+            CauseKind::Untraced => match self.id {
+                UNTRACED_PAUSED => "trace paused",
+                UNTRACED_LOST => "trace lost",
+                _ => UNTRACED_LABEL,
+            },
             CauseKind::Other => "other",
             CauseKind::Masked => "interrupts masked",
             _ => self.name.as_str(),
@@ -158,16 +192,13 @@ impl Cause {
     }
 
     /// True if this line and `kind`/`id`/`name` describe the same cause.
-    /// Tasks match by pid alone (their comm changes on exec).
+    /// Tasks (and the task current during a timer delay) match by pid
+    /// alone (their comm changes on exec); untraced time by its reason.
     fn same(&self, kind: CauseKind, id: u32, name: &str) -> bool {
         self.kind == kind
             && match kind {
-                CauseKind::Task => self.id == id,
-                CauseKind::TimerDelay
-                | CauseKind::IdleExit
-                | CauseKind::Untraced
-                | CauseKind::Other
-                | CauseKind::Masked => true,
+                CauseKind::Task | CauseKind::TimerDelay | CauseKind::Untraced => self.id == id,
+                CauseKind::IdleExit | CauseKind::Other | CauseKind::Masked => true,
                 _ => self.id == id && self.name.as_str() == name,
             }
     }
@@ -226,6 +257,24 @@ impl Attribution {
             .fold(0u64, |acc, c| acc.saturating_add(c.ns))
     }
 
+    /// Time of the window the trace was not recording
+    /// ([`UNTRACED_PAUSED`]).
+    pub fn paused_ns(&self) -> u64 {
+        self.untraced_ns(UNTRACED_PAUSED)
+    }
+
+    /// Time of the window whose events were lost ([`UNTRACED_LOST`]).
+    pub fn lost_ns(&self) -> u64 {
+        self.untraced_ns(UNTRACED_LOST)
+    }
+
+    fn untraced_ns(&self, why: u32) -> u64 {
+        self.causes
+            .iter()
+            .filter(|c| c.kind == CauseKind::Untraced && c.id == why)
+            .fold(0u64, |acc, c| acc.saturating_add(c.ns))
+    }
+
     /// The line with the most time, if any.
     #[cfg(test)]
     pub(crate) fn top(&self) -> Option<&Cause> {
@@ -254,11 +303,13 @@ pub(crate) fn add_to<const N: usize>(
     if let Some(c) = table.iter_mut().find(|c| c.same(kind, id, name)) {
         c.count = c.count.saturating_add(count);
         c.ns = c.ns.saturating_add(ns);
-        if kind == CauseKind::Task {
+        if matches!(kind, CauseKind::Task | CauseKind::TimerDelay) && !name.is_empty() {
             c.name = bounded(name);
-            if prio != PRIO_UNKNOWN {
-                c.prio = prio;
-            }
+        }
+        // One line per IRQ thread: the priority its switch shows, even if
+        // the line began while it was not known.
+        if prio != PRIO_UNKNOWN {
+            c.prio = prio;
         }
         return;
     }

@@ -1,7 +1,9 @@
 //! Explained spikes: the attributions a run sent, the largest kept, and
 //! per-cause totals over all of them, in bounded memory.
 
-use latscope_core::explain::{Attribution, Cause, CauseKind, Policy, PRIO_UNKNOWN};
+use latscope_core::explain::{
+    Attribution, Cause, CauseKind, Policy, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_PAUSED,
+};
 
 /// Explained spikes kept per run (the largest).
 const KEPT: usize = 32;
@@ -13,6 +15,9 @@ const CAUSES: usize = 256;
 pub(crate) struct CauseTotal {
     /// The cause, as the report prints it (without counts and time).
     pub label: String,
+    /// What identifies it: the label, without the priority for an IRQ
+    /// thread (whose priority a spike's trace may not show).
+    key: String,
     /// Episodes over all spikes.
     pub count: u64,
     /// Time over all spikes (ns; counts only for coarse attributions).
@@ -56,7 +61,50 @@ pub(crate) fn cause_label(c: &Cause) -> String {
         CauseKind::Softirq => format!("softirq {}", c.name),
         CauseKind::Vector => format!("irq {}", c.name),
         CauseKind::Task => format!("task {} (pid {}, {})", c.name, c.id, policy(c)),
+        // What ran on the CPU while the timer interrupt was late.
+        CauseKind::TimerDelay if !c.name.is_empty() => format!(
+            "{}, {} running (pid {}, {})",
+            c.label(),
+            c.name,
+            c.id,
+            policy(c)
+        ),
         _ => c.label().to_string(),
+    }
+}
+
+/// The line a report prints on its own for a stretch of a spike's window
+/// the trace did not record or lost (`trace paused 1.2 ms`), or `None`
+/// for other lines.
+pub(crate) fn gap_line(c: &Cause) -> Option<String> {
+    if c.kind != CauseKind::Untraced || !matches!(c.id, UNTRACED_PAUSED | UNTRACED_LOST) {
+        return None;
+    }
+    let len = if c.ns >= 100_000 {
+        format!("{:.1} ms", c.ns as f64 / 1e6)
+    } else {
+        format!("{:.1} µs", c.ns as f64 / 1e3)
+    };
+    Some(format!("{} {len}", c.label()))
+}
+
+/// The total a cause line adds to: its label, and its key.
+fn total_label(c: &Cause) -> (String, String) {
+    match c.kind {
+        // Totals group tasks by name: pids differ between spikes.
+        CauseKind::Task => {
+            let l = format!("task {} ({})", c.name, policy(c));
+            (l.clone(), l)
+        }
+        // Timer delays are one cause, whatever ran meanwhile.
+        CauseKind::TimerDelay => (c.label().to_string(), c.label().to_string()),
+        // An IRQ thread is one cause whether or not a spike's trace
+        // showed its priority.
+        CauseKind::Irq => (cause_label(c), format!("irq {} {}", c.id, c.name)),
+        _ => {
+            let l = cause_label(c);
+            (l.clone(), l)
+        }
     }
 }
 
@@ -65,29 +113,33 @@ impl Explained {
     pub(crate) fn push(&mut self, a: &Attribution) {
         self.total += 1;
         for c in &a.causes {
-            let label = match c.kind {
-                // Totals group tasks by name: pids differ between spikes.
-                CauseKind::Task => format!("task {} ({})", c.name, policy(c)),
-                _ => cause_label(c),
-            };
-            let at = match self.causes.iter().position(|t| t.label == label) {
-                Some(i) => Some(i),
+            let (label, key) = total_label(c);
+            let at = match self.causes.iter().position(|t| t.key == key) {
+                Some(i) => {
+                    // The priority, once a spike shows it.
+                    if c.kind == CauseKind::Irq && c.prio != PRIO_UNKNOWN {
+                        self.causes[i].label = label;
+                    }
+                    Some(i)
+                }
                 None if self.causes.len() < CAUSES => {
                     self.causes.push(CauseTotal {
                         label,
+                        key,
                         count: 0,
                         ns: 0,
                         spikes: 0,
                     });
                     Some(self.causes.len() - 1)
                 }
-                None => self.causes.iter().position(|t| t.label == "other"),
+                None => self.causes.iter().position(|t| t.key == "other"),
             };
             let i = match at {
                 Some(i) => i,
                 None => {
                     if let Some(last) = self.causes.last_mut() {
                         last.label = "other".into();
+                        last.key = "other".into();
                     }
                     self.causes.len() - 1
                 }

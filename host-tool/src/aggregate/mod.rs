@@ -8,7 +8,7 @@ mod series;
 mod spikes;
 mod thread;
 
-pub(crate) use explain::{cause_label, Explained};
+pub(crate) use explain::{cause_label, gap_line, Explained};
 pub(crate) use series::Point;
 pub use thread::SERIES_POINTS;
 pub(crate) use thread::{SpikeAccount, ThreadAgg};

@@ -629,3 +629,112 @@ fn a_tracefs_mount_by_latscope_is_reported() {
     assert!(report_with(|h| h.config.tracefs_mounted = true).contains(line));
     assert!(!report_with(|_| {}).contains("tracefs:"));
 }
+
+/// The text report of a synthetic run that sent the attributions `atts`.
+fn report_of_explained(atts: Vec<latscope_core::explain::Attribution>) -> (String, Session) {
+    let mut synth = Synth::new(SynthConfig::default());
+    let mut bytes = Vec::new();
+    synth.start(&mut |b| bytes.extend_from_slice(b));
+    synth.report(&mut |b| bytes.extend_from_slice(b));
+    let mut enc = latscope_core::wire::Encoder::new();
+    for a in atts {
+        bytes.extend_from_slice(enc.frame(Body::Explain(a)).unwrap());
+    }
+    synth.end(&mut |b| bytes.extend_from_slice(b));
+    let s = decode(&bytes);
+    let mut out = String::new();
+    crate::report::text::render(&mut out, "t", s.agg.current().unwrap(), &s.link());
+    (out, s)
+}
+
+#[test]
+fn an_irq_thread_is_one_cause_in_the_totals_with_or_without_its_priority() {
+    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    // One spike's trace showed the thread's priority, another's did not
+    // (it began while the thread ran).
+    let mut a = Attribution::new(0, 1, 0, 30_000);
+    a.add(
+        CauseKind::Irq,
+        13,
+        PRIO_UNKNOWN,
+        "irq/13-uart-pl0",
+        1,
+        30_000,
+    );
+    let mut b = Attribution::new(0, 2, 1_000_000, 1_020_000);
+    b.add(CauseKind::Irq, 13, 49, "irq/13-uart-pl0", 2, 20_000);
+    let (out, s) = report_of_explained(vec![a, b]);
+    let run = s.agg.current().unwrap();
+    let thread: Vec<_> = run
+        .explained
+        .ranked()
+        .into_iter()
+        .filter(|t| t.label.contains("irq/13-uart-pl0"))
+        .collect();
+    assert_eq!(thread.len(), 1, "{out}");
+    assert_eq!(
+        thread[0].label, "irq 13 irq/13-uart-pl0 (SCHED_FIFO/RR 50)",
+        "{out}"
+    );
+    assert_eq!((thread[0].ns, thread[0].spikes), (50_000, 2));
+}
+
+#[test]
+fn a_paused_or_lost_trace_is_a_line_of_its_own_and_a_late_timer_names_the_running_task() {
+    use latscope_core::explain::{
+        Attribution, CauseKind, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_OFF, UNTRACED_PAUSED,
+    };
+    let mut a = Attribution::new(0, 7, 5_000_000_000, 2_500_000);
+    a.partial = true;
+    a.add(
+        CauseKind::TimerDelay,
+        95,
+        49,
+        "irq/13-uart-pl0",
+        1,
+        1_060_000,
+    );
+    a.add(
+        CauseKind::Untraced,
+        UNTRACED_PAUSED,
+        PRIO_UNKNOWN,
+        "",
+        1,
+        1_200_000,
+    );
+    a.add(
+        CauseKind::Untraced,
+        UNTRACED_LOST,
+        PRIO_UNKNOWN,
+        "",
+        1,
+        40_000,
+    );
+    a.add(
+        CauseKind::Untraced,
+        UNTRACED_OFF,
+        PRIO_UNKNOWN,
+        "",
+        1,
+        200_000,
+    );
+    assert_eq!(a.total_ns(), a.latency_ns);
+    let (out, _) = report_of_explained(vec![a]);
+    let lines: Vec<&str> = out.lines().map(str::trim).collect();
+    assert!(lines.contains(&"trace paused 1.2 ms"), "{out}");
+    assert!(lines.contains(&"trace lost 40.0 µs"), "{out}");
+    assert!(
+        lines.contains(&"irqs or preemption off (untraced)  200.0 µs"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "timer expiry delay, irq/13-uart-pl0 running (pid 95, SCHED_FIFO/RR 50)  1060.0 µs"
+        ),
+        "{out}"
+    );
+    // The totals keep one timer-delay cause and the trace's gaps apart.
+    assert!(out.contains("top: trace paused"), "{out}");
+    let totals = &out[out.find("causes over all").unwrap()..];
+    assert!(totals.contains("  timer expiry delay "), "{out}");
+}

@@ -497,6 +497,11 @@ pub(crate) fn explained(out: &mut String, run: &Run) {
             }
         );
         for c in &a.causes {
+            // Time the trace did not record or lost: a line of its own.
+            if let Some(gap) = crate::aggregate::gap_line(c) {
+                let _ = writeln!(out, "      {gap}");
+                continue;
+            }
             let label = crate::aggregate::cause_label(c);
             let count = if c.count > 1
                 || matches!(

@@ -88,6 +88,9 @@ fn with_lost_output(status: i32) -> i32 {
 
 /// Run a measurement; returns the exit status.
 fn run(cfg: &Config) -> i32 {
+    if let Some(line) = linux::leftovers::sweep() {
+        output::note(&line);
+    }
     setup::cyclictest::notes(cfg);
     let mut held = exit::Held {
         demote: !cfg.bench.no_exit_demote,

@@ -7,6 +7,7 @@
 pub mod clock;
 pub mod exit;
 pub mod interrupts;
+pub mod leftovers;
 pub mod localtime;
 pub mod pid1;
 pub mod procfs;

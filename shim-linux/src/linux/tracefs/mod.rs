@@ -5,7 +5,10 @@
 //!   it (removing stale instances of dead latscope processes first), enables
 //!   the irq, softirq, irq_vectors, hrtimer, idle and sched events for the
 //!   measured CPUs only, sets `trace_clock` to `mono` so event times compare
-//!   with `CLOCK_MONOTONIC` deadlines, and sizes the buffers small. The
+//!   with `CLOCK_MONOTONIC` deadlines, and sizes the buffers small. A
+//!   marker keeps its spike's window: by the `snapshot:1` trigger (live
+//!   recording goes on) where the kernel has snapshots, else by the
+//!   `traceoff` trigger (recording stops until the window is read). The
 //!   non-RT sender thread calls [`Tracer::explain`] after a spike; it reads
 //!   `per_cpu/cpuN/trace` and runs the core classifier
 //!   ([`latscope_core::explain`]). Dropping the tracer (or
@@ -39,7 +42,7 @@ use rustix::fs::{Mode, OFlags};
 
 pub use marker::Marker;
 pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
-pub use tracer::Tracer;
+pub use tracer::{remove_stale_instances, Tracer};
 
 /// Per-CPU buffer of the instance for each measured CPU, in KiB. At a
 /// loopback flood's ~250 000 events/s this holds about 6 ms of history

@@ -3,10 +3,13 @@
 use std::sync::mpsc::{Receiver, Sender};
 use std::thread::JoinHandle;
 
-use latscope_core::explain::{parse_line, Attribution, CauseKind};
+use latscope_core::explain::{
+    classify_text, parse_line, Attribution, CauseKind, Window, UNTRACED_PAUSED,
+};
 use latscope_tests::{is_root, missing};
 
 use super::marks::{find_mark, mono_ns, switched_in, Marks};
+use super::tracer::{append_after, last_ts};
 use super::*;
 use crate::linux::interrupts::ProcInterrupts;
 
@@ -80,6 +83,50 @@ fn an_unpinned_thread_is_found_where_it_was_switched_in() {
     assert_eq!(switched_in(&texts, 8, 10_000_000, 10_070_000), Some(0));
 }
 
+/// A real board trace (the PREEMPT_RT flood at `-p 80`) as a snapshot
+/// swap splits it: the snapshot buffer holds everything up to the swap,
+/// the live buffer begins with what an earlier swap left in it (here:
+/// the oldest lines again) and goes on after the swap. Joined, they
+/// explain the spike exactly as the unbroken trace does.
+#[test]
+fn a_window_across_a_snapshot_swap_is_explained_as_the_whole_trace() {
+    let text = include_str!("../../../../core/src/explain/fixtures/rt_uart_flood_p80_cpu0.txt");
+    let events: Vec<&str> = text.lines().filter(|l| parse_line(l).is_some()).collect();
+    let w = Window {
+        cpu: 0,
+        cycle: 4,
+        deadline_ns: 2_232_394_720,
+        wake_ns: 2_233_624_944,
+        pid: 108,
+    };
+    let whole = classify_text(&w, text);
+    assert!(!whole.partial);
+    // The swap in the middle of the window.
+    let cut = events
+        .iter()
+        .position(|l| parse_line(l).unwrap().ts_ns > 2_233_500_000)
+        .unwrap();
+    let snapshot = events[..cut].join("\n");
+    let stale = &events[..cut / 3];
+    let live = [stale, &events[cut..]].concat().join("\n");
+    let floor = last_ts(&snapshot).unwrap();
+    assert!(floor > w.deadline_ns && floor < w.wake_ns);
+    let mut joined = snapshot.clone();
+    joined.push('\n');
+    append_after(&mut joined, &live, floor);
+    assert_eq!(classify_text(&w, &joined), whole);
+    // Without the floor, the stale lines would come back in the middle.
+    let mut naive = snapshot;
+    naive.push('\n');
+    append_after(&mut naive, &live, 0);
+    assert_ne!(classify_text(&w, &naive), whole);
+    // The live buffer alone has lost the window's start.
+    let mut alone = String::new();
+    append_after(&mut alone, &live, floor);
+    let a = classify_text(&w, &alone);
+    assert!(a.partial && a.lost_ns() > 0, "{a:?}");
+}
+
 /// Live: needs root and tracefs. One test, under a file lock, so it never
 /// races another test that uses tracefs. A loopback UDP flood on the
 /// measured CPU makes the spikes; a 1 ms sleeper on that CPU marks them
@@ -124,18 +171,32 @@ fn live_instance_flood_and_cleanup() {
     }
     check_explained(&explained);
     // A spike wholly inside a stretch without recording (the freeze for
-    // the last one) is one untraced line, partial.
+    // the last one) is one "trace paused" line, partial: not "untraced",
+    // which would say the trace was on and saw nothing.
     let (from, to) = tracer.last_blind().expect("a stretch without recording");
     let blind = tracer.explain(cpu, from, to, u64::MAX);
     assert!(blind.partial, "{blind:?}");
     assert_eq!(blind.causes.len(), 1, "{blind:?}");
     assert_eq!(blind.causes[0].kind, CauseKind::Untraced);
-    assert_eq!(blind.total_ns(), to - from);
+    assert_eq!(blind.causes[0].id, UNTRACED_PAUSED);
+    assert_eq!(blind.causes[0].label(), "trace paused");
+    assert_eq!(blind.paused_ns(), to - from);
+    // A spike that began in it and ended after it: the paused part is
+    // that line, the rest is explained by the trace.
+    let later = mono_ns();
+    let straddle = tracer.explain(cpu, to - (to - from) / 2, later, u64::MAX - 1);
+    assert_eq!(straddle.total_ns(), straddle.latency_ns);
+    assert!(straddle.paused_ns() >= (to - from) / 2, "{straddle:?}");
+    assert!(straddle.paused_ns() < straddle.latency_ns, "{straddle:?}");
     // The trace is readable and the flood raised NET_RX on the CPU
     // (the /proc fallback sees it too, as a coarse attribution).
     let text = tracer.read_trace(cpu).unwrap();
     assert!(text.lines().filter_map(parse_line).count() > 0);
-    assert!(tracer.freezes_on_mark());
+    // A marker swaps into the snapshot where the kernel has snapshots, and
+    // freezes the instance where it has not.
+    let dir_has_snapshot = tracer.instance_dir().join("snapshot").exists();
+    assert_eq!(tracer.snapshots_on_mark(), dir_has_snapshot);
+    assert_eq!(tracer.freezes_on_mark(), !dir_has_snapshot);
     let coarse = procs_before.delta(&ProcInterrupts::snapshot(&[cpu]).unwrap(), cpu, 0, 0, 0);
     assert!(coarse.coarse);
     let rx = coarse

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use latscope_core::explain::{parse_line, Attribution, Classifier, Window};
+use latscope_core::explain::{parse_line, Attribution, Classifier, EventKind, Window};
 
 use super::marks::{find_mark, mono_ns, switched_in, Marks, Spike};
 use super::{cpumask, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
@@ -20,17 +20,20 @@ fn latscope_alive(pid: u32) -> bool {
     fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("latscope"))
 }
 
-/// Removes `instances/latscope-PID` of processes that are gone. Returns
-/// how many were removed. An instance of a live latscope is kept; one
-/// named after our own pid is a leftover and goes too.
-fn remove_stale(root: &Path) -> io::Result<usize> {
+/// Removes `instances/latscope-PID` of processes that are gone (at the
+/// start of every run, and before a tracer creates its own). Returns the
+/// pid and name of each removed. An instance of a live latscope is kept;
+/// one named after our own pid is a leftover and goes too.
+pub fn remove_stale_instances(root: &Path) -> Vec<(u32, String)> {
     let me = rustix::process::getpid()
         .as_raw_nonzero()
         .get()
         .unsigned_abs();
-    let mut removed = 0;
-    for entry in fs::read_dir(root.join("instances"))? {
-        let entry = entry?;
+    let mut removed = Vec::new();
+    let Ok(entries) = fs::read_dir(root.join("instances")) else {
+        return removed;
+    };
+    for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
@@ -43,10 +46,10 @@ fn remove_stale(root: &Path) -> io::Result<usize> {
             continue;
         }
         if fs::remove_dir(entry.path()).is_ok() {
-            removed += 1;
+            removed.push((pid, name.to_string_lossy().into_owned()));
         }
     }
-    Ok(removed)
+    removed
 }
 
 /// The per-process trace instance `instances/latscope-PID`.
@@ -63,6 +66,12 @@ pub struct Tracer {
     mono: bool,
     enabled: Vec<String>,
     freeze_on_mark: bool,
+    /// A marker swaps the live buffer into the snapshot buffer (the
+    /// `snapshot:1` trigger) and recording goes on.
+    snapshot: bool,
+    /// Newest event time of the last snapshot the trigger was re-armed
+    /// after: live events up to it are left over from an earlier swap.
+    swap_floor_ns: u64,
     /// Recent stretches without recording (frozen or paused), oldest first.
     blind: std::collections::VecDeque<(u64, u64)>,
     /// Marks written by all [`Marker`]s of this tracer.
@@ -100,7 +109,7 @@ impl Tracer {
                 "no CPUs to trace",
             ));
         }
-        let _ = remove_stale(root);
+        let _ = remove_stale_instances(root);
         let pid = rustix::process::getpid().as_raw_nonzero().get();
         let dir = root
             .join("instances")
@@ -113,6 +122,8 @@ impl Tracer {
             mono: false,
             enabled: Vec::new(),
             freeze_on_mark: false,
+            snapshot: false,
+            swap_floor_ns: 0,
             blind: std::collections::VecDeque::new(),
             marks: Arc::new(AtomicU64::new(0)),
             live: true,
@@ -146,11 +157,16 @@ impl Tracer {
                 self.enabled.push(format!("{sys}:{ev}"));
             }
         }
-        // Our marker freezes the instance (the kernel's `traceoff` trigger
-        // on `ftrace:print`), so the spike's window survives until the
-        // sender has read it; `explain` turns tracing back on.
-        self.freeze_on_mark =
-            write_file(&d.join("events/ftrace/print/trigger"), "traceoff").is_ok();
+        // Our marker keeps the spike's window until the sender reads it.
+        // Where the kernel has snapshots, its `snapshot:1` trigger on
+        // `ftrace:print` swaps the live buffer into the snapshot buffer and
+        // recording goes on (`explain` re-arms it). Otherwise the
+        // `traceoff` trigger freezes the instance until `explain` turns
+        // recording back on.
+        let trigger = d.join("events/ftrace/print/trigger");
+        self.snapshot =
+            self.mono && d.join("snapshot").exists() && write_file(&trigger, "snapshot:1").is_ok();
+        self.freeze_on_mark = !self.snapshot && write_file(&trigger, "traceoff").is_ok();
         if self.enabled.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -209,6 +225,13 @@ impl Tracer {
         Some(Marker::new(fd, self.marks.clone()))
     }
 
+    /// True if a marker swaps the live buffer into the snapshot buffer
+    /// instead of stopping recording.
+    #[cfg(test)]
+    pub(super) fn snapshots_on_mark(&self) -> bool {
+        self.snapshot
+    }
+
     /// Reads `per_cpu/cpuN/trace` of the instance: the whole buffer of one
     /// CPU as text, oldest first.
     ///
@@ -216,11 +239,106 @@ impl Tracer {
     ///
     /// The error of reading the file.
     pub(super) fn read_trace(&self, cpu: usize) -> io::Result<String> {
-        let bytes = fs::read(self.dir.join(format!("per_cpu/cpu{cpu}/trace")))?;
+        self.read_cpu_file(cpu, "trace")
+    }
+
+    /// Reads `per_cpu/cpuN/<name>` as text.
+    fn read_cpu_file(&self, cpu: usize, name: &str) -> io::Result<String> {
+        let bytes = fs::read(self.dir.join(format!("per_cpu/cpu{cpu}/{name}")))?;
         Ok(match String::from_utf8(bytes) {
             Ok(s) => s,
             Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
         })
+    }
+
+    /// True if the snapshot trigger fired since it was armed
+    /// (`snapshot:count=0`): the snapshot buffer holds a marked spike's
+    /// window, and no swap can happen while it is read.
+    fn snapshot_fired(&self) -> bool {
+        fs::read_to_string(self.dir.join("events/ftrace/print/trigger"))
+            .is_ok_and(|t| t.contains("snapshot:count=0"))
+    }
+
+    /// Arms the snapshot trigger again, for the next marker; the live
+    /// buffer's events up to `floor_ns` belong to earlier swaps.
+    fn rearm(&mut self, floor_ns: u64) {
+        let trigger = self.dir.join("events/ftrace/print/trigger");
+        let _ = write_file(&trigger, "!snapshot");
+        let _ = write_file(&trigger, "snapshot:1");
+        self.swap_floor_ns = self.swap_floor_ns.max(floor_ns);
+    }
+
+    /// The text to explain a window ending at `wake_ns` on `cpu` from.
+    ///
+    /// Without the snapshot trigger: the CPU's live buffer. With it: the
+    /// snapshot buffer, if the trigger fired, and it alone if the window
+    /// ends before its newest event, so live recording is never paused;
+    /// else the snapshot followed by the live buffer's events after it
+    /// (the swap splits the trace there), recording paused for the read
+    /// of the live buffer only (`pause-on-trace`).
+    ///
+    /// `tid` is the measuring thread, if known (its markers tell which
+    /// spike a snapshot was taken for).
+    fn read_window(&self, cpu: usize, wake_ns: u64, tid: Option<u32>) -> Read {
+        if !self.snapshot {
+            return Read {
+                text: self.read_trace(cpu).unwrap_or_default(),
+                snap_floor: None,
+                snap_cycle: None,
+                paused: None,
+            };
+        }
+        let mut text = String::new();
+        let mut floor = self.swap_floor_ns;
+        let mut snap_floor = None;
+        let mut snap_cycle = None;
+        if self.snapshot_fired() {
+            text = self.read_cpu_file(cpu, "snapshot").unwrap_or_default();
+            floor = floor.max(last_ts(&text).unwrap_or(0));
+            snap_floor = Some(floor);
+            let cpu32 = u32::try_from(cpu).unwrap_or(u32::MAX);
+            snap_cycle = find_mark(&text, cpu32, u64::MAX, tid).newest_cycle;
+            if wake_ns <= floor {
+                return Read {
+                    text,
+                    snap_floor,
+                    snap_cycle,
+                    paused: None,
+                };
+            }
+        }
+        let from = mono_ns();
+        let live = self.read_trace(cpu).unwrap_or_default();
+        let to = mono_ns();
+        append_after(&mut text, &live, floor);
+        Read {
+            text,
+            snap_floor,
+            snap_cycle,
+            paused: Some((from, to)),
+        }
+    }
+
+    /// After explaining the spike of `cycle` from `reads`: the pauses of
+    /// the live reads are remembered, and a snapshot taken for this spike
+    /// or an earlier one is given back to the trigger. One whose newest
+    /// marker is a later spike's waits for that spike (or
+    /// [`Tracer::resume`]).
+    fn after_reads(&mut self, reads: &[&Read], cycle: u64) {
+        for r in reads {
+            if let Some((from, to)) = r.paused {
+                self.note_blind(from, to);
+            }
+        }
+        let Some(floor) = reads.iter().filter_map(|r| r.snap_floor).max() else {
+            return;
+        };
+        if reads
+            .iter()
+            .all(|r| r.snap_cycle.is_none_or(|c| c <= cycle))
+        {
+            self.rearm(floor);
+        }
     }
 
     /// Explains the sample of `cycle` on `cpu` that was due at
@@ -229,12 +347,16 @@ impl Tracer {
     /// lines. Never fails: without a readable trace the whole spike is one
     /// "untraced" line and the result is `partial`.
     ///
-    /// Call it from the sender thread for every spike the [`Marker`] marked,
-    /// in order: the marker froze the instance (the `traceoff` trigger, where
-    /// the kernel has it) and this call turns recording back on
-    /// (or call [`Tracer::resume`] to skip a spike). Stretches in which
-    /// recording was off (frozen, or paused while an earlier spike was read)
-    /// are remembered and come out as untraced, `partial`, in later spikes.
+    /// Call it from the sender thread for the spikes the [`Marker`] marked,
+    /// oldest first (or call [`Tracer::resume`] for a marked spike it
+    /// skips). Where the kernel has snapshots, the marker swapped the live
+    /// buffer into the snapshot buffer and recording went on: this call
+    /// reads the window from the snapshot (and the live buffer after it,
+    /// pausing recording only for that read) and re-arms the trigger.
+    /// Elsewhere the marker froze the instance (the `traceoff` trigger) and
+    /// this call turns recording back on. Stretches in which recording was
+    /// off are remembered and come out as "trace paused", `partial`, in
+    /// later spikes; events the buffer lost as "trace lost".
     pub fn explain(
         &mut self,
         cpu: usize,
@@ -252,8 +374,9 @@ impl Tracer {
         }
         let marks_before = self.marks.load(Ordering::Acquire);
         let read_start = mono_ns();
-        let text = self.read_trace(cpu).unwrap_or_default();
-        let marks = find_mark(&text, cpu32, cycle, None);
+        let read = self.read_window(cpu, wake_ns, None);
+        self.after_reads(&[&read], cycle);
+        let marks = find_mark(&read.text, cpu32, cycle, None);
         let spike = Spike {
             cpu: cpu32,
             tid: None,
@@ -261,7 +384,7 @@ impl Tracer {
             wake_ns,
             cycle,
         };
-        self.attribute(&spike, &text, marks, marks_before, read_start)
+        self.attribute(&spike, &read.text, marks, marks_before, read_start)
     }
 
     /// [`Tracer::explain`] for a thread `tid` that is not pinned: it reads
@@ -287,11 +410,18 @@ impl Tracer {
         }
         let marks_before = self.marks.load(Ordering::Acquire);
         let read_start = mono_ns();
-        let mut texts: Vec<(u32, String)> = Vec::with_capacity(self.cpus.len());
-        for &c in &self.cpus {
-            let cpu = u32::try_from(c).unwrap_or(u32::MAX);
-            texts.push((cpu, self.read_trace(c).unwrap_or_default()));
-        }
+        let reads: Vec<(u32, Read)> = self
+            .cpus
+            .iter()
+            .map(|&c| {
+                (
+                    u32::try_from(c).unwrap_or(u32::MAX),
+                    self.read_window(c, wake_ns, Some(tid)),
+                )
+            })
+            .collect();
+        self.after_reads(&reads.iter().map(|(_, r)| r).collect::<Vec<_>>(), cycle);
+        let mut texts: Vec<(u32, String)> = reads.into_iter().map(|(c, r)| (c, r.text)).collect();
         let by_mark = texts.iter().enumerate().find_map(|(i, (cpu, t))| {
             let m = find_mark(t, *cpu, cycle, Some(tid));
             m.ours.map(|_| (i, m))
@@ -375,15 +505,22 @@ impl Tracer {
         if self.freeze_on_mark && !later_froze {
             let _ = write_file(&self.dir.join("tracing_on"), "1");
         }
-        // Recording was off from our marker (frozen) or from the start of
-        // the read (paused) until now; later spikes must not take that
-        // silence for a quiet CPU.
-        let blind_before: Vec<(u64, u64)> = self.blind.iter().copied().collect();
-        let from = match mark {
-            Some((ts, _)) if self.mono && self.freeze_on_mark => ts.min(read_start),
-            _ => read_start,
-        };
-        self.note_blind(from, mono_ns());
+        // Without snapshots recording was off from our marker (frozen) or
+        // from the start of the read (paused) until now; later spikes must
+        // not take that silence for a quiet CPU. (With snapshots the read
+        // noted its own pause, of the live buffer's read only.) The
+        // stretches before this one make this window's "trace paused".
+        let mut blind_before: Vec<(u64, u64)> = self.blind.iter().copied().collect();
+        if !self.snapshot {
+            let from = match mark {
+                Some((ts, _)) if self.mono && self.freeze_on_mark => ts.min(read_start),
+                _ => read_start,
+            };
+            self.note_blind(from, mono_ns());
+        } else {
+            // This read's own pause came after the window.
+            blind_before.retain(|&(f, _)| f < read_start);
+        }
 
         // a pinned thread is known by its marker's writer
         let pid = tid.or(mark.map(|(_, pid)| pid)).unwrap_or(0);
@@ -430,6 +567,18 @@ impl Tracer {
     /// (for spikes the sender decides to skip). [`Tracer::explain`] does this
     /// itself.
     pub fn resume(&mut self) {
+        if self.snapshot {
+            if self.snapshot_fired() {
+                let floor = self
+                    .cpus
+                    .first()
+                    .and_then(|&c| self.read_cpu_file(c, "snapshot").ok())
+                    .and_then(|t| last_ts(&t))
+                    .unwrap_or(0);
+                self.rearm(floor);
+            }
+            return;
+        }
         if self.freeze_on_mark {
             let from = self.blind.back().map_or_else(mono_ns, |&(_, t)| t);
             let _ = write_file(&self.dir.join("tracing_on"), "1");
@@ -466,6 +615,9 @@ impl Tracer {
         if self.freeze_on_mark {
             let _ = write_file(&self.dir.join("events/ftrace/print/trigger"), "!traceoff");
         }
+        if self.snapshot {
+            let _ = write_file(&self.dir.join("events/ftrace/print/trigger"), "!snapshot");
+        }
         let mut last = Ok(());
         for _ in 0..3 {
             last = fs::remove_dir(&self.dir);
@@ -488,5 +640,41 @@ impl Tracer {
 impl Drop for Tracer {
     fn drop(&mut self) {
         let _ = self.remove();
+    }
+}
+
+/// One CPU's text for a window (see [`Tracer::read_window`]).
+struct Read {
+    text: String,
+    /// The newest event time of the fired snapshot that was read, if any.
+    snap_floor: Option<u64>,
+    /// The cycle of the newest marker in that snapshot, on this CPU: the
+    /// spike it was taken for.
+    snap_cycle: Option<u64>,
+    /// When recording was paused to read the live buffer.
+    paused: Option<(u64, u64)>,
+}
+
+/// The time of the newest event in a CPU's trace `text`.
+pub(super) fn last_ts(text: &str) -> Option<u64> {
+    text.lines()
+        .rev()
+        .filter_map(parse_line)
+        .find(|e| e.kind != EventKind::Lost)
+        .map(|e| e.ts_ns)
+}
+
+/// Appends to `text` the lines of `live` from its first event after
+/// `floor_ns` on (the live buffer after a swap begins with events of an
+/// earlier one).
+pub(super) fn append_after(text: &mut String, live: &str, floor_ns: u64) {
+    let mut on = false;
+    for line in live.lines() {
+        let Some(e) = parse_line(line) else { continue };
+        on |= e.kind != EventKind::Lost && e.ts_ns > floor_ns;
+        if on {
+            text.push_str(line);
+            text.push('\n');
+        }
     }
 }

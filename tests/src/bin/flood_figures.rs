@@ -1,0 +1,174 @@
+//! The figures of a flood run, from its recording: how often reports
+//! came, how many spikes were sent, explained and dropped, the coverage,
+//! and the shares of the explained time that were untraced (by reason)
+//! and IRQ N's.
+//!
+//! Usage: `flood_figures [--irq N] NAME=FILE...` (N defaults to 13, the
+//! board's console UART). Prints one markdown table, a row per recording.
+//!
+//! * reports/s: statistics reports of thread 0 over the run's time, and
+//!   the longest gap between two of them;
+//! * spikes: spike frames received plus the spike records the target
+//!   counted as dropped; explained: attributions received; coverage:
+//!   explained over spikes;
+//! * explained late: attributions whose deadline is in the last half of
+//!   the spikes' time span (explanations during the flood, not only at
+//!   its start);
+//! * untraced, paused, lost: shares of the explained time in the
+//!   untraced lines (all reasons, then "trace paused" and "trace lost");
+//! * irq N: share of the explained time of IRQ N's lines (handler and
+//!   thread).
+//!
+//! Test helper, never part of the target program.
+
+use std::process::ExitCode;
+
+use latscope_core::explain::{CauseKind, UNTRACED_LOST, UNTRACED_PAUSED};
+use latscope_core::wire::{Body, Decoder, MAX_FRAME};
+
+/// What one recording held.
+#[derive(Default)]
+struct Figures {
+    report_times_ns: Vec<u64>,
+    spike_frames: u64,
+    spike_deadlines: (Option<i64>, Option<i64>),
+    explain_deadlines: Vec<u64>,
+    dropped: u64,
+    explained_ns: u64,
+    untraced_ns: u64,
+    paused_ns: u64,
+    lost_ns: u64,
+    irq_ns: u64,
+    other_frames: u64,
+}
+
+fn figures(bytes: &[u8], irq: u32) -> Figures {
+    let mut dec = Box::new(Decoder::<MAX_FRAME>::new());
+    let mut f = Figures::default();
+    let mut dropped = std::collections::BTreeMap::new();
+    for frame in dec.frames(bytes).flatten() {
+        match frame.body {
+            Body::Stats(s) => {
+                if s.thread == 0 {
+                    f.report_times_ns.push(s.elapsed_ns);
+                }
+                dropped.insert(s.thread, s.dropped);
+            }
+            Body::Spike(s) => {
+                f.spike_frames += 1;
+                let (lo, hi) = f.spike_deadlines;
+                f.spike_deadlines = (
+                    Some(lo.map_or(s.deadline_ns, |l| l.min(s.deadline_ns))),
+                    Some(hi.map_or(s.deadline_ns, |h| h.max(s.deadline_ns))),
+                );
+            }
+            Body::Explain(a) => {
+                f.explain_deadlines.push(a.deadline_ns);
+                f.explained_ns += a.latency_ns;
+                for c in &a.causes {
+                    match c.kind {
+                        CauseKind::Untraced => {
+                            f.untraced_ns += c.ns;
+                            match c.id {
+                                UNTRACED_PAUSED => f.paused_ns += c.ns,
+                                UNTRACED_LOST => f.lost_ns += c.ns,
+                                _ => {}
+                            }
+                        }
+                        CauseKind::Irq if c.id == irq => f.irq_ns += c.ns,
+                        _ => {}
+                    }
+                }
+            }
+            _ => f.other_frames += 1,
+        }
+    }
+    f.dropped = dropped.values().sum();
+    f
+}
+
+fn pct(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        return "-".into();
+    }
+    format!("{:.1} %", 100.0 * part as f64 / whole as f64)
+}
+
+fn row(name: &str, f: &Figures) -> String {
+    let secs = f.report_times_ns.last().copied().unwrap_or(0) as f64 / 1e9;
+    let rate = if secs > 0.0 {
+        format!("{:.2}", f.report_times_ns.len() as f64 / secs)
+    } else {
+        "-".into()
+    };
+    let gap = f
+        .report_times_ns
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .max()
+        .map_or("-".into(), |g| format!("{:.1} s", g as f64 / 1e9));
+    let spikes = f.spike_frames + f.dropped;
+    let late = match f.spike_deadlines {
+        (Some(lo), Some(hi)) => {
+            let mid = lo + (hi - lo) / 2;
+            let n = f
+                .explain_deadlines
+                .iter()
+                .filter(|&&d| i64::try_from(d).is_ok_and(|d| d >= mid))
+                .count();
+            n.to_string()
+        }
+        _ => "-".into(),
+    };
+    format!(
+        "| {name} | {rate} | {gap} | {spikes} | {} | {} | {} | {} | {late} | {} | {} | {} | {} |",
+        f.spike_frames,
+        f.explain_deadlines.len(),
+        f.dropped,
+        pct(f.explain_deadlines.len() as u64, spikes),
+        pct(f.untraced_ns, f.explained_ns),
+        pct(f.paused_ns, f.explained_ns),
+        pct(f.lost_ns, f.explained_ns),
+        pct(f.irq_ns, f.explained_ns),
+    )
+}
+
+fn main() -> ExitCode {
+    let mut irq = 13u32;
+    let mut runs = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--irq" {
+            match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) => irq = n,
+                None => {
+                    eprintln!("flood_figures: --irq needs a number");
+                    return ExitCode::from(2);
+                }
+            }
+        } else if let Some((name, file)) = a.split_once('=') {
+            runs.push((name.to_string(), file.to_string()));
+        } else {
+            eprintln!("usage: flood_figures [--irq N] NAME=FILE...");
+            return ExitCode::from(2);
+        }
+    }
+    if runs.is_empty() {
+        eprintln!("usage: flood_figures [--irq N] NAME=FILE...");
+        return ExitCode::from(2);
+    }
+    println!(
+        "| run | reports/s | longest report gap | spikes | spike frames | explained | dropped | coverage | explained in the 2nd half | untraced | of it paused | of it lost | irq {irq} |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for (name, file) in runs {
+        match std::fs::read(&file) {
+            Ok(bytes) => println!("{}", row(&name, &figures(&bytes, irq))),
+            Err(e) => {
+                eprintln!("flood_figures: {file}: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

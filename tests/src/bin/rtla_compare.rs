@@ -1,0 +1,128 @@
+//! rtla beside latscope on the board's UART-flood runs: for each kept run
+//! (`NAME=DIR/flood-pNN`, the stem of the board test's kept
+//! `flood-pNN.lsr` and `flood-pNN.console.txt`), rtla's verdict per run
+//! and by majority, latscope's dominant cause and its cause totals, as
+//! markdown, then rtla's outputs.
+//!
+//! Usage: `rtla_compare [--irq N] NAME=STEM...`
+//!
+//! Test helper, never part of the target program.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use latscope_core::explain::{CauseKind, UNTRACED_LOST, UNTRACED_PAUSED};
+use latscope_tests::board::decode;
+use latscope_tests::rtla;
+
+fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
+    let read = |ext: &str| {
+        let p = format!("{stem}.{ext}");
+        std::fs::read(&p).map_err(|e| format!("{p}: {e}"))
+    };
+    let console = String::from_utf8_lossy(&read("console.txt")?).into_owned();
+    let sum = decode(&read("lsr")?);
+    let runs = rtla::runs(&console);
+    let mut out = format!("### {name}\n\n| rtla run | verdict | blames |\n|---|---|---|\n");
+    for (i, r) in runs.iter().enumerate() {
+        let v = r.verdict();
+        let blames = v.as_deref().map_or("-".to_string(), |v| {
+            format!("{:?}", rtla::rtla_blame(v, irq))
+        });
+        out += &format!(
+            "| {} | {} | {blames} |\n",
+            i + 1,
+            v.as_deref().unwrap_or("(no sample over the threshold)"),
+        );
+    }
+    let major = rtla::majority(&runs);
+    let ours = rtla::latscope_dominant(&sum.explained);
+    let blame = |b: Option<rtla::Blame>| b.map_or("-".to_string(), |b| format!("{b:?}"));
+    out += &format!(
+        "\nrtla's majority: {} (blames {}); latscope's dominant traced cause over {} \
+         explained spikes: {} (blames {})\n\n",
+        major.as_ref().map_or("none".to_string(), |(v, n)| format!(
+            "{v} ({n} of {})",
+            runs.len()
+        )),
+        blame(major.as_ref().map(|(v, _)| rtla::rtla_blame(v, irq))),
+        sum.explained.len(),
+        ours.as_deref().unwrap_or("none"),
+        blame(ours.as_deref().map(|c| rtla::latscope_blame(c, irq))),
+    );
+    // latscope's totals by cause, with the untraced reasons apart.
+    let mut totals: BTreeMap<String, u64> = BTreeMap::new();
+    let mut all = 0u64;
+    for a in sum.explained.iter().filter(|a| !a.coarse) {
+        all += a.latency_ns;
+        for c in &a.causes {
+            let key = match (c.kind, c.id) {
+                (CauseKind::Untraced, UNTRACED_PAUSED) => "trace paused".to_string(),
+                (CauseKind::Untraced, UNTRACED_LOST) => "trace lost".to_string(),
+                (CauseKind::Untraced, _) => "irqs or preemption off (untraced)".to_string(),
+                (CauseKind::Irq, id) => format!("irq {id} {}", c.name),
+                (CauseKind::Task, _) => format!("task {}", c.name),
+                (k, _) if c.name.is_empty() => format!("{k:?}"),
+                (k, _) => format!("{k:?} {}", c.name),
+            };
+            *totals.entry(key).or_default() += c.ns;
+        }
+    }
+    let mut ranked: Vec<(String, u64)> = totals.into_iter().collect();
+    ranked.sort_by_key(|r| std::cmp::Reverse(r.1));
+    out += "| latscope cause | time | share of the explained time |\n|---|---|---|\n";
+    for (k, ns) in ranked.iter().take(8) {
+        out += &format!(
+            "| {k} | {:.1} µs | {:.1} % |\n",
+            *ns as f64 / 1e3,
+            if all > 0 {
+                100.0 * *ns as f64 / all as f64
+            } else {
+                0.0
+            }
+        );
+    }
+    out += "\n<details><summary>rtla's outputs</summary>\n\n```\n";
+    for r in &runs {
+        out += &r.text;
+        out += "\n";
+    }
+    out += "```\n\n</details>\n";
+    Ok(out)
+}
+
+fn main() -> ExitCode {
+    let mut irq = 13u32;
+    let mut runs = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--irq" {
+            match args.next().and_then(|n| n.parse().ok()) {
+                Some(n) => irq = n,
+                None => {
+                    eprintln!("rtla_compare: --irq needs a number");
+                    return ExitCode::from(2);
+                }
+            }
+        } else if let Some((name, stem)) = a.split_once('=') {
+            runs.push((name.to_string(), stem.to_string()));
+        } else {
+            eprintln!("usage: rtla_compare [--irq N] NAME=STEM...");
+            return ExitCode::from(2);
+        }
+    }
+    if runs.is_empty() {
+        eprintln!("usage: rtla_compare [--irq N] NAME=STEM...");
+        return ExitCode::from(2);
+    }
+    for (name, stem) in runs {
+        match report(&name, &stem, irq) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("rtla_compare: {e}");
+                return ExitCode::from(1);
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
