@@ -195,6 +195,32 @@ pub fn majority(runs: &[Run]) -> Option<(String, usize)> {
         .map(|(v, (c, _))| (v, c))
 }
 
+/// What most runs blame, for IRQ `irq`: every blame that as many runs
+/// gave as any other (a tie keeps them all: two runs blaming the IRQ's
+/// thread and two the late timer have no majority between them), and
+/// how many runs gave each. Empty if no run hit its threshold.
+pub fn majority_blames(runs: &[Run], irq: u32) -> (Vec<Blame>, usize) {
+    let mut n: Vec<(Blame, usize)> = Vec::new();
+    for b in runs
+        .iter()
+        .filter_map(Run::verdict)
+        .map(|v| rtla_blame(&v, irq))
+    {
+        match n.iter_mut().find(|(k, _)| *k == b) {
+            Some((_, c)) => *c += 1,
+            None => n.push((b, 1)),
+        }
+    }
+    let top = n.iter().map(|&(_, c)| c).max().unwrap_or(0);
+    (
+        n.into_iter()
+            .filter(|&(_, c)| c == top)
+            .map(|(b, _)| b)
+            .collect(),
+        top,
+    )
+}
+
 /// latscope's dominant cause over `explained`: the cause with the most
 /// time, untraced lines (of any reason) left out, as `kind name`
 /// (`Irq irq/13-uart-pl0`). `None` if nothing traced was explained.
@@ -225,6 +251,26 @@ mod tests {
     /// Two runs of rtla 6.12 on the PREEMPT_RT board at `-P f:40`, the
     /// console UART flooded (the image's transcript).
     const P40: &str = include_str!("fixtures/rtla_timerlat_p40_board.txt");
+
+    /// Five runs at `-P f:40` under the flood in which two blamed the late
+    /// timer IRQ, two the IRQ's thread and one hit no threshold.
+    const P40_TIE: &str = include_str!("fixtures/rtla_timerlat_p40_tie.txt");
+
+    #[test]
+    fn a_tie_between_blames_keeps_both() {
+        let r = runs(P40_TIE);
+        assert_eq!(r.len(), 5, "{r:?}");
+        let (top, n) = majority_blames(&r, 13);
+        assert_eq!(n, 2);
+        assert!(
+            top.len() == 2 && top.contains(&Blame::TimerLate) && top.contains(&Blame::IrqThread),
+            "{top:?}"
+        );
+        // the verdict majority picks one of the two by order alone
+        assert_eq!(majority(&r).map(|(_, c)| c), Some(2));
+        assert_eq!(majority_blames(&r[..1], 13), (vec![Blame::TimerLate], 1));
+        assert_eq!(majority_blames(&[], 13), (vec![], 0));
+    }
 
     #[test]
     fn reads_rtlas_analysis_of_the_board() {
