@@ -328,6 +328,20 @@ pub fn target_lost(stderr: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The frames a target sent over TCP that were not acknowledged by the
+/// end (`latscope: stream: N frame(s) sent but not acknowledged`), 0 if it
+/// says nothing.
+pub fn target_unacked(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once("stream: ")
+                .and_then(|(_, r)| r.split_once(" frame(s) sent but not acknowledged"))
+                .and_then(|(n, _)| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// The target over TCP to `addr`: [`crate::host::target_args`] for
 /// `secs` seconds, its JSON to `json`, started in namespace `ns` of `pair`
 /// (or here), its stderr kept.
