@@ -365,15 +365,16 @@ pub fn eventually(what: &str, limit: Duration, f: impl FnMut() -> bool) {
 }
 
 /// The exit status a `report --format json` document calls for: 1 when
-/// the report says its figures are incomplete (its `complete` field, or,
-/// where it has none, `exact_at_end` of a run), else 0.
+/// the report says a run is incomplete (each run's `complete` field, or,
+/// where it has none, its `exact_at_end`), else 0.
 pub fn verdict(doc: &serde_json::Value) -> i32 {
-    let complete = match doc.get("complete").and_then(|c| c.as_bool()) {
-        Some(c) => c,
-        None => doc["runs"]
-            .as_array()
-            .is_some_and(|r| r.iter().all(|r| r["exact_at_end"] == true)),
-    };
+    let complete = doc["runs"].as_array().is_some_and(|r| {
+        r.iter()
+            .all(|r| match r.get("complete").and_then(|c| c.as_bool()) {
+                Some(c) => c,
+                None => r["exact_at_end"] == true,
+            })
+    });
     i32::from(!complete)
 }
 
