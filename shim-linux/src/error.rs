@@ -14,10 +14,11 @@ pub const EXIT_FAILED: i32 = 1;
 pub const EXIT_USAGE: i32 = 2;
 /// Exit status when a privilege is missing (and `--best-effort` was not given).
 pub const EXIT_PRIVILEGE: i32 = 3;
-/// Exit status of a run that measured but lost output: frames of its
-/// stream never delivered, or a write to standard output, standard error,
-/// `--json` or `--histfile` failed. Every output that still worked has
-/// everything.
+/// Exit status of a run that measured but lost output, or could not
+/// confirm it: frames of its stream never delivered, frames sent over TCP
+/// but not acknowledged by the end, or a write to standard output,
+/// standard error, `--json` or `--histfile` failed. Every output that
+/// still worked has everything.
 pub const EXIT_OUTPUT_LOST: i32 = 4;
 
 /// Everything that stops latscope. Each variant prints as one line.

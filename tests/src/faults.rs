@@ -328,6 +328,20 @@ pub fn target_lost(stderr: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The frames a target sent over TCP that were not acknowledged by the
+/// end (`latscope: stream: N frame(s) sent but not acknowledged`), 0 if it
+/// says nothing.
+pub fn target_unacked(stderr: &str) -> u64 {
+    stderr
+        .lines()
+        .find_map(|l| {
+            l.split_once("stream: ")
+                .and_then(|(_, r)| r.split_once(" frame(s) sent but not acknowledged"))
+                .and_then(|(n, _)| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// The target over TCP to `addr`: [`crate::host::target_args`] for
 /// `secs` seconds, its JSON to `json`, started in namespace `ns` of `pair`
 /// (or here), its stderr kept.
@@ -351,15 +365,16 @@ pub fn eventually(what: &str, limit: Duration, f: impl FnMut() -> bool) {
 }
 
 /// The exit status a `report --format json` document calls for: 1 when
-/// the report says its figures are incomplete (its `complete` field, or,
-/// where it has none, `exact_at_end` of a run), else 0.
+/// the report says a run is incomplete (each run's `complete` field, or,
+/// where it has none, its `exact_at_end`), else 0.
 pub fn verdict(doc: &serde_json::Value) -> i32 {
-    let complete = match doc.get("complete").and_then(|c| c.as_bool()) {
-        Some(c) => c,
-        None => doc["runs"]
-            .as_array()
-            .is_some_and(|r| r.iter().all(|r| r["exact_at_end"] == true)),
-    };
+    let complete = doc["runs"].as_array().is_some_and(|r| {
+        r.iter()
+            .all(|r| match r.get("complete").and_then(|c| c.as_bool()) {
+                Some(c) => c,
+                None => r["exact_at_end"] == true,
+            })
+    });
     i32::from(!complete)
 }
 

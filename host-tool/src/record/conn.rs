@@ -336,9 +336,13 @@ impl Conn {
     }
 }
 
+/// A read that timed out, or was interrupted: a read with a timeout
+/// (`SO_RCVTIMEO`) is not restarted after a stop signal (signal(7)), so a
+/// recorder stopped and continued (SIGSTOP, Ctrl-Z) gets `EINTR`, and its
+/// connections go on.
 fn is_timeout(e: &io::Error) -> bool {
     matches!(
         e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
     )
 }

@@ -2,9 +2,10 @@
 //! notes, `--json`, and the exit status.
 //!
 //! Every output gets what was measured even if another one fails: a
-//! failed `--histfile` or `--json` write, or stream frames never
-//! delivered, are said in one line each and make the status
-//! [`EXIT_OUTPUT_LOST`] (unless the run failed).
+//! failed `--histfile` or `--json` write, stream frames never delivered,
+//! or (over TCP) frames sent but not acknowledged by the end, are said in
+//! one line each and make the status [`EXIT_OUTPUT_LOST`] (unless the run
+//! failed): the target cannot say that its output arrived whole.
 
 use std::sync::atomic::Ordering;
 
@@ -27,7 +28,7 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     let defects = s.control.defects.load(Ordering::SeqCst);
     let mut status = match (
         loop_error.is_some() || defects > 0,
-        ended.outcome.frames_dropped,
+        ended.outcome.frames_dropped + ended.outcome.frames_unacknowledged,
     ) {
         (true, _) => EXIT_FAILED,
         (false, 0) => EXIT_OK,
@@ -126,7 +127,8 @@ fn summary(
 }
 
 /// latscope's notes on standard error: self-check, degradations, frames
-/// the stream could not deliver.
+/// the stream could not deliver, frames it sent that were not
+/// acknowledged.
 fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
     if cfg.self_check {
         output::note(&format!(
@@ -166,6 +168,13 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
         let why = ended.outcome.loss_reason.as_deref().unwrap_or("unknown");
         output::note(&format!(
             "latscope: stream: {dropped} frame(s) never delivered: {why}"
+        ));
+    }
+    let unacked = ended.outcome.frames_unacknowledged;
+    if unacked > 0 {
+        output::note(&format!(
+            "latscope: stream: {unacked} frame(s) sent but not acknowledged; \
+             the recorder's report says whether it stored them"
         ));
     }
 }

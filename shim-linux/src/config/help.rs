@@ -264,8 +264,9 @@ Exit status: 0 completed (also after -b), 1 failed run, self-check defects,
 an output that cannot be opened or a missing facility (--smi), 2 bad command
 line (also an unknown option: cyclictest prints its help and exits 0), 3
 missing privilege (the message names the flags that run without it), 4
-completed but output lost (stream frames never delivered, or a write to
-stdout, stderr, --json or --histfile failed).
+completed but output lost or not confirmed (stream frames never delivered,
+frames sent over TCP but not acknowledged by the end, or a write to stdout,
+stderr, --json or --histfile failed).
 When run as PID 1 (an init= binary), latscope mounts /dev, /dev/shm, /proc and
 /sys, takes its arguments from the kernel command line, and powers off at the
 end.

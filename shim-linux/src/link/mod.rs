@@ -4,7 +4,9 @@
 //!
 //! Only the sender thread writes here, so a slow or broken link can delay
 //! reports but never a measuring thread. Frames that cannot be delivered
-//! are counted in [`Sink::frames_dropped`].
+//! are counted in [`Sink::frames_dropped`]; over TCP, frames sent but not
+//! acknowledged by the end of the run, whose fate only the host knows, in
+//! [`Sink::frames_unacknowledged`].
 //!
 //! A serial line is paced ([`Pacer`]): no second carries more than half of
 //! what the line can, so the one large burst of a run, its final report
@@ -54,6 +56,10 @@ pub struct Sink {
     spike_share: u32,
     /// Frames that could not be delivered.
     pub frames_dropped: u64,
+    /// Over TCP, at the end: frames sent on some connection that the host
+    /// did not acknowledge in time (it may have stored them; its recording
+    /// says).
+    pub frames_unacknowledged: u64,
 }
 
 impl Sink {
@@ -90,6 +96,7 @@ impl Sink {
             budget,
             spike_share,
             frames_dropped: 0,
+            frames_unacknowledged: 0,
         })
     }
 
@@ -145,7 +152,7 @@ impl Sink {
     /// over TCP, so that [`Sink::frames_dropped`] is final.
     pub fn settle(&mut self, now_ns: i64, timeout_ns: i64) {
         if let Link::Tcp(t) = &mut self.link {
-            self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), false);
+            self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), false).lost;
         }
     }
 
@@ -196,11 +203,14 @@ impl Sink {
     }
 
     /// At the end: wait up to `timeout_ns` for TCP's last frames to be
-    /// acknowledged (what is not, counts as dropped), drain a serial line.
+    /// acknowledged (what is not counts as dropped if it was never sent
+    /// whole, else as unacknowledged), drain a serial line.
     pub fn finish(&mut self, now_ns: i64, timeout_ns: i64) {
         match &mut self.link {
             Link::Tcp(t) => {
-                self.frames_dropped += t.drain_until(now_ns.saturating_add(timeout_ns), true)
+                let end = t.drain_until(now_ns.saturating_add(timeout_ns), true);
+                self.frames_dropped += end.lost;
+                self.frames_unacknowledged += end.unacknowledged;
             }
             Link::Fd {
                 fd, pacer: Some(_), ..
@@ -270,6 +280,35 @@ mod tests {
         }
         s.finish(monotonic_ns(), 0);
         assert_eq!(s.frames_dropped, n as u64, "{}", s.loss_reason());
+        assert_eq!(s.frames_unacknowledged, 0, "none was ever sent");
         assert!(s.loss_reason().starts_with("nobody accepted a connection"));
+    }
+
+    #[test]
+    fn tcp_frames_sent_to_a_reader_that_never_acknowledges_are_unacknowledged_not_lost() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let addr = l.local_addr().expect("its address");
+        let reader = std::thread::spawn(move || {
+            let (mut c, _) = l.accept().expect("accept");
+            let mut got = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut c, &mut got);
+            got.len()
+        });
+        let mut s = Sink::open(&Dest::Tcp(addr)).expect("a TCP sink");
+        let start = monotonic_ns();
+        while !s.service(monotonic_ns(), false) {
+            assert!(monotonic_ns() - start < 10_000_000_000, "never connected");
+            sleep_ns(1_000_000);
+        }
+        let frame = [7u8; 100];
+        for seq in 0..20 {
+            s.send(&frame, seq);
+        }
+        s.finish(monotonic_ns(), 200_000_000);
+        let counts = (s.frames_dropped, s.frames_unacknowledged);
+        // closing the link ends the reader
+        drop(s);
+        assert_eq!(reader.join().expect("the reader"), 2000, "all sent");
+        assert_eq!(counts, (0, 20), "sent whole, never acknowledged");
     }
 }

@@ -17,6 +17,11 @@
 //!
 //! A frame dropped unsent while the host's position is known is lost at
 //! once.
+//!
+//! At the end of the run ([`Resend::end`]) what is still kept or unsettled
+//! splits in two: frames never sent whole on any connection (the host
+//! cannot have them: lost), and frames sent but not acknowledged (their
+//! fate is the host's to tell: it stored them, or counts them as a gap).
 
 use std::collections::VecDeque;
 
@@ -68,6 +73,23 @@ pub struct Resend {
     open: VecDeque<Open>,
     /// Frames lost, not yet taken.
     lost: u64,
+    /// Frames at the front of `frames` sent whole on this connection, and
+    /// their bytes.
+    whole: usize,
+    whole_bytes: usize,
+    /// The last sequence number sent whole on any connection (frames go
+    /// out in order, and each connection sends again from the front).
+    sent_hi: Option<u32>,
+}
+
+/// What the end of a run leaves unsettled, in frames.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct End {
+    /// Lost: dropped unsent, or never sent whole on any connection.
+    pub lost: u64,
+    /// Sent on some connection and not acknowledged: stored by the host or
+    /// not, as its recording says.
+    pub unacknowledged: u64,
 }
 
 impl Resend {
@@ -83,6 +105,9 @@ impl Resend {
             moved: false,
             open: VecDeque::with_capacity(OPEN_RANGES),
             lost: 0,
+            whole: 0,
+            whole_bytes: 0,
+            sent_hi: None,
         }
     }
 
@@ -109,8 +134,7 @@ impl Resend {
         };
         let len = len as usize;
         let was_sent = self.sent >= len;
-        self.bytes.drain(..len.min(self.bytes.len()));
-        self.sent = self.sent.saturating_sub(len);
+        self.popped(len);
         self.moved = true;
         self.drop_frame(seq, was_sent);
     }
@@ -148,6 +172,8 @@ impl Resend {
         self.up = true;
         self.placed = false;
         self.sent = 0;
+        self.whole = 0;
+        self.whole_bytes = 0;
         if !self.moved {
             return None;
         }
@@ -160,6 +186,8 @@ impl Resend {
         self.up = false;
         self.placed = false;
         self.sent = 0;
+        self.whole = 0;
+        self.whole_bytes = 0;
         for r in self.open.iter_mut() {
             r.flight = false;
         }
@@ -177,11 +205,19 @@ impl Resend {
                 break;
             }
             self.frames.pop_front();
-            let len = len as usize;
-            self.bytes.drain(..len.min(self.bytes.len()));
-            self.sent = self.sent.saturating_sub(len);
+            self.popped(len as usize);
         }
         self.settle(seq, first_on_connection);
+    }
+
+    /// The front frame, `len` bytes, left `frames`: its bytes go too.
+    fn popped(&mut self, len: usize) {
+        self.bytes.drain(..len.min(self.bytes.len()));
+        self.sent = self.sent.saturating_sub(len);
+        if self.whole > 0 {
+            self.whole -= 1;
+            self.whole_bytes = self.whole_bytes.saturating_sub(len);
+        }
     }
 
     /// Settle dropped frames against the host's position `seq`: those at
@@ -220,6 +256,17 @@ impl Resend {
     /// `n` more bytes were sent.
     pub fn sent(&mut self, n: usize) {
         self.sent = (self.sent + n).min(self.bytes.len());
+        while let Some(&(seq, len)) = self.frames.get(self.whole) {
+            let len = len as usize;
+            if self.whole_bytes + len > self.sent {
+                break;
+            }
+            self.whole += 1;
+            self.whole_bytes += len;
+            if self.sent_hi.is_none_or(|h| after(seq, h)) {
+                self.sent_hi = Some(seq);
+            }
+        }
     }
 
     /// Whether every frame kept has been acknowledged.
@@ -228,11 +275,13 @@ impl Resend {
     }
 
     /// Frames not acknowledged.
+    #[cfg(test)]
     pub fn pending(&self) -> u64 {
         self.frames.len() as u64
     }
 
     /// Dropped frames not yet settled.
+    #[cfg(test)]
     pub fn unsettled(&self) -> u64 {
         self.open.iter().map(|r| r.len()).sum()
     }
@@ -240,6 +289,42 @@ impl Resend {
     /// Frames lost since the last call.
     pub fn take_lost(&mut self) -> u64 {
         std::mem::take(&mut self.lost)
+    }
+
+    /// The run is over: count what is still kept or unsettled (then
+    /// forgotten), with the losses not yet taken.
+    pub fn end(&mut self) -> End {
+        let hi = self.sent_hi;
+        // frames up to `hi` were sent whole on some connection
+        let sent = |seq: u32| hi.is_some_and(|h| !after(seq, h));
+        let mut end = End {
+            lost: self.take_lost(),
+            unacknowledged: 0,
+        };
+        for &(seq, _) in &self.frames {
+            match sent(seq) {
+                true => end.unacknowledged += 1,
+                false => end.lost += 1,
+            }
+        }
+        for r in &self.open {
+            let upto = match hi {
+                Some(h) if !after(r.lo, h) => {
+                    let top = if after(r.hi, h) { h } else { r.hi };
+                    u64::from(top.wrapping_sub(r.lo)) + 1
+                }
+                _ => 0,
+            };
+            end.unacknowledged += upto;
+            end.lost += r.len() - upto;
+        }
+        self.frames.clear();
+        self.bytes.clear();
+        self.open.clear();
+        self.sent = 0;
+        self.whole = 0;
+        self.whole_bytes = 0;
+        end
     }
 }
 
@@ -407,6 +492,65 @@ mod tests {
         assert_eq!(r.pending(), 1);
         assert_eq!(r.unsettled(), OPEN_RANGES as u64, "the ranges kept");
         assert_eq!(r.take_lost(), 8, "the oldest, beyond them, are lost");
+    }
+
+    #[test]
+    fn at_the_end_frames_sent_whole_are_unacknowledged_the_rest_lost() {
+        let mut r = Resend::new();
+        r.connected();
+        push(&mut r, 0, 10, 100);
+        r.sent(450); // 0..=3 whole, 4 in part
+        r.ack(1);
+        r.disconnected(); // 4 torn on the wire: the host cannot have it
+        push(&mut r, 10, 12, 100);
+        assert_eq!(
+            r.end(),
+            End {
+                lost: 8,
+                unacknowledged: 2
+            },
+            "2 and 3 sent whole; 4..=11 never"
+        );
+        assert_eq!(r.end(), End::default(), "counted once");
+    }
+
+    #[test]
+    fn at_the_end_unsettled_drops_split_at_the_last_frame_sent_whole() {
+        let mut r = Resend::new();
+        r.connected();
+        // sent on a connection that died, the host's position unknown
+        push(&mut r, 0, 100, 1000);
+        send_all(&mut r);
+        r.disconnected();
+        // away: the buffer overflows, dropping frames sent (0..) and then
+        // frames never sent (100..)
+        push(&mut r, 100, 700, 1000);
+        let kept = r.pending();
+        let dropped = r.unsettled();
+        assert_eq!(kept + dropped, 700);
+        assert!(dropped > 100, "frames never sent were dropped too");
+        let end = r.end();
+        assert_eq!(end.unacknowledged, 100, "0..=99 were sent whole");
+        assert_eq!(end.lost, 600, "100..=699 never left");
+    }
+
+    #[test]
+    fn a_resent_frame_sent_whole_once_stays_sent_whole() {
+        let mut r = Resend::new();
+        r.connected();
+        push(&mut r, 0, 4, 100);
+        send_all(&mut r);
+        r.disconnected();
+        r.connected();
+        r.sent(50); // the resend of 0 cut short
+        r.disconnected();
+        assert_eq!(
+            r.end(),
+            End {
+                lost: 0,
+                unacknowledged: 4
+            }
+        );
     }
 
     #[test]

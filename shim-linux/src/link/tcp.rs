@@ -14,7 +14,7 @@ use rustix::fd::{AsFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{AddressFamily, RecvFlags, SendFlags, SocketFlags, SocketType};
 
-use super::resend::Resend;
+use super::resend::{End, Resend};
 use crate::linux::clock::{monotonic_ns, timespec};
 use crate::linux::sleep_ns;
 
@@ -72,7 +72,8 @@ impl Tcp {
             .unwrap_or_default();
         if self.ever_up {
             format!(
-                "{} did not acknowledge them: the connection was down, full or slow{err}",
+                "the connection to {} was down, full or slow: they overflowed the resend \
+                 buffer, or were never sent whole{err}",
                 self.addr
             )
         } else {
@@ -124,9 +125,11 @@ impl Tcp {
     /// Service the link until every kept frame is acknowledged or `until`
     /// (monotonic ns); a link that is down is tried again at once and then
     /// with the shortest backoff, so a host that comes back meanwhile still
-    /// gets the end of the run. With `give_up`, whatever is unacknowledged
-    /// then counts as lost. Returns the frames lost.
-    pub(super) fn drain_until(&mut self, until: i64, give_up: bool) -> u64 {
+    /// gets the end of the run. With `give_up`, whatever is kept or
+    /// unsettled then is counted ([`Resend::end`]): lost if it was never
+    /// sent whole, unacknowledged if it was. Returns the frames lost, and
+    /// (with `give_up`) those unacknowledged.
+    pub(super) fn drain_until(&mut self, until: i64, give_up: bool) -> End {
         if matches!(self.state, TcpState::Down) {
             self.retry_at = 0;
             self.backoff_ns = BACKOFF_MIN_NS;
@@ -147,11 +150,14 @@ impl Tcp {
                 sleep_ns(10_000_000);
             }
         }
-        let mut lost = self.take_lost();
         if give_up {
-            lost += self.resend.pending() + self.resend.unsettled();
+            self.resend.end()
+        } else {
+            End {
+                lost: self.take_lost(),
+                unacknowledged: 0,
+            }
         }
-        lost
     }
 
     /// Connect, read acks, send. Returns `true` when a connection came up.

@@ -137,6 +137,9 @@ pub struct Outcome {
     pub frames_dropped: u64,
     /// Why they were not.
     pub loss_reason: Option<String>,
+    /// Over TCP: frames sent but not acknowledged by the end (the host's
+    /// recording says whether it stored them).
+    pub frames_unacknowledged: u64,
     /// Why the run ended.
     pub reason: ByeReason,
     /// When it ended (the bye's, and `--json`'s `end_time`).
@@ -358,6 +361,7 @@ impl Sender<'_> {
             spikes: (self.flags_spikes && self.publish.has_stream()).then(|| self.spike_totals()),
             frames_dropped: self.publish.frames_dropped(),
             loss_reason: self.publish.loss_reason(),
+            frames_unacknowledged: self.publish.frames_unacknowledged(),
             views: self.views,
             reason,
             ended,

@@ -97,6 +97,11 @@ impl Publisher {
         self.sink.as_ref().map_or(0, |s| s.frames_dropped)
     }
 
+    /// Over TCP, at the end: frames sent but not acknowledged.
+    pub fn frames_unacknowledged(&self) -> u64 {
+        self.sink.as_ref().map_or(0, |s| s.frames_unacknowledged)
+    }
+
     /// Why frames were not delivered, if any were not.
     pub fn loss_reason(&self) -> Option<String> {
         self.sink
@@ -192,7 +197,9 @@ impl Publisher {
 
     /// The end of the stream: up to 1 s for the host to acknowledge what
     /// was sent (so the count of lost frames is final), the bye with that
-    /// count, then up to 2 s for the bye's acknowledgement.
+    /// count, then up to 2 s for the bye's acknowledgement (reconnecting
+    /// and sending again meanwhile). Frames sent and still not
+    /// acknowledged then are counted apart from the lost ones.
     pub fn bye(&mut self, now: i64, bye: Bye) {
         let mut frames_dropped = self.frames_dropped();
         if let Some(sink) = self.sink.as_mut() {
