@@ -92,12 +92,10 @@ impl Attributor {
         self.explained += 1;
         let ns = r.latency_ns.max(0) as u64;
         let deadline = r.deadline_ns.max(0) as u64;
+        let tid = u32::try_from(tid).ok().filter(|&t| t != 0);
         Some(match cpu {
-            Some(cpu) => tracer.explain(cpu, deadline, deadline + ns, r.cycle),
-            None => {
-                let tid = u32::try_from(tid).unwrap_or(0);
-                tracer.explain_unpinned(tid, deadline, deadline + ns, r.cycle)
-            }
+            Some(cpu) => tracer.explain(cpu, tid, deadline, deadline + ns, r.cycle),
+            None => tracer.explain_unpinned(tid.unwrap_or(0), deadline, deadline + ns, r.cycle),
         })
     }
 
