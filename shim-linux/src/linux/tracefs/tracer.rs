@@ -455,6 +455,18 @@ impl Tracer {
         self.attribute(&spike, &text, marks, marks_before, read_start)
     }
 
+    /// True if the window `[deadline_ns, wake_ns]` fell wholly in a
+    /// stretch without recording that has ended (frozen for an earlier
+    /// spike, or paused while one was read): its explanation can only say
+    /// "trace paused". Needs the `mono` trace clock.
+    pub fn wholly_paused(&self, deadline_ns: u64, wake_ns: u64) -> bool {
+        self.mono
+            && self
+                .blind
+                .iter()
+                .any(|&(f, t)| f <= deadline_ns && t >= wake_ns)
+    }
+
     /// The attribution of a spike whose whole window fell in a stretch
     /// without recording (frozen for an earlier spike, or paused while one
     /// was read): one untraced line, `partial`, without reading the trace,
