@@ -821,6 +821,44 @@ mod tests {
     }
 
     #[test]
+    fn real_storm_fixture_names_the_burster() {
+        // A FIFO 95 burster (pid 21290) was switched in on CPU 0 before
+        // the deadline and ran until it switched to our thread (21292),
+        // which had no marker of its own (rate-limited).
+        let text = include_str!("fixtures/storm_burster_cpu0.txt");
+        let w = Window {
+            cpu: 0,
+            cycle: 128,
+            deadline_ns: 4_926_256_336_160,
+            wake_ns: 4_926_256_594_697,
+            pid: 21292,
+        };
+        let a = classify_text(&w, text);
+        print(&a);
+        assert_eq!(a.total_ns(), a.latency_ns);
+        assert!(!a.partial);
+        let top = a.top().unwrap();
+        assert_eq!(top.kind, CauseKind::Task);
+        assert_eq!((top.id, top.name.as_str(), top.prio), (21290, "burster", 4));
+        // from its timer's wake-up at .256344 to the switch at .256594,
+        // less the rest of the local_timer vector (to .256349)
+        assert_eq!(top.ns, 245 * US);
+        // the timer interrupt came 5.84 us late, while the burster ran
+        let late = a
+            .causes
+            .iter()
+            .find(|c| c.kind == CauseKind::TimerDelay)
+            .unwrap();
+        assert_eq!((late.id, late.ns), (21290, 5_840));
+        assert_eq!(a.find(CauseKind::Vector, "local_timer").unwrap().ns, 7 * US);
+        // Not knowing which thread is ours, the classifier cannot tell when
+        // it became runnable: nothing is blamed, all is "untraced".
+        let blind = classify_text(&Window { pid: 0, ..w }, text);
+        assert_eq!(blind.top().unwrap().kind, CauseKind::Untraced);
+        assert!(blind.causes.iter().all(|c| c.kind != CauseKind::Task));
+    }
+
+    #[test]
     fn real_idle_fixture() {
         // CPU 1 was idle at the deadline; the switch from idle is not in
         // this kernel's trace, the marker's header shows who ran next.

@@ -80,6 +80,17 @@ impl Attributor {
         (self.tracer.is_some() && self.is_spike(r)).then_some(self.explained < EXPLAIN_PER_TICK)
     }
 
+    /// Whether the trace did not record any of `r`'s window (see
+    /// [`Tracer::wholly_paused`]): explaining it would only say "trace
+    /// paused".
+    pub fn unrecorded(&self, r: &SpikeSample) -> bool {
+        let deadline = r.deadline_ns.max(0) as u64;
+        let wake = deadline + r.latency_ns.max(0) as u64;
+        self.tracer
+            .as_ref()
+            .is_some_and(|t| t.wholly_paused(deadline, wake))
+    }
+
     /// Explain `r` from the trace (the caller asked [`Attributor::can_explain`]):
     /// of the thread pinned to `cpu`, or unpinned with kernel id `tid`.
     pub fn explain(
@@ -92,12 +103,10 @@ impl Attributor {
         self.explained += 1;
         let ns = r.latency_ns.max(0) as u64;
         let deadline = r.deadline_ns.max(0) as u64;
+        let tid = u32::try_from(tid).ok().filter(|&t| t != 0);
         Some(match cpu {
-            Some(cpu) => tracer.explain(cpu, deadline, deadline + ns, r.cycle),
-            None => {
-                let tid = u32::try_from(tid).unwrap_or(0);
-                tracer.explain_unpinned(tid, deadline, deadline + ns, r.cycle)
-            }
+            Some(cpu) => tracer.explain(cpu, tid, deadline, deadline + ns, r.cycle),
+            None => tracer.explain_unpinned(tid.unwrap_or(0), deadline, deadline + ns, r.cycle),
         })
     }
 

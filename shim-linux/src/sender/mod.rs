@@ -24,6 +24,7 @@ use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
 use latscope_core::cyclictest::{is_spike, SpikeTotals};
+use latscope_core::explain::Attribution;
 use latscope_core::protocol::Room;
 use latscope_core::tz::WallTime;
 use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeSample};
@@ -174,6 +175,11 @@ struct Sender<'a> {
     shown_max: Option<u64>,
     /// Per thread, what became of its spikes.
     tallies: Vec<Tally>,
+    /// Per thread, the interval's worst spike so far whose window the
+    /// trace did not record at all, explained ("trace paused") and held
+    /// back: sent at the report if no worse spike of the interval was
+    /// explained meanwhile.
+    held: Vec<Option<Attribution>>,
     /// Whether the run flags spikes (`--spike`, `--explain`).
     flags_spikes: bool,
 }
@@ -203,6 +209,7 @@ pub fn run(a: Args<'_>) -> Outcome {
         oscope: vec![verbose::Window::default(); n],
         shown_max: None,
         tallies: vec![Tally::new(); n],
+        held: vec![None; n],
         flags_spikes,
     };
     s.main_loop();
@@ -476,8 +483,25 @@ impl Sender<'_> {
             return;
         }
         let tid = self.shared[t].tid.load(Ordering::SeqCst);
+        if self.attrib.unrecorded(r) {
+            // Its explanation can only say "trace paused": worth its frame
+            // only if it stays the interval's worst (the report decides).
+            let worse = self.held[t]
+                .as_ref()
+                .is_none_or(|h| h.latency_ns < r.latency_ns.max(0) as u64);
+            if tally.worst_unexplained(r.latency_ns) && worse {
+                self.held[t] = self.attrib.explain(r, self.plans[t].cpu, tid);
+            }
+            return;
+        }
         if let Some(a) = self.attrib.explain(r, self.plans[t].cpu, tid) {
             tally.explained(r.latency_ns);
+            if self.held[t]
+                .as_ref()
+                .is_some_and(|h| h.latency_ns <= a.latency_ns)
+            {
+                self.held[t] = None;
+            }
             self.publish.send(Body::Explain(a));
         }
     }
@@ -505,6 +529,16 @@ impl Sender<'_> {
         let publish = &mut self.publish;
         self.attrib
             .coarse(&self.plans, |a| publish.send(Body::Explain(a)));
+        // the interval's worst, if the trace did not record it
+        for (held, tally) in self.held.iter_mut().zip(&mut self.tallies) {
+            if let Some(a) = held.take() {
+                let ns = i64::try_from(a.latency_ns).unwrap_or(i64::MAX);
+                if tally.worst_unexplained(ns) {
+                    tally.explained(ns);
+                    self.publish.send(Body::Explain(a));
+                }
+            }
+        }
         let epoch = self.publish.epoch();
         let views = self.views.iter_mut().zip(self.shared);
         for (t, (v, shared)) in views.enumerate() {

@@ -9,7 +9,7 @@ use super::MARK_PREFIX;
 pub(super) struct Spike {
     /// The CPU whose trace is read (`u32::MAX`: none found).
     pub(super) cpu: u32,
-    /// The measuring thread, when known (unpinned threads).
+    /// The measuring thread, when known.
     pub(super) tid: Option<u32>,
     pub(super) deadline_ns: u64,
     pub(super) wake_ns: u64,
@@ -40,6 +40,9 @@ pub(super) struct Marks {
     pub(super) ours: Option<(u64, u32)>,
     /// Cycle of the newest marker in the text (the one that froze it).
     pub(super) newest_cycle: Option<u64>,
+    /// Writer pid of that newest marker: the measuring thread of the CPU,
+    /// for spikes whose own marker the rate limit left out.
+    pub(super) writer: Option<u32>,
 }
 
 /// Finds our marker for `cycle` on `cpu` (written by thread `tid`, if
@@ -71,6 +74,7 @@ pub(super) fn find_mark(text: &str, cpu: u32, cycle: u64, tid: Option<u32>) -> M
         }
         if marks.newest_cycle.is_none() {
             marks.newest_cycle = y;
+            marks.writer = Some(e.task.pid);
         }
         if y == Some(cycle) {
             marks.ours = Some((e.ts_ns, e.task.pid));

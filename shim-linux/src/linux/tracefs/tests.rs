@@ -55,6 +55,8 @@ fn find_mark_matches_cpu_and_cycle() {
     let m = find_mark(t, 0, 7, None);
     assert_eq!(m.ours, Some((1_000_010_000, 5)));
     assert_eq!(m.newest_cycle, Some(8));
+    // the CPU's measuring thread, for a spike without a marker of its own
+    assert_eq!(find_mark(t, 0, 9, None).writer, Some(6));
     assert_eq!(find_mark(t, 1, 8, None), Marks::default());
     // a thread's own marker only
     assert_eq!(find_mark(t, 0, 7, Some(6)).ours, None);
@@ -167,14 +169,14 @@ fn live_instance_flood_and_cleanup() {
         let (cycle, due, wake) = last;
         marker.set_min_interval_ns(0);
         assert_eq!(marker.mark(cpu, cycle, wake - due, wake), Some(true));
-        explained.push(tracer.explain(cpu, due, wake, cycle));
+        explained.push(tracer.explain(cpu, None, due, wake, cycle));
     }
     check_explained(&explained);
     // A spike wholly inside a stretch without recording (the freeze for
     // the last one) is one "trace paused" line, partial: not "untraced",
     // which would say the trace was on and saw nothing.
     let (from, to) = tracer.last_blind().expect("a stretch without recording");
-    let blind = tracer.explain(cpu, from, to, u64::MAX);
+    let blind = tracer.explain(cpu, None, from, to, u64::MAX);
     assert!(blind.partial, "{blind:?}");
     assert_eq!(blind.causes.len(), 1, "{blind:?}");
     assert_eq!(blind.causes[0].kind, CauseKind::Untraced);
@@ -184,7 +186,7 @@ fn live_instance_flood_and_cleanup() {
     // A spike that began in it and ended after it: the paused part is
     // that line, the rest is explained by the trace.
     let later = mono_ns();
-    let straddle = tracer.explain(cpu, to - (to - from) / 2, later, u64::MAX - 1);
+    let straddle = tracer.explain(cpu, None, to - (to - from) / 2, later, u64::MAX - 1);
     assert_eq!(straddle.total_ns(), straddle.latency_ns);
     assert!(straddle.paused_ns() >= (to - from) / 2, "{straddle:?}");
     assert!(straddle.paused_ns() < straddle.latency_ns, "{straddle:?}");
@@ -286,7 +288,7 @@ fn explain_all(tracer: &mut Tracer, cpu: usize, spikes: &Receiver<Sample>) -> Ve
     spikes
         .iter()
         .take(40)
-        .map(|(cycle, due, wake)| tracer.explain(cpu, due, wake, cycle))
+        .map(|(cycle, due, wake)| tracer.explain(cpu, None, due, wake, cycle))
         .collect()
 }
 

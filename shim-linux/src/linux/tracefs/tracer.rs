@@ -347,6 +347,13 @@ impl Tracer {
     /// lines. Never fails: without a readable trace the whole spike is one
     /// "untraced" line and the result is `partial`.
     ///
+    /// `tid` is the measuring thread's kernel id, if known. The classifier
+    /// needs it to tell when the thread became runnable, and so whom the
+    /// window's time went to; without it the writer of the spike's marker,
+    /// or else of the newest of our markers for `cpu` in the trace, is
+    /// taken (markers are rate-limited: most spikes under a storm have
+    /// none of their own).
+    ///
     /// Call it from the sender thread for the spikes the [`Marker`] marked,
     /// oldest first (or call [`Tracer::resume`] for a marked spike it
     /// skips). Where the kernel has snapshots, the marker swapped the live
@@ -360,6 +367,7 @@ impl Tracer {
     pub fn explain(
         &mut self,
         cpu: usize,
+        tid: Option<u32>,
         deadline_ns: u64,
         wake_ns: u64,
         cycle: u64,
@@ -379,7 +387,7 @@ impl Tracer {
         let marks = find_mark(&read.text, cpu32, cycle, None);
         let spike = Spike {
             cpu: cpu32,
-            tid: None,
+            tid,
             deadline_ns,
             wake_ns,
             cycle,
@@ -445,6 +453,18 @@ impl Tracer {
             cycle,
         };
         self.attribute(&spike, &text, marks, marks_before, read_start)
+    }
+
+    /// True if the window `[deadline_ns, wake_ns]` fell wholly in a
+    /// stretch without recording that has ended (frozen for an earlier
+    /// spike, or paused while one was read): its explanation can only say
+    /// "trace paused". Needs the `mono` trace clock.
+    pub fn wholly_paused(&self, deadline_ns: u64, wake_ns: u64) -> bool {
+        self.mono
+            && self
+                .blind
+                .iter()
+                .any(|&(f, t)| f <= deadline_ns && t >= wake_ns)
     }
 
     /// The attribution of a spike whose whole window fell in a stretch
@@ -522,8 +542,12 @@ impl Tracer {
             blind_before.retain(|&(f, _)| f < read_start);
         }
 
-        // a pinned thread is known by its marker's writer
-        let pid = tid.or(mark.map(|(_, pid)| pid)).unwrap_or(0);
+        // the measuring thread, else the writer of its marker, else of
+        // the CPU's newest marker (one pinned thread per measured CPU)
+        let pid = tid
+            .or(mark.map(|(_, pid)| pid))
+            .or(marks.writer)
+            .unwrap_or(0);
         let mut window = Window {
             cpu,
             cycle,
