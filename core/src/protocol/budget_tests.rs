@@ -173,7 +173,8 @@ fn spikes_keep_to_their_share_and_the_worst_find_room() {
     let secs = 20;
     let s = storm(1, 8, secs);
     let share = spike_share(BAUD) as usize;
-    let ahead = share * SPIKE_AHEAD_NS as usize / SEC as usize;
+    // in 64 bits: the product overflows a 32-bit usize (armv7, Cortex-M)
+    let ahead = (share as u64 * SPIKE_AHEAD_NS as u64 / SEC as u64) as usize;
     // no second carries more than the share and its burst (one frame over)
     let worst = worst_second(&s.spike_bytes);
     assert!(worst <= share + ahead + 300, "{worst} B in a second");
