@@ -9,7 +9,9 @@
 //!   descriptors or memory (the recorder backs off instead of ending);
 //! * [`raise_fd_limit`]: the open-files limit as high as it goes;
 //! * [`write_std`]: one unbuffered write to standard output or error;
-//! * [`on_stop`]: the signals (Ctrl-C on Windows) that stop a recorder.
+//! * [`on_stop`]: the signals (Ctrl-C on Windows) that stop a recorder;
+//! * [`sync_dir`]: a directory's entries made durable (a new recording's
+//!   name).
 //!
 //! Every feature of the host exists on all three (docs/host-platforms.md);
 //! where a platform lacks a mechanism, its module says what stands in.
@@ -18,14 +20,14 @@
 mod unix;
 #[cfg(unix)]
 pub(crate) use unix::{
-    on_stop, out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, write_std,
+    on_stop, out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, sync_dir, write_std,
 };
 
 #[cfg(windows)]
 mod windows;
 #[cfg(windows)]
 pub(crate) use windows::{
-    on_stop, out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, write_std,
+    on_stop, out_of_descriptors, raise_fd_limit, recv_nowait, send_nowait, sync_dir, write_std,
 };
 
 #[cfg(not(any(unix, windows)))]

@@ -1,7 +1,9 @@
 //! Linux and macOS: rustix, the system calls themselves.
 
+use std::fs::File;
 use std::io;
 use std::net::TcpStream;
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -100,4 +102,10 @@ pub(crate) fn write_std(s: Std, buf: &[u8]) -> io::Result<usize> {
             r => return r.map_err(io::Error::from),
         }
     }
+}
+
+/// `fsync(2)` of the directory `dir`: the entries created or renamed in it
+/// (a recording's name) are on disk.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
 }

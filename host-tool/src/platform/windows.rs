@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{self, IsTerminal, Write};
 use std::net::TcpStream;
 use std::os::windows::io::AsHandle;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -51,6 +52,13 @@ pub(crate) fn out_of_descriptors(e: &io::Error) -> bool {
     const WSAEMFILE: i32 = 10024;
     const WSAENOBUFS: i32 = 10055;
     matches!(e.raw_os_error(), Some(WSAEMFILE | WSAENOBUFS))
+}
+
+/// Nothing to do: NTFS journals its metadata, so a file's name is durable
+/// with the file system's own log, and Windows opens no directory as a
+/// file to flush (`File::open` of a directory is refused).
+pub(crate) fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
 }
 
 /// Nothing to raise: Windows limits sockets by memory, not by a

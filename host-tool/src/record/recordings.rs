@@ -70,7 +70,7 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     } else {
         dir
     };
-    File::open(d)?.sync_all()
+    crate::platform::sync_dir(d)
 }
 
 /// A recording reopened to go on with its run: every frame decoded into a
