@@ -29,15 +29,23 @@ pub struct Component {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Run {
     pub components: Vec<Component>,
+    /// It stopped on the timer IRQ's own latency (`IRQ latency: ... us
+    /// (100%)`): the timer interrupt itself came late, and there is no
+    /// thread latency to split.
+    pub irq_stop: bool,
     /// The run's text, for the record.
     pub text: String,
 }
 
 impl Run {
-    /// The verdict: the largest component, and for a thread component the
-    /// thread with the most time (`Thread interference irq/13-uart-pl0:94`).
-    /// `None` if the run did not hit its threshold.
+    /// The verdict: `IRQ latency` if the run stopped on the timer IRQ's
+    /// own latency, else the largest component, and for a thread component
+    /// the thread with the most time (`Thread interference
+    /// irq/13-uart-pl0:94`). `None` if the run did not hit its threshold.
     pub fn verdict(&self) -> Option<String> {
+        if self.irq_stop {
+            return Some("IRQ latency".to_string());
+        }
         let top = self
             .components
             .iter()
@@ -73,7 +81,10 @@ pub fn runs(console: &str) -> Vec<Run> {
         let Some(run) = cur.as_mut() else { continue };
         run.text.push_str(line);
         run.text.push('\n');
-        if let Some(c) = component(line) {
+        let total = line.trim_start();
+        if total.starts_with("IRQ latency:") && total.ends_with("(100%)") {
+            run.irq_stop = true;
+        } else if let Some(c) = component(line) {
             run.components.push(c);
         } else if let Some(e) = entry(line) {
             if let Some(c) = run.components.last_mut() {
@@ -147,7 +158,7 @@ pub enum Blame {
 pub fn rtla_blame(verdict: &str, irq: u32) -> Blame {
     if names_irq_thread(verdict, irq) {
         Blame::IrqThread
-    } else if verdict.starts_with("IRQ handler delay") {
+    } else if verdict.starts_with("IRQ handler delay") || verdict.starts_with("IRQ latency") {
         Blame::TimerLate
     } else if verdict.starts_with("IRQ interference") || verdict.starts_with("Timerlat IRQ") {
         Blame::HardIrq
@@ -160,22 +171,130 @@ pub fn rtla_blame(verdict: &str, irq: u32) -> Blame {
     }
 }
 
-/// What latscope's dominant cause (as [`latscope_dominant`] names it)
-/// blames, for IRQ `irq`.
-pub fn latscope_blame(dominant: &str, irq: u32) -> Blame {
-    if dominant.starts_with(&format!("Irq {irq} irq/{irq}-")) {
-        Blame::IrqThread
-    } else if dominant == "TimerDelay" {
-        Blame::TimerLate
-    } else if dominant.starts_with("Irq ") || dominant.starts_with("Vector ") {
-        Blame::HardIrq
-    } else if dominant.starts_with("Softirq ") {
-        Blame::Softirq
-    } else if dominant.starts_with("Task ") {
-        Blame::Task
-    } else {
-        Blame::Other
+/// What one of latscope's explained spikes blames, as rtla's analysis of
+/// that sample would: its largest line, for IRQ `irq`. The timer's own
+/// delay (a task current while the timer interrupt was late, or an idle
+/// CPU it came late to) is rtla's IRQ latency, unless the task was the
+/// IRQ's thread, which rtla names as the blocking thread; another IRQ's
+/// thread is a thread to rtla. `None` if the largest line is untraced
+/// time: nothing to compare.
+pub fn spike_blame(a: &Attribution, irq: u32) -> Option<Blame> {
+    let top = a.causes.iter().max_by_key(|c| c.ns)?;
+    let thread = |name: &str| name.starts_with(&format!("irq/{irq}-"));
+    Some(match top.kind {
+        CauseKind::Untraced => return None,
+        CauseKind::Irq | CauseKind::TimerDelay | CauseKind::Task if thread(&top.name) => {
+            Blame::IrqThread
+        }
+        CauseKind::Irq if top.name.starts_with("irq/") => Blame::Task,
+        CauseKind::Irq | CauseKind::Vector => Blame::HardIrq,
+        CauseKind::TimerDelay | CauseKind::IdleExit => Blame::TimerLate,
+        CauseKind::Softirq => Blame::Softirq,
+        CauseKind::Task => Blame::Task,
+        CauseKind::Other | CauseKind::Masked => Blame::Other,
+    })
+}
+
+/// What latscope's explained spikes blame, one each (spikes whose
+/// largest line is untraced, and coarse ones, left out).
+pub fn spike_blames(explained: &[Attribution], irq: u32) -> Vec<Blame> {
+    explained
+        .iter()
+        .filter(|a| !a.coarse)
+        .filter_map(|a| spike_blame(a, irq))
+        .collect()
+}
+
+/// What the rtla runs that hit their threshold blame, one each.
+pub fn run_blames(runs: &[Run], irq: u32) -> Vec<Blame> {
+    runs.iter()
+        .filter_map(Run::verdict)
+        .map(|v| rtla_blame(&v, irq))
+        .collect()
+}
+
+/// How the blames of `sample` (rtla's few runs) fit the blames of
+/// `reference` (latscope's many spikes): the exact multinomial test's
+/// p-value, the probability that `sample.len()` draws from the
+/// reference's distribution come out as unlikely as `sample` or less.
+/// Every blame either side names gets one more count in the reference
+/// (so one latscope never gave is rare, not impossible). 1.0 for an
+/// empty sample.
+///
+/// A few one-sample runs cannot tell a 60/40 mixture from a 40/60 one,
+/// and their majority flips between runs of the same board; a tool that
+/// blames what the other never does gets a p-value far below 0.001.
+pub fn agreement(sample: &[Blame], reference: &[Blame]) -> f64 {
+    let mut kinds: Vec<Blame> = Vec::new();
+    for b in sample.iter().chain(reference) {
+        if !kinds.contains(b) {
+            kinds.push(*b);
+        }
     }
+    let count = |v: &[Blame], k: Blame| v.iter().filter(|&&b| b == k).count();
+    let total = (reference.len() + kinds.len()) as f64;
+    let p: Vec<f64> = kinds
+        .iter()
+        .map(|&k| (count(reference, k) + 1) as f64 / total)
+        .collect();
+    let observed: Vec<usize> = kinds.iter().map(|&k| count(sample, k)).collect();
+    let n = sample.len();
+    let prob = |ks: &[usize]| {
+        let mut coef = (1..=n).map(|i| i as f64).product::<f64>();
+        let mut pr = 1.0;
+        for (&k, &pk) in ks.iter().zip(&p) {
+            coef /= (1..=k).map(|i| i as f64).product::<f64>();
+            pr *= pk.powi(i32::try_from(k).unwrap_or(i32::MAX));
+        }
+        coef * pr
+    };
+    let p_obs = prob(&observed);
+    // every way of spreading n draws over the kinds
+    let mut sum = 0.0;
+    let mut ks = vec![0usize; kinds.len()];
+    loop {
+        if ks.iter().sum::<usize>() == n && prob(&ks) <= p_obs * (1.0 + 1e-9) {
+            sum += prob(&ks);
+        }
+        let mut i = 0;
+        loop {
+            if i == ks.len() {
+                return sum.min(1.0);
+            }
+            ks[i] += 1;
+            if ks[i] <= n {
+                break;
+            }
+            ks[i] = 0;
+            i += 1;
+        }
+    }
+}
+
+/// How many of `blames` give each blame, most first.
+pub fn tally(blames: &[Blame]) -> Vec<(Blame, usize)> {
+    let mut n: Vec<(Blame, usize)> = Vec::new();
+    for &b in blames {
+        match n.iter_mut().find(|(k, _)| *k == b) {
+            Some((_, c)) => *c += 1,
+            None => n.push((b, 1)),
+        }
+    }
+    n.sort_by_key(|&(_, c)| std::cmp::Reverse(c));
+    n
+}
+
+/// The blame most of `blames` give (ties: each of them), and how many.
+pub fn most(blames: &[Blame]) -> (Vec<Blame>, usize) {
+    let n = tally(blames);
+    let top = n.first().map_or(0, |&(_, c)| c);
+    (
+        n.into_iter()
+            .filter(|&(_, c)| c == top)
+            .map(|(b, _)| b)
+            .collect(),
+        top,
+    )
 }
 
 /// True if `verdict` names the `PREEMPT_RT` thread of IRQ `irq`.
@@ -200,48 +319,7 @@ pub fn majority(runs: &[Run]) -> Option<(String, usize)> {
 /// thread and two the late timer have no majority between them), and
 /// how many runs gave each. Empty if no run hit its threshold.
 pub fn majority_blames(runs: &[Run], irq: u32) -> (Vec<Blame>, usize) {
-    let mut n: Vec<(Blame, usize)> = Vec::new();
-    for b in runs
-        .iter()
-        .filter_map(Run::verdict)
-        .map(|v| rtla_blame(&v, irq))
-    {
-        match n.iter_mut().find(|(k, _)| *k == b) {
-            Some((_, c)) => *c += 1,
-            None => n.push((b, 1)),
-        }
-    }
-    let top = n.iter().map(|&(_, c)| c).max().unwrap_or(0);
-    (
-        n.into_iter()
-            .filter(|&(_, c)| c == top)
-            .map(|(b, _)| b)
-            .collect(),
-        top,
-    )
-}
-
-/// latscope's dominant cause over `explained`: the cause with the most
-/// time, untraced lines (of any reason) left out, as `kind name`
-/// (`Irq irq/13-uart-pl0`). `None` if nothing traced was explained.
-pub fn latscope_dominant(explained: &[Attribution]) -> Option<String> {
-    let mut t: BTreeMap<String, u64> = BTreeMap::new();
-    for a in explained.iter().filter(|a| !a.coarse) {
-        for c in &a.causes {
-            let key = match c.kind {
-                CauseKind::Untraced => continue,
-                CauseKind::Irq => format!("Irq {} {}", c.id, c.name),
-                CauseKind::Task => format!("Task {}", c.name),
-                CauseKind::Softirq | CauseKind::Vector => format!("{:?} {}", c.kind, c.name),
-                CauseKind::TimerDelay
-                | CauseKind::IdleExit
-                | CauseKind::Other
-                | CauseKind::Masked => format!("{:?}", c.kind),
-            };
-            *t.entry(key).or_default() += c.ns;
-        }
-    }
-    t.into_iter().max_by_key(|(_, ns)| *ns).map(|(k, _)| k)
+    most(&run_blames(runs, irq))
 }
 
 #[cfg(test)]
@@ -315,13 +393,7 @@ mod tests {
             rtla_blame("Thread interference kworker/0:1:33", 13),
             Blame::Task
         );
-        assert_eq!(
-            latscope_blame("Irq 13 irq/13-uart-pl0", 13),
-            Blame::IrqThread
-        );
-        assert_eq!(latscope_blame("Irq 13 uart-pl011", 13), Blame::HardIrq);
-        assert_eq!(latscope_blame("TimerDelay", 13), Blame::TimerLate);
-        assert_eq!(latscope_blame("IdleExit", 13), Blame::Other);
+        assert_eq!(rtla_blame("IRQ latency", 13), Blame::TimerLate);
         let (v, n) = majority(&r).unwrap();
         assert_eq!(n, 1);
         assert!(names_irq_thread(&v, 13));
@@ -329,27 +401,83 @@ mod tests {
     }
 
     #[test]
-    fn latscopes_dominant_cause_leaves_untraced_time_out() {
-        use latscope_core::explain::{PRIO_UNKNOWN, UNTRACED_LOST};
-        let mut a = Attribution::new(0, 1, 0, 10_000);
-        a.add(
-            CauseKind::Untraced,
-            UNTRACED_LOST,
-            PRIO_UNKNOWN,
-            "",
-            1,
-            7_000,
-        );
-        a.add(CauseKind::Irq, 13, 49, "irq/13-uart-pl0", 1, 2_000);
-        a.add(CauseKind::TimerDelay, 94, 49, "irq/13-uart-pl0", 1, 1_000);
-        let mut b = Attribution::new(0, 2, 0, 1_500);
-        b.add(CauseKind::TimerDelay, 7, 120, "kworker/0:1", 1, 1_500);
+    fn a_run_stopped_on_the_timer_irq_blames_its_latency() {
+        // two of the tie's runs stopped on the IRQ: no thread latency
+        let r = runs(P40_TIE);
+        let stops: Vec<bool> = r.iter().map(|r| r.irq_stop).collect();
+        assert_eq!(stops.iter().filter(|&&s| s).count(), 2, "{stops:?}");
+        for run in r.iter().filter(|r| r.irq_stop) {
+            assert_eq!(run.verdict().as_deref(), Some("IRQ latency"));
+        }
+        assert!(runs(P40).iter().all(|r| !r.irq_stop));
+    }
+
+    fn spike(causes: &[(CauseKind, u32, &str, u64)]) -> Attribution {
+        let mut a = Attribution::new(0, 1, 0, causes.iter().map(|c| c.3).sum());
+        for &(kind, id, name, ns) in causes {
+            a.add(kind, id, 49, name, 1, ns);
+        }
+        a
+    }
+
+    #[test]
+    fn a_spike_blames_its_largest_line_as_rtla_would() {
+        use latscope_core::explain::UNTRACED_LOST;
+        let b = |c: &[(CauseKind, u32, &str, u64)]| spike_blame(&spike(c), 13);
+        let thread = (CauseKind::Irq, 13, "irq/13-uart-pl0", 2_000);
+        assert_eq!(b(&[thread]), Some(Blame::IrqThread));
+        // untraced time is nothing to compare, however large
         assert_eq!(
-            latscope_dominant(&[a.clone()]).as_deref(),
-            Some("Irq 13 irq/13-uart-pl0")
+            b(&[(CauseKind::Untraced, UNTRACED_LOST, "", 7_000), thread]),
+            None
         );
-        // Timer delays add up across the tasks that ran meanwhile.
-        assert_eq!(latscope_dominant(&[a, b]).as_deref(), Some("TimerDelay"));
-        assert_eq!(latscope_dominant(&[]), None);
+        assert_eq!(
+            b(&[thread, (CauseKind::IdleExit, 0, "", 3_000)]),
+            Some(Blame::TimerLate)
+        );
+        assert_eq!(
+            b(&[(CauseKind::TimerDelay, 7, "kworker/0:1", 900)]),
+            Some(Blame::TimerLate)
+        );
+        // rtla names the IRQ's thread as the blocking one
+        assert_eq!(
+            b(&[(CauseKind::TimerDelay, 94, "irq/13-uart-pl0", 900)]),
+            Some(Blame::IrqThread)
+        );
+        assert_eq!(
+            b(&[(CauseKind::Irq, 11, "irq/11-eth0", 900)]),
+            Some(Blame::Task)
+        );
+        assert_eq!(
+            b(&[(CauseKind::Irq, 13, "uart-pl011", 900)]),
+            Some(Blame::HardIrq)
+        );
+        assert_eq!(
+            b(&[(CauseKind::Softirq, 1, "TIMER", 900)]),
+            Some(Blame::Softirq)
+        );
+        let mut coarse = spike(&[thread]);
+        coarse.coarse = true;
+        assert!(spike_blames(&[coarse, spike(&[thread])], 13) == [Blame::IrqThread]);
+    }
+
+    #[test]
+    fn agreement_tells_sampling_noise_from_disagreement() {
+        use Blame::{IrqThread as I, TimerLate as T};
+        let mix = |i: usize, t: usize| [vec![I; i], vec![T; t]].concat();
+        // latscope 60/40; rtla's five runs 4 to 1 the other way: noise
+        let p = agreement(&mix(1, 4), &mix(30, 20));
+        assert!(p > 0.05, "{p}");
+        // the same five runs against a tool that nearly never blames it
+        let p = agreement(&mix(1, 4), &mix(49, 1));
+        assert!(p < 0.001, "{p}");
+        // all five runs blame what the other never names
+        let p = agreement(&[Blame::Softirq; 5], &mix(30, 20));
+        assert!(p < 0.001, "{p}");
+        let p_most_likely = agreement(&mix(3, 2), &mix(30, 20));
+        assert!((p_most_likely - 1.0).abs() < 1e-9, "{p_most_likely}");
+        assert_eq!(agreement(&[], &mix(3, 2)), 1.0);
+        assert_eq!(most(&mix(2, 2)).1, 2);
+        assert_eq!(most(&mix(2, 3)), (vec![T], 3));
     }
 }

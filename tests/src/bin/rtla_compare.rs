@@ -1,8 +1,8 @@
 //! rtla beside latscope on the board's UART-flood runs: for each kept run
 //! (`NAME=DIR/flood-pNN`, the stem of the board test's kept
 //! `flood-pNN.lsr` and `flood-pNN.console.txt`), rtla's verdict per run
-//! and by majority, latscope's dominant cause and its cause totals, as
-//! markdown, then rtla's outputs.
+//! and in all, what latscope's explained spikes blame, how well the two
+//! agree, and latscope's cause totals, as markdown, then rtla's outputs.
 //!
 //! Usage: `rtla_compare [--irq N] NAME=STEM...`
 //!
@@ -35,20 +35,32 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
             v.as_deref().unwrap_or("(no sample over the threshold)"),
         );
     }
-    let major = rtla::majority(&runs);
-    let ours = rtla::latscope_dominant(&sum.explained);
-    let blame = |b: Option<rtla::Blame>| b.map_or("-".to_string(), |b| format!("{b:?}"));
+    let theirs = rtla::run_blames(&runs, irq);
+    // rtla measures CPU 0 (`-c 0`), where the console IRQ goes
+    let cpu0: Vec<_> = sum
+        .explained
+        .iter()
+        .filter(|a| a.cpu == 0)
+        .cloned()
+        .collect();
+    let ours = rtla::spike_blames(&cpu0, irq);
+    let tally = |b: &[rtla::Blame]| {
+        rtla::tally(b)
+            .iter()
+            .map(|(b, n)| format!("{b:?} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     out += &format!(
-        "\nrtla's majority: {} (blames {}); latscope's dominant traced cause over {} \
-         explained spikes: {} (blames {})\n\n",
-        major.as_ref().map_or("none".to_string(), |(v, n)| format!(
-            "{v} ({n} of {})",
-            runs.len()
-        )),
-        blame(major.as_ref().map(|(v, _)| rtla::rtla_blame(v, irq))),
-        sum.explained.len(),
-        ours.as_deref().unwrap_or("none"),
-        blame(ours.as_deref().map(|c| rtla::latscope_blame(c, irq))),
+        "\nrtla's {} runs over the threshold blame: {}; latscope's {} spikes on CPU 0 explained \
+         from the trace (of {} explained there) blame: {}; agreement p = {:.3} \
+         (below 0.001 they disagree)\n\n",
+        theirs.len(),
+        tally(&theirs),
+        ours.len(),
+        cpu0.len(),
+        tally(&ours),
+        rtla::agreement(&theirs, &ours),
     );
     // latscope's totals by cause, with the untraced reasons apart.
     let mut totals: BTreeMap<String, u64> = BTreeMap::new();
