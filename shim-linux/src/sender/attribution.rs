@@ -10,7 +10,8 @@ use crate::config::ThreadPlan;
 use crate::linux::interrupts::ProcInterrupts;
 use crate::linux::tracefs::Tracer;
 
-/// Ordinary spikes explained per drain (each reads a CPU's trace buffer);
+/// Ordinary spikes explained per drain (a kept read of a CPU's trace
+/// serves every spike it covers);
 /// a spike worse than any explained in its interval is explained beyond
 /// it, as far as the line's share has room.
 const EXPLAIN_PER_TICK: usize = 8;
@@ -80,6 +81,16 @@ impl Attributor {
         (self.tracer.is_some() && self.is_spike(r)).then_some(self.explained < EXPLAIN_PER_TICK)
     }
 
+    /// Whether the trace may still hold `r`'s window, on `cpu` (see
+    /// [`Tracer::may_hold`]).
+    pub fn may_hold(&mut self, r: &SpikeSample, cpu: Option<usize>) -> bool {
+        let deadline = r.deadline_ns.max(0) as u64;
+        let wake = deadline + r.latency_ns.max(0) as u64;
+        self.tracer
+            .as_mut()
+            .is_none_or(|t| t.may_hold(cpu, deadline, wake))
+    }
+
     /// Whether the trace did not record any of `r`'s window (see
     /// [`Tracer::wholly_paused`]): explaining it would only say "trace
     /// paused".
@@ -108,6 +119,21 @@ impl Attributor {
             Some(cpu) => tracer.explain(cpu, tid, deadline, deadline + ns, r.cycle),
             None => tracer.explain_unpinned(tid.unwrap_or(0), deadline, deadline + ns, r.cycle),
         })
+    }
+
+    /// Keeps the window of a spike whose marker took a snapshot (see
+    /// [`Tracer::poll`]), before the spike's turn comes.
+    pub fn poll(&mut self) {
+        if let Some(tracer) = self.tracer.as_mut() {
+            tracer.poll();
+        }
+    }
+
+    /// A report interval begins: the markers mark its worst spikes.
+    pub fn new_interval(&mut self) {
+        if let Some(tracer) = self.tracer.as_ref() {
+            tracer.new_interval();
+        }
     }
 
     /// A spike not explained: its marker froze the trace, which this

@@ -426,6 +426,7 @@ impl Sender<'_> {
     /// Whether any spike record came.
     fn drain(&mut self, now: i64, limit: usize) -> bool {
         let mut any = false;
+        self.attrib.poll();
         for t in 0..self.spikes.len() {
             for _ in 0..limit {
                 let Some(r) = self.spikes[t].dequeue() else {
@@ -473,11 +474,13 @@ impl Sender<'_> {
         }
         tally.sent(r.latency_ns);
         // the room as the record found it: a spike sent is explained with
-        // it, rather than its share going to more records nobody explains
+        // it, rather than its share going to more records nobody explains;
+        // an ordinary one only if the trace may still hold its window
         let explain = match self.attrib.can_explain(r) {
             None => false,
             Some(ordinary) => {
-                (ordinary && room == Room::Any) || tally.worst_unexplained(r.latency_ns)
+                (ordinary && room == Room::Any && self.attrib.may_hold(r, self.plans[t].cpu))
+                    || tally.worst_unexplained(r.latency_ns)
             }
         };
         if !explain {
@@ -561,5 +564,6 @@ impl Sender<'_> {
                 self.publish.send(Body::Aggregate(a));
             }
         }
+        self.attrib.new_interval();
     }
 }

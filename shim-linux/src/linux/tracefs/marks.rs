@@ -18,14 +18,14 @@ pub(super) struct Spike {
 
 /// Which of the `(cpu, trace)` texts shows `tid` switched in between
 /// `deadline_ns` and `wake_ns` (mono trace clock): the CPU it woke on.
-pub(super) fn switched_in(
-    texts: &[(u32, String)],
+pub(super) fn switched_in<T: AsRef<str>>(
+    texts: &[(u32, T)],
     tid: u32,
     deadline_ns: u64,
     wake_ns: u64,
 ) -> Option<usize> {
     texts.iter().position(|(_, t)| {
-        t.lines().filter_map(parse_line).any(|e| {
+        t.as_ref().lines().filter_map(parse_line).any(|e| {
             matches!(e.kind, EventKind::Switch { next, .. } if next.pid == tid)
                 && e.ts_ns >= deadline_ns
                 && e.ts_ns <= wake_ns

@@ -7,10 +7,12 @@
 //!   measured CPUs only, sets `trace_clock` to `mono` so event times compare
 //!   with `CLOCK_MONOTONIC` deadlines, and sizes the buffers small. A
 //!   marker keeps its spike's window: by the `snapshot:1` trigger (live
-//!   recording goes on) where the kernel has snapshots, else by the
-//!   `traceoff` trigger (recording stops until the window is read). The
-//!   non-RT sender thread calls [`Tracer::explain`] after a spike; it reads
-//!   `per_cpu/cpuN/trace` and runs the core classifier
+//!   recording goes on; the sender copies the snapshot at its next drain
+//!   and arms the trigger again) where the kernel has snapshots, else by
+//!   the `traceoff` trigger (recording stops until the window is read).
+//!   The non-RT sender thread calls [`Tracer::explain`] after a spike; it
+//!   explains the window from a kept copy that covers it or reads
+//!   `per_cpu/cpuN/trace`, and runs the core classifier
 //!   ([`latscope_core::explain`]). Dropping the tracer (or
 //!   [`Tracer::close`]) removes the instance. The user's top-level buffer
 //!   and settings are never touched, so there is nothing else to restore.

@@ -3,16 +3,22 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use latscope_core::explain::{parse_line, Attribution, Classifier, EventKind, Window};
 
+use super::marker::{MarkShared, NO_CPU};
 use super::marks::{find_mark, mono_ns, switched_in, Marks, Spike};
 use super::{cpumask, write_file, Marker, BUFFER_KB, EVENTS, INSTANCE_PREFIX};
 use crate::error::Error;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
+
+/// Reads of a CPU's trace kept for later spikes (snapshots and live
+/// reads): a storm's backlog of spikes is explained from them, in memory
+/// bounded by this many copies of the CPU's buffer as text.
+const KEPT_READS: usize = 3;
 
 /// True if `pid` is a live latscope process (its comm starts with
 /// `latscope`), so its instance must be left alone.
@@ -75,7 +81,13 @@ pub struct Tracer {
     /// Recent stretches without recording (frozen or paused), oldest first.
     blind: std::collections::VecDeque<(u64, u64)>,
     /// Marks written by all [`Marker`]s of this tracer.
-    marks: Arc<AtomicU64>,
+    marks: Arc<MarkShared>,
+    /// The latest reads of each CPU's trace, at most [`KEPT_READS`] per
+    /// CPU: a spike whose window one covers is explained from it without
+    /// reading again.
+    reads: Vec<Read>,
+    /// [`Tracer::marks`] when the snapshot trigger was last looked at.
+    polled_marks: u64,
     live: bool,
 }
 
@@ -125,7 +137,9 @@ impl Tracer {
             snapshot: false,
             swap_floor_ns: 0,
             blind: std::collections::VecDeque::new(),
-            marks: Arc::new(AtomicU64::new(0)),
+            marks: Arc::new(MarkShared::new()),
+            reads: Vec::new(),
+            polled_marks: 0,
             live: true,
         };
         // On error `t` is dropped, which removes the instance again.
@@ -268,77 +282,164 @@ impl Tracer {
         self.swap_floor_ns = self.swap_floor_ns.max(floor_ns);
     }
 
-    /// The text to explain a window ending at `wake_ns` on `cpu` from.
-    ///
-    /// Without the snapshot trigger: the CPU's live buffer. With it: the
-    /// snapshot buffer, if the trigger fired, and it alone if the window
-    /// ends before its newest event, so live recording is never paused;
-    /// else the snapshot followed by the live buffer's events after it
-    /// (the swap splits the trace there), recording paused for the read
-    /// of the live buffer only (`pause-on-trace`).
-    ///
-    /// `tid` is the measuring thread, if known (its markers tell which
-    /// spike a snapshot was taken for).
-    fn read_window(&self, cpu: usize, wake_ns: u64, tid: Option<u32>) -> Read {
-        if !self.snapshot {
-            return Read {
-                text: self.read_trace(cpu).unwrap_or_default(),
-                snap_floor: None,
-                snap_cycle: None,
-                paused: None,
-            };
+    /// Where the kernel has snapshots: if a marker was written since the
+    /// last look and its `snapshot:1` trigger fired, copies the marked
+    /// CPU's snapshot buffer (the window of the marked spike and the
+    /// events before it) into [`Tracer::reads`] and arms the trigger again
+    /// at once, so the next marker can keep the next window. Cheap when no
+    /// marker was written (an atomic load). The sender calls it every
+    /// drain: the window is kept while the spike waits for its turn on the
+    /// line, however long.
+    pub fn poll(&mut self) {
+        let marks = self.marks.written.load(Ordering::Acquire);
+        if !self.snapshot || marks == self.polled_marks {
+            return;
         }
-        let mut text = String::new();
-        let mut floor = self.swap_floor_ns;
-        let mut snap_floor = None;
-        let mut snap_cycle = None;
-        if self.snapshot_fired() {
-            text = self.read_cpu_file(cpu, "snapshot").unwrap_or_default();
-            floor = floor.max(last_ts(&text).unwrap_or(0));
-            snap_floor = Some(floor);
-            let cpu32 = u32::try_from(cpu).unwrap_or(u32::MAX);
-            snap_cycle = find_mark(&text, cpu32, u64::MAX, tid).newest_cycle;
-            if wake_ns <= floor {
-                return Read {
-                    text,
-                    snap_floor,
-                    snap_cycle,
-                    paused: None,
-                };
-            }
+        self.polled_marks = marks;
+        if !self.snapshot_fired() {
+            return;
         }
-        let from = mono_ns();
-        let live = self.read_trace(cpu).unwrap_or_default();
-        let to = mono_ns();
-        append_after(&mut text, &live, floor);
-        Read {
-            text,
-            snap_floor,
-            snap_cycle,
-            paused: Some((from, to)),
+        let start_ns = mono_ns();
+        // the swap kept the window of the first mark's CPU: read that
+        // one (the buffer of each CPU takes long to read on a slow board)
+        let first = self.marks.first_cpu.swap(NO_CPU, Ordering::AcqRel);
+        let texts: Vec<(usize, String)> = self
+            .cpus
+            .iter()
+            .filter(|&&c| first == NO_CPU || c as u64 == first)
+            .map(|&c| (c, self.read_cpu_file(c, "snapshot").unwrap_or_default()))
+            .collect();
+        let floor = texts
+            .iter()
+            .filter_map(|(_, t)| last_ts(t))
+            .max()
+            .unwrap_or(0)
+            .max(self.swap_floor_ns);
+        self.rearm(floor);
+        for (cpu, text) in texts {
+            self.keep(Read {
+                cpu,
+                first_ns: first_ts(&text).unwrap_or(u64::MAX),
+                text: Arc::from(text),
+                covers_ns: floor,
+                start_ns,
+                marks_before: marks,
+                used: false,
+            });
         }
     }
 
-    /// After explaining the spike of `cycle` from `reads`: the pauses of
-    /// the live reads are remembered, and a snapshot taken for this spike
-    /// or an earlier one is given back to the trigger. One whose newest
-    /// marker is a later spike's waits for that spike (or
-    /// [`Tracer::resume`]).
-    fn after_reads(&mut self, reads: &[&Read], cycle: u64) {
-        for r in reads {
-            if let Some((from, to)) = r.paused {
-                self.note_blind(from, to);
+    /// Reads `cpu`'s live buffer: recording is paused for the read
+    /// (`pause-on-trace`, noted as a stretch without recording where the
+    /// kernel has snapshots; the freeze's own stretch otherwise, in
+    /// [`Tracer::attribute`]). After a snapshot swap the live buffer
+    /// begins with events of an earlier one, left out, and the latest
+    /// snapshot comes first.
+    fn read_live(&mut self, cpu: usize) -> Read {
+        let start_ns = mono_ns();
+        let marks_before = self.marks.written.load(Ordering::Acquire);
+        let live = self.read_trace(cpu).unwrap_or_default();
+        let text = if self.snapshot {
+            self.note_blind(start_ns, mono_ns());
+            // the latest snapshot first: a window across the swap is whole
+            let floor = self.swap_floor_ns;
+            let mut text = self
+                .reads
+                .iter()
+                .rev()
+                .find(|r| r.cpu == cpu && r.covers_ns == floor && r.first_ns <= floor)
+                .map_or_else(String::new, |r| r.text.to_string());
+            append_after(&mut text, &live, floor);
+            text
+        } else {
+            live
+        };
+        Read {
+            cpu,
+            first_ns: first_ts(&text).unwrap_or(u64::MAX),
+            text: Arc::from(text),
+            covers_ns: start_ns,
+            start_ns,
+            marks_before,
+            used: false,
+        }
+    }
+
+    /// Keeps `read`, dropping the oldest of its CPU's beyond
+    /// [`KEPT_READS`].
+    fn keep(&mut self, read: Read) {
+        let cpu = read.cpu;
+        self.reads.push(read);
+        while self.reads.iter().filter(|r| r.cpu == cpu).count() > KEPT_READS {
+            if let Some(i) = self.reads.iter().position(|r| r.cpu == cpu) {
+                self.reads.remove(i);
             }
         }
-        let Some(floor) = reads.iter().filter_map(|r| r.snap_floor).max() else {
-            return;
-        };
-        if reads
+    }
+
+    /// The index in [`Tracer::reads`] of the text to explain `cpu`'s
+    /// window `[deadline_ns, wake_ns]` from: a kept read that reaches
+    /// past the wake-up (the one reaching furthest back, if several),
+    /// else a new read of the live buffer. Under a storm the sender
+    /// explains spikes long after they happened, and several of a CPU per
+    /// drain, and reading a trace buffer takes long (64 KiB, ~130 ms on
+    /// an emulated board): a kept snapshot still holds the window, and
+    /// one read serves every spike it covers.
+    ///
+    /// `None` if the live buffer's oldest event came after the wake-up:
+    /// nothing of the window is left, and reading would only cost the
+    /// time.
+    fn read_for(&mut self, cpu: usize, deadline_ns: u64, wake_ns: u64) -> Option<usize> {
+        self.poll();
+        if let Some(i) = self
+            .reads
             .iter()
-            .all(|r| r.snap_cycle.is_none_or(|c| c <= cycle))
+            .enumerate()
+            .filter(|(_, r)| r.cpu == cpu && wake_ns <= r.covers_ns)
+            .min_by_key(|(_, r)| r.first_ns.max(deadline_ns))
+            .map(|(i, _)| i)
         {
-            self.rearm(floor);
+            return Some(i);
         }
+        // (only where a marker never froze recording: a frozen buffer
+        // must be read to be turned back on)
+        if self.snapshot && self.mono && self.oldest_ns(cpu).is_some_and(|o| o > wake_ns) {
+            return None;
+        }
+        let read = self.read_live(cpu);
+        self.keep(read);
+        Some(self.reads.len() - 1)
+    }
+
+    /// A report interval begins: each [`Marker`] marks its interval's worst
+    /// spikes again from zero.
+    pub fn new_interval(&self) {
+        self.marks.interval.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether `cpu`'s trace may still hold the window `[deadline_ns,
+    /// wake_ns]`: a kept read covers it, or it ended after the latest
+    /// snapshot (the live buffer may hold it). Always true where a marker
+    /// freezes recording instead, and for an unpinned thread (`cpu`
+    /// `None`). Under a storm most spikes' windows are gone before their
+    /// turn: their explanations would say only "trace lost".
+    pub fn may_hold(&mut self, cpu: Option<usize>, deadline_ns: u64, wake_ns: u64) -> bool {
+        self.poll();
+        let Some(cpu) = cpu.filter(|_| self.snapshot && self.mono) else {
+            return true;
+        };
+        wake_ns > self.swap_floor_ns
+            || self
+                .reads
+                .iter()
+                .any(|r| r.cpu == cpu && r.first_ns <= deadline_ns && wake_ns <= r.covers_ns)
+    }
+
+    /// The oldest event's time in `cpu`'s live buffer, from
+    /// `per_cpu/cpuN/stats` (`oldest event ts: 3.669057`, seconds of the
+    /// trace clock), a read far cheaper than the buffer's.
+    fn oldest_ns(&self, cpu: usize) -> Option<u64> {
+        oldest_event_ns(&self.read_cpu_file(cpu, "stats").ok()?)
     }
 
     /// Explains the sample of `cycle` on `cpu` that was due at
@@ -357,9 +458,11 @@ impl Tracer {
     /// Call it from the sender thread for the spikes the [`Marker`] marked,
     /// oldest first (or call [`Tracer::resume`] for a marked spike it
     /// skips). Where the kernel has snapshots, the marker swapped the live
-    /// buffer into the snapshot buffer and recording went on: this call
-    /// reads the window from the snapshot (and the live buffer after it,
-    /// pausing recording only for that read) and re-arms the trigger.
+    /// buffer into the snapshot buffer and recording went on:
+    /// [`Tracer::poll`] (which this call makes first) copied the snapshot
+    /// and re-armed the trigger, and the window is explained from that
+    /// copy, or from the live buffer after it (recording paused only for
+    /// that read).
     /// Elsewhere the marker froze the instance (the `traceoff` trigger) and
     /// this call turns recording back on. Stretches in which recording was
     /// off are remembered and come out as "trace paused", `partial`, in
@@ -380,11 +483,14 @@ impl Tracer {
         if let Some(a) = self.wholly_blind(cpu32, cycle, deadline_ns, wake_ns) {
             return a;
         }
-        let marks_before = self.marks.load(Ordering::Acquire);
-        let read_start = mono_ns();
-        let read = self.read_window(cpu, wake_ns, None);
-        self.after_reads(&[&read], cycle);
-        let marks = find_mark(&read.text, cpu32, cycle, None);
+        let (text, from) = match self.read_for(cpu, deadline_ns, wake_ns) {
+            Some(i) => {
+                let read = &mut self.reads[i];
+                (Arc::clone(&read.text), read.origin())
+            }
+            None => (Arc::from(""), self.no_read()),
+        };
+        let marks = find_mark(&text, cpu32, cycle, None);
         let spike = Spike {
             cpu: cpu32,
             tid,
@@ -392,7 +498,7 @@ impl Tracer {
             wake_ns,
             cycle,
         };
-        self.attribute(&spike, &read.text, marks, marks_before, read_start)
+        self.attribute(&spike, &text, marks, from)
     }
 
     /// [`Tracer::explain`] for a thread `tid` that is not pinned: it reads
@@ -416,20 +522,22 @@ impl Tracer {
         if let Some(a) = self.wholly_blind(u32::MAX, cycle, deadline_ns, wake_ns) {
             return a;
         }
-        let marks_before = self.marks.load(Ordering::Acquire);
-        let read_start = mono_ns();
-        let reads: Vec<(u32, Read)> = self
-            .cpus
-            .iter()
-            .map(|&c| {
-                (
-                    u32::try_from(c).unwrap_or(u32::MAX),
-                    self.read_window(c, wake_ns, Some(tid)),
-                )
-            })
-            .collect();
-        self.after_reads(&reads.iter().map(|(_, r)| r).collect::<Vec<_>>(), cycle);
-        let mut texts: Vec<(u32, String)> = reads.into_iter().map(|(c, r)| (c, r.text)).collect();
+        let mut texts: Vec<(u32, Arc<str>)> = Vec::new();
+        let mut from: Option<Origin> = None;
+        for c in self.cpus.clone() {
+            let Some(i) = self.read_for(c, deadline_ns, wake_ns) else {
+                continue;
+            };
+            let read = &mut self.reads[i];
+            let o = read.origin();
+            texts.push((u32::try_from(c).unwrap_or(u32::MAX), Arc::clone(&read.text)));
+            from = Some(from.map_or(o, |f| Origin {
+                start_ns: f.start_ns.min(o.start_ns),
+                marks_before: f.marks_before.min(o.marks_before),
+                fresh: f.fresh || o.fresh,
+            }));
+        }
+        let from = from.unwrap_or_else(|| self.no_read());
         let by_mark = texts.iter().enumerate().find_map(|(i, (cpu, t))| {
             let m = find_mark(t, *cpu, cycle, Some(tid));
             m.ours.map(|_| (i, m))
@@ -443,7 +551,7 @@ impl Tracer {
         });
         let (cpu, text, marks) = match found {
             Some((i, m)) => (texts[i].0, texts.swap_remove(i).1, m),
-            None => (u32::MAX, String::new(), Marks::default()),
+            None => (u32::MAX, Arc::from(""), Marks::default()),
         };
         let spike = Spike {
             cpu,
@@ -452,7 +560,17 @@ impl Tracer {
             wake_ns,
             cycle,
         };
-        self.attribute(&spike, &text, marks, marks_before, read_start)
+        self.attribute(&spike, &text, marks, from)
+    }
+
+    /// The origin of an explanation made without reading: as of now, and
+    /// not fresh (recording was not paused or turned back on for it).
+    fn no_read(&self) -> Origin {
+        Origin {
+            start_ns: mono_ns(),
+            marks_before: self.marks.written.load(Ordering::Acquire),
+            fresh: false,
+        }
     }
 
     /// True if the window `[deadline_ns, wake_ns]` fell wholly in a
@@ -500,16 +618,10 @@ impl Tracer {
     }
 
     /// Classifies one CPU's trace `text` for `spike`, whose marker search
-    /// gave `marks`; then turns recording back on (unless a later marker
-    /// froze it again) and remembers the stretch without recording.
-    fn attribute(
-        &mut self,
-        spike: &Spike,
-        text: &str,
-        marks: Marks,
-        marks_before: u64,
-        read_start: u64,
-    ) -> Attribution {
+    /// gave `marks`, read as `from` says; then, after a read's first use,
+    /// turns recording back on (unless a later marker froze it again) and
+    /// remembers the stretch without recording.
+    fn attribute(&mut self, spike: &Spike, text: &str, marks: Marks, from: Origin) -> Attribution {
         let Spike {
             cpu,
             tid,
@@ -521,8 +633,8 @@ impl Tracer {
         // Unfreeze, unless a later spike's marker froze the buffer, before
         // or during our read: its own explain will.
         let later_froze = marks.newest_cycle.is_some_and(|c| c > cycle)
-            || self.marks.load(Ordering::Acquire) != marks_before;
-        if self.freeze_on_mark && !later_froze {
+            || self.marks.written.load(Ordering::Acquire) != from.marks_before;
+        if self.freeze_on_mark && !later_froze && from.fresh {
             let _ = write_file(&self.dir.join("tracing_on"), "1");
         }
         // Without snapshots recording was off from our marker (frozen) or
@@ -532,14 +644,16 @@ impl Tracer {
         // stretches before this one make this window's "trace paused".
         let mut blind_before: Vec<(u64, u64)> = self.blind.iter().copied().collect();
         if !self.snapshot {
-            let from = match mark {
-                Some((ts, _)) if self.mono && self.freeze_on_mark => ts.min(read_start),
-                _ => read_start,
-            };
-            self.note_blind(from, mono_ns());
+            if from.fresh {
+                let off = match mark {
+                    Some((ts, _)) if self.mono && self.freeze_on_mark => ts.min(from.start_ns),
+                    _ => from.start_ns,
+                };
+                self.note_blind(off, mono_ns());
+            }
         } else {
             // This read's own pause came after the window.
-            blind_before.retain(|&(f, _)| f < read_start);
+            blind_before.retain(|&(f, _)| f < from.start_ns);
         }
 
         // the measuring thread, else the writer of its marker, else of
@@ -592,15 +706,7 @@ impl Tracer {
     /// itself.
     pub fn resume(&mut self) {
         if self.snapshot {
-            if self.snapshot_fired() {
-                let floor = self
-                    .cpus
-                    .first()
-                    .and_then(|&c| self.read_cpu_file(c, "snapshot").ok())
-                    .and_then(|t| last_ts(&t))
-                    .unwrap_or(0);
-                self.rearm(floor);
-            }
+            self.poll();
             return;
         }
         if self.freeze_on_mark {
@@ -667,16 +773,75 @@ impl Drop for Tracer {
     }
 }
 
-/// One CPU's text for a window (see [`Tracer::read_window`]).
+/// One CPU's trace text, kept for the spikes it covers (see
+/// [`Tracer::read_for`]).
+#[derive(Debug)]
 struct Read {
-    text: String,
-    /// The newest event time of the fired snapshot that was read, if any.
-    snap_floor: Option<u64>,
-    /// The cycle of the newest marker in that snapshot, on this CPU: the
-    /// spike it was taken for.
-    snap_cycle: Option<u64>,
-    /// When recording was paused to read the live buffer.
-    paused: Option<(u64, u64)>,
+    cpu: usize,
+    text: Arc<str>,
+    /// Its oldest event's time (`u64::MAX` if it has none).
+    first_ns: u64,
+    /// Events up to this time are in `text`: the start of a live read,
+    /// the newest event of a snapshot.
+    covers_ns: u64,
+    /// When the read began, and how many markers had been written then.
+    start_ns: u64,
+    marks_before: u64,
+    /// A spike was explained from it.
+    used: bool,
+}
+
+impl Read {
+    /// Where the read came from; from now on it is no longer fresh.
+    fn origin(&mut self) -> Origin {
+        let o = Origin {
+            start_ns: self.start_ns,
+            marks_before: self.marks_before,
+            fresh: !self.used,
+        };
+        self.used = true;
+        o
+    }
+}
+
+/// Where the text a spike is explained from came from.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    /// When its read began.
+    start_ns: u64,
+    /// Markers written before it.
+    marks_before: u64,
+    /// No spike was explained from it before.
+    fresh: bool,
+}
+
+/// `oldest event ts:     3.669057` of a CPU's `stats`, in nanoseconds.
+pub(super) fn oldest_event_ns(stats: &str) -> Option<u64> {
+    let v = stats
+        .lines()
+        .find_map(|l| l.strip_prefix("oldest event ts:"))?
+        .trim();
+    let (secs, frac) = v.split_once('.').unwrap_or((v, ""));
+    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let frac: String = frac
+        .chars()
+        .chain(core::iter::repeat('0'))
+        .take(9)
+        .collect();
+    secs.parse::<u64>()
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(frac.parse::<u64>().ok()?)
+}
+
+/// The time of the oldest event in a CPU's trace `text`.
+fn first_ts(text: &str) -> Option<u64> {
+    text.lines()
+        .filter_map(parse_line)
+        .find(|e| e.kind != EventKind::Lost)
+        .map(|e| e.ts_ns)
 }
 
 /// The time of the newest event in a CPU's trace `text`.
