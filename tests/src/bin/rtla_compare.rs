@@ -54,7 +54,7 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
     out += &format!(
         "\nrtla's {} runs over the threshold blame: {}; latscope's {} spikes on CPU 0 explained \
          from the trace (of {} explained there) blame: {}; agreement p = {:.3} \
-         (below 0.001 they disagree)\n\n",
+         (below 1e-4 they disagree)\n\n",
         theirs.len(),
         tally(&theirs),
         ours.len(),
