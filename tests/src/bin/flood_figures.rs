@@ -8,9 +8,12 @@
 //!
 //! * reports/s: statistics reports of thread 0 over the run's time, and
 //!   the longest gap between two of them;
-//! * spikes: spike frames received plus the spike records the target
-//!   counted as dropped; explained: attributions received; coverage:
-//!   explained over spikes;
+//! * spikes: the exact count of the last spike aggregates (protocol 3),
+//!   else spike frames received plus the spike records the target
+//!   counted as dropped; explained: attributions received; traced: of
+//!   them, those whose largest line is not untraced; aggregated and
+//!   dropped: the last aggregates' totals (dropped: the statistics'
+//!   count before protocol 3); coverage: explained over spikes;
 //! * explained late: attributions whose deadline is in the last half of
 //!   the spikes' time span (explanations during the flood, not only at
 //!   its start);
@@ -34,6 +37,10 @@ struct Figures {
     spike_deadlines: (Option<i64>, Option<i64>),
     explain_deadlines: Vec<u64>,
     dropped: u64,
+    /// The exact spike count and the aggregated total, if the stream
+    /// has aggregates.
+    exact: Option<(u64, u64)>,
+    traced: u64,
     explained_ns: u64,
     untraced_ns: u64,
     paused_ns: u64,
@@ -46,6 +53,7 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
     let mut dec = Box::new(Decoder::<MAX_FRAME>::new());
     let mut f = Figures::default();
     let mut dropped = std::collections::BTreeMap::new();
+    let mut aggregates = std::collections::BTreeMap::new();
     for frame in dec.frames(bytes).flatten() {
         match frame.body {
             Body::Stats(s) => {
@@ -62,8 +70,13 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
                     Some(hi.map_or(s.deadline_ns, |h| h.max(s.deadline_ns))),
                 );
             }
+            Body::Aggregate(a) => {
+                aggregates.insert(a.thread, a);
+            }
             Body::Explain(a) => {
                 f.explain_deadlines.push(a.deadline_ns);
+                let top = a.causes.iter().max_by_key(|c| c.ns);
+                f.traced += u64::from(top.is_some_and(|c| c.kind != CauseKind::Untraced));
                 f.explained_ns += a.latency_ns;
                 for c in &a.causes {
                     match c.kind {
@@ -84,6 +97,11 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
         }
     }
     f.dropped = dropped.values().sum();
+    if !aggregates.is_empty() {
+        let sum = |g: fn(&latscope_core::wire::Aggregate) -> u64| aggregates.values().map(g).sum();
+        f.dropped = sum(|a| a.spikes_dropped);
+        f.exact = Some((sum(|a| a.spikes), sum(|a| a.spikes_aggregated)));
+    }
     f
 }
 
@@ -107,7 +125,8 @@ fn row(name: &str, f: &Figures) -> String {
         .map(|w| w[1].saturating_sub(w[0]))
         .max()
         .map_or("-".into(), |g| format!("{:.1} s", g as f64 / 1e9));
-    let spikes = f.spike_frames + f.dropped;
+    let spikes = f.exact.map_or(f.spike_frames + f.dropped, |(n, _)| n);
+    let aggregated = f.exact.map_or("-".into(), |(_, a)| a.to_string());
     let late = match f.spike_deadlines {
         (Some(lo), Some(hi)) => {
             let mid = lo + (hi - lo) / 2;
@@ -121,9 +140,10 @@ fn row(name: &str, f: &Figures) -> String {
         _ => "-".into(),
     };
     format!(
-        "| {name} | {rate} | {gap} | {spikes} | {} | {} | {} | {} | {late} | {} | {} | {} | {} |",
+        "| {name} | {rate} | {gap} | {spikes} | {} | {} | {} | {aggregated} | {} | {} | {late} | {} | {} | {} | {} |",
         f.spike_frames,
         f.explain_deadlines.len(),
+        f.traced,
         f.dropped,
         pct(f.explain_deadlines.len() as u64, spikes),
         pct(f.untraced_ns, f.explained_ns),
@@ -158,9 +178,9 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     println!(
-        "| run | reports/s | longest report gap | spikes | spike frames | explained | dropped | coverage | explained in the 2nd half | untraced | of it paused | of it lost | irq {irq} |"
+        "| run | reports/s | longest report gap | spikes | spike frames | explained | traced | aggregated | dropped | coverage | explained in the 2nd half | untraced | of it paused | of it lost | irq {irq} |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, file) in runs {
         match std::fs::read(&file) {
             Ok(bytes) => println!("{}", row(&name, &figures(&bytes, irq))),
