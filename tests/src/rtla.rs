@@ -193,14 +193,17 @@ pub fn spike_blame(a: &Attribution, irq: u32) -> Option<Blame> {
     })
 }
 
-/// What latscope's explained spikes blame, one each (spikes whose
-/// largest line is untraced, and coarse ones, left out).
-pub fn spike_blames(explained: &[Attribution], irq: u32) -> Vec<Blame> {
-    explained
-        .iter()
+/// What latscope's explained spikes on `cpu` blame, one each (spikes
+/// whose largest line is untraced, and coarse ones, left out), and how
+/// many spikes were explained on `cpu`. rtla's runs measure one CPU
+/// (`-c 0`): only latscope's spikes there compare with them.
+pub fn spike_blames(explained: &[Attribution], cpu: u32, irq: u32) -> (Vec<Blame>, usize) {
+    let on_cpu = || explained.iter().filter(|a| a.cpu == cpu);
+    let blames = on_cpu()
         .filter(|a| !a.coarse)
         .filter_map(|a| spike_blame(a, irq))
-        .collect()
+        .collect();
+    (blames, on_cpu().count())
 }
 
 /// What the rtla runs that hit their threshold blame, one each.
@@ -456,7 +459,12 @@ mod tests {
         );
         let mut coarse = spike(&[thread]);
         coarse.coarse = true;
-        assert!(spike_blames(&[coarse, spike(&[thread])], 13) == [Blame::IrqThread]);
+        let mut cpu1 = spike(&[thread]);
+        cpu1.cpu = 1;
+        assert_eq!(
+            spike_blames(&[coarse, spike(&[thread]), cpu1], 0, 13),
+            (vec![Blame::IrqThread], 2)
+        );
     }
 
     #[test]

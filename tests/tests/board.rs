@@ -429,14 +429,7 @@ fn side_by_side_with_rtla(irq: u32, below: &ImageRun, above: &ImageRun) {
         );
         let theirs = rtla::run_blames(&runs, irq);
         // rtla measures CPU 0 (`-c 0`), where the console IRQ goes
-        let cpu0: Vec<_> = run
-            .sum
-            .explained
-            .iter()
-            .filter(|a| a.cpu == 0)
-            .cloned()
-            .collect();
-        let ours = rtla::spike_blames(&cpu0, irq);
+        let (ours, on_cpu0) = rtla::spike_blames(&run.sum.explained, 0, irq);
         let p = rtla::agreement(&theirs, &ours);
         eprintln!(
             "{name}: rtla verdicts {:?}, blames {:?}; latscope's {} spikes on CPU 0 from the trace \
@@ -444,7 +437,7 @@ fn side_by_side_with_rtla(irq: u32, below: &ImageRun, above: &ImageRun) {
             runs.iter().map(rtla::Run::verdict).collect::<Vec<_>>(),
             rtla::tally(&theirs),
             ours.len(),
-            cpu0.len(),
+            on_cpu0,
             rtla::tally(&ours),
         );
         (theirs, ours, p)

@@ -37,13 +37,7 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
     }
     let theirs = rtla::run_blames(&runs, irq);
     // rtla measures CPU 0 (`-c 0`), where the console IRQ goes
-    let cpu0: Vec<_> = sum
-        .explained
-        .iter()
-        .filter(|a| a.cpu == 0)
-        .cloned()
-        .collect();
-    let ours = rtla::spike_blames(&cpu0, irq);
+    let (ours, on_cpu0) = rtla::spike_blames(&sum.explained, 0, irq);
     let tally = |b: &[rtla::Blame]| {
         rtla::tally(b)
             .iter()
@@ -58,7 +52,7 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
         theirs.len(),
         tally(&theirs),
         ours.len(),
-        cpu0.len(),
+        on_cpu0,
         tally(&ours),
         rtla::agreement(&theirs, &ours),
     );
