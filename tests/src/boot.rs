@@ -259,22 +259,16 @@ impl Board {
             Console::Stdio => cmd.args(["-serial", "stdio"]),
             Console::Socket { .. } => {
                 let port = console.local_addr()?.port();
-                cmd.args([
-                    "-chardev",
-                    &format!("socket,id=uart0,host=127.0.0.1,port={port}"),
-                ])
-                .args(["-serial", "chardev:uart0"])
+                cmd.args(["-chardev", &uart_socket("uart0", port)])
+                    .args(["-serial", "chardev:uart0"])
             }
         };
         match spec.port {
             Port::Socket => {
                 let port = stream.local_addr()?.port();
-                cmd.args([
-                    "-chardev",
-                    &format!("socket,id=uart1,host=127.0.0.1,port={port}"),
-                ])
-                .args(["-serial", "chardev:uart1", "-monitor", "none"])
-                .stdin(Stdio::null())
+                cmd.args(["-chardev", &uart_socket("uart1", port)])
+                    .args(["-serial", "chardev:uart1", "-monitor", "none"])
+                    .stdin(Stdio::null())
             }
             // Paused (-S) until the host has opened the pty; the monitor on
             // stdin says `cont` then.
@@ -285,6 +279,17 @@ impl Board {
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
         Ok(cmd)
     }
+}
+
+/// The `-chardev` of a UART wired to the test's TCP listener on `port`.
+///
+/// `nodelay=on`: each write leaves at once, as on a serial line. With
+/// Nagle's algorithm, qemu holds a UART's short writes until the test
+/// acknowledges the last; and when the board powers off while qemu still
+/// holds unread flood bytes, closing the socket resets the connection and
+/// discards what was held: the console's last lines, the verdict among them.
+fn uart_socket(id: &str, port: u16) -> String {
+    format!("socket,id={id},host=127.0.0.1,port={port},nodelay=on")
 }
 
 /// A pipe read to a shared string on a thread of its own.

@@ -116,6 +116,13 @@ fn console_problems(console: &str) -> Vec<String> {
     }
 }
 
+/// The last `n` lines of `text`.
+fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.drain(..lines.len().saturating_sub(n));
+    lines
+}
+
 fn board_run(arch: Arch) {
     if qemu::board_tests_disabled() {
         latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
@@ -259,6 +266,15 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
         },
     );
     let mut bad = [bad, console_problems(&boot.console)].concat();
+    if report.verdict.is_none() {
+        bad.insert(
+            0,
+            format!(
+                "no verdict line; the console ends {:?}",
+                last_lines(&boot.console, 3)
+            ),
+        );
+    }
     if args.split_whitespace().any(|w| w == "--explain") {
         bad.extend(explain_problems(&sum));
         let by_latscope = "tracefs mounted by latscope at /sys/kernel/tracing";
