@@ -391,13 +391,9 @@ impl Tracer {
     /// time.
     fn read_for(&mut self, cpu: usize, deadline_ns: u64, wake_ns: u64) -> Option<usize> {
         self.poll();
-        if let Some(i) = self
-            .reads
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.cpu == cpu && wake_ns <= r.covers_ns)
+        if let Some((i, _)) = self
+            .kept_past(cpu, wake_ns)
             .min_by_key(|(_, r)| r.first_ns.max(deadline_ns))
-            .map(|(i, _)| i)
         {
             return Some(i);
         }
@@ -430,9 +426,17 @@ impl Tracer {
         };
         wake_ns > self.swap_floor_ns
             || self
-                .reads
-                .iter()
-                .any(|r| r.cpu == cpu && r.first_ns <= deadline_ns && wake_ns <= r.covers_ns)
+                .kept_past(cpu, wake_ns)
+                .any(|(_, r)| r.first_ns <= deadline_ns)
+    }
+
+    /// The kept reads of `cpu` (with their indices in [`Tracer::reads`])
+    /// that cover events up to `wake_ns` or later.
+    fn kept_past(&self, cpu: usize, wake_ns: u64) -> impl Iterator<Item = (usize, &Read)> {
+        self.reads
+            .iter()
+            .enumerate()
+            .filter(move |(_, r)| r.cpu == cpu && wake_ns <= r.covers_ns)
     }
 
     /// The oldest event's time in `cpu`'s live buffer, from
@@ -531,11 +535,7 @@ impl Tracer {
             let read = &mut self.reads[i];
             let o = read.origin();
             texts.push((u32::try_from(c).unwrap_or(u32::MAX), Arc::clone(&read.text)));
-            from = Some(from.map_or(o, |f| Origin {
-                start_ns: f.start_ns.min(o.start_ns),
-                marks_before: f.marks_before.min(o.marks_before),
-                fresh: f.fresh || o.fresh,
-            }));
+            from = Some(from.map_or(o, |f| f.merge(o)));
         }
         let from = from.unwrap_or_else(|| self.no_read());
         let by_mark = texts.iter().enumerate().find_map(|(i, (cpu, t))| {
@@ -813,6 +813,18 @@ struct Origin {
     marks_before: u64,
     /// No spike was explained from it before.
     fresh: bool,
+}
+
+impl Origin {
+    /// The origin of an explanation drawn from the reads of both: the
+    /// earlier start, the fewer markers, fresh if either is.
+    fn merge(self, other: Origin) -> Origin {
+        Origin {
+            start_ns: self.start_ns.min(other.start_ns),
+            marks_before: self.marks_before.min(other.marks_before),
+            fresh: self.fresh || other.fresh,
+        }
+    }
 }
 
 /// `oldest event ts:     3.669057` of a CPU's `stats`, in nanoseconds.
