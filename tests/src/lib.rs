@@ -27,6 +27,7 @@ pub mod fleet;
 pub mod forge;
 pub mod host;
 pub mod image;
+pub mod kept_runs;
 pub mod precondition;
 pub mod procs;
 pub mod prometheus;

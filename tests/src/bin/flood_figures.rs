@@ -28,6 +28,7 @@ use std::process::ExitCode;
 
 use latscope_core::explain::{CauseKind, UNTRACED_LOST, UNTRACED_PAUSED};
 use latscope_core::wire::{Body, Decoder, MAX_FRAME};
+use latscope_tests::kept_runs::{self, KeptRuns};
 
 /// What one recording held.
 #[derive(Default)]
@@ -154,29 +155,14 @@ fn row(name: &str, f: &Figures) -> String {
 }
 
 fn main() -> ExitCode {
-    let mut irq = 13u32;
-    let mut runs = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--irq" {
-            match args.next().and_then(|n| n.parse().ok()) {
-                Some(n) => irq = n,
-                None => {
-                    eprintln!("flood_figures: --irq needs a number");
-                    return ExitCode::from(2);
-                }
+    let KeptRuns { irq, runs } =
+        match kept_runs::parse("flood_figures", "FILE", std::env::args().skip(1)) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
             }
-        } else if let Some((name, file)) = a.split_once('=') {
-            runs.push((name.to_string(), file.to_string()));
-        } else {
-            eprintln!("usage: flood_figures [--irq N] NAME=FILE...");
-            return ExitCode::from(2);
-        }
-    }
-    if runs.is_empty() {
-        eprintln!("usage: flood_figures [--irq N] NAME=FILE...");
-        return ExitCode::from(2);
-    }
+        };
     println!(
         "| run | reports/s | longest report gap | spikes | spike frames | explained | traced | aggregated | dropped | coverage | explained in the 2nd half | untraced | of it paused | of it lost | irq {irq} |"
     );

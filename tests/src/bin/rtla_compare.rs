@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use latscope_core::explain::{CauseKind, UNTRACED_LOST, UNTRACED_PAUSED};
 use latscope_tests::board::decode;
+use latscope_tests::kept_runs::{self, KeptRuns};
 use latscope_tests::rtla;
 
 fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
@@ -98,29 +99,14 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
 }
 
 fn main() -> ExitCode {
-    let mut irq = 13u32;
-    let mut runs = Vec::new();
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        if a == "--irq" {
-            match args.next().and_then(|n| n.parse().ok()) {
-                Some(n) => irq = n,
-                None => {
-                    eprintln!("rtla_compare: --irq needs a number");
-                    return ExitCode::from(2);
-                }
+    let KeptRuns { irq, runs } =
+        match kept_runs::parse("rtla_compare", "STEM", std::env::args().skip(1)) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("{e}");
+                return ExitCode::from(2);
             }
-        } else if let Some((name, stem)) = a.split_once('=') {
-            runs.push((name.to_string(), stem.to_string()));
-        } else {
-            eprintln!("usage: rtla_compare [--irq N] NAME=STEM...");
-            return ExitCode::from(2);
-        }
-    }
-    if runs.is_empty() {
-        eprintln!("usage: rtla_compare [--irq N] NAME=STEM...");
-        return ExitCode::from(2);
-    }
+        };
     for (name, stem) in runs {
         match report(&name, &stem, irq) {
             Ok(s) => println!("{s}"),
