@@ -320,25 +320,13 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
     // this function a stack slot for every arm's body, 280 KiB in all,
     // more than a recorder's connection thread has.
     match version {
-        PROTOCOL_VERSION => {
+        2 | PROTOCOL_VERSION => {
             let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
-            // the variants in `Body`'s order (postcard's tags)
+            let current = version == PROTOCOL_VERSION;
+            // the variants in `Body`'s order (postcard's tags); version 2's
+            // hello is upgraded, and version 2 had no aggregate
             match tag {
-                0 => put(slot, seq, rest, |b| Some(Body::Hello(b))),
-                1 => put(slot, seq, rest, |b| Some(Body::Stats(b))),
-                2 => put(slot, seq, rest, |b| Some(Body::Delta(b))),
-                3 => put(slot, seq, rest, |b| Some(Body::Chunk(b))),
-                4 => put(slot, seq, rest, |b| Some(Body::Spike(b))),
-                5 => put(slot, seq, rest, |b| Some(Body::Log(b))),
-                6 => put(slot, seq, rest, |b| Some(Body::Bye(b))),
-                7 => put(slot, seq, rest, |b| Some(Body::Explain(b))),
-                8 => put(slot, seq, rest, |b| Some(Body::Aggregate(b))),
-                _ => None,
-            }
-        }
-        2 => {
-            let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
-            match tag {
+                0 if current => put(slot, seq, rest, |b| Some(Body::Hello(b))),
                 0 => put(slot, seq, rest, |h| Some(Body::Hello(v2::upgrade_hello(h)))),
                 1 => put(slot, seq, rest, |b| Some(Body::Stats(b))),
                 2 => put(slot, seq, rest, |b| Some(Body::Delta(b))),
@@ -347,6 +335,7 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
                 5 => put(slot, seq, rest, |b| Some(Body::Log(b))),
                 6 => put(slot, seq, rest, |b| Some(Body::Bye(b))),
                 7 => put(slot, seq, rest, |b| Some(Body::Explain(b))),
+                8 if current => put(slot, seq, rest, |b| Some(Body::Aggregate(b))),
                 _ => None,
             }
         }
