@@ -284,10 +284,11 @@ impl Board {
 /// The `-chardev` of a UART wired to the test's TCP listener on `port`.
 ///
 /// `nodelay=on`: each write leaves at once, as on a serial line. With
-/// Nagle's algorithm, qemu holds a UART's short writes until the test
-/// acknowledges the last; and when the board powers off while qemu still
-/// holds unread flood bytes, closing the socket resets the connection and
-/// discards what was held: the console's last lines, the verdict among them.
+/// Nagle's algorithm the kernel may hold qemu's short writes of a UART
+/// until the test acknowledges the last; and when the board powers off
+/// while qemu still holds unread flood bytes, closing the socket resets
+/// the connection and discards whatever is held: it would be the
+/// console's last lines, the verdict among them.
 fn uart_socket(id: &str, port: u16) -> String {
     format!("socket,id={id},host=127.0.0.1,port={port},nodelay=on")
 }
