@@ -48,13 +48,15 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
     };
     out += &format!(
         "\nrtla's {} runs over the threshold blame: {}; latscope's {} spikes on CPU 0 explained \
-         from the trace (of {} explained there) blame: {}; agreement p = {:.3} \
-         (below 1e-4 they disagree)\n\n",
+         from the trace (of {} explained there) blame: {}; agreement p = {:.3} with the flood's \
+         two effects (late timer, IRQ thread) as one (below 1e-4 they disagree), {:.2e} with \
+         them apart\n\n",
         theirs.len(),
         tally(&theirs),
         ours.len(),
         on_cpu0,
         tally(&ours),
+        rtla::agreement(&rtla::flood_blames(&theirs), &rtla::flood_blames(&ours)),
         rtla::agreement(&theirs, &ours),
     );
     // latscope's totals by cause, with the untraced reasons apart.
