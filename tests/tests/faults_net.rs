@@ -27,6 +27,11 @@ use latscope_tests::wait::assert_run_ok;
 
 const PORT: u16 = 7411;
 
+/// How long the recorder may take to end the run once the target has
+/// exited: at its bye, or after its connection's default idle timeout
+/// (60 s) when what the target gave up on never arrives.
+const RECORDER_ENDS_RUN: Duration = Duration::from_secs(90);
+
 /// A listening recorder in the recorder's namespace (`--exit-after 1`).
 fn recorder(pair: &Pair, out: &Path) -> (Reaper, Receiver<String>) {
     std::fs::create_dir_all(out).expect("out dir");
@@ -192,12 +197,15 @@ fn random_drops_on_a_slow_line_lose_nothing() {
     let tr = t.wait(Duration::from_secs(90));
     let hits = s.pair.nft_hits(&s.pair.recorder_ns, "drop");
     assert!(hits > 0, "no packet was dropped");
+    // The target's kernel still sends what the target gave up on after it
+    // exits: the recording is read once the recorder has ended the run, at
+    // its bye or when its connection has been idle for 60 s.
+    let r = rec.wait(RECORDER_ENDS_RUN);
     let o = check("drops 15% + tbf 64kbit", &tr, &s.json, &s.out, seen);
     println!(
         "figures: drops: {hits} packets dropped, {} frame(s) unacknowledged at the end",
         o.unacked
     );
-    let r = rec.wait(Duration::from_secs(30));
     assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
 }
 
@@ -228,9 +236,9 @@ fn random_resets_are_resumed_and_any_loss_is_counted_alike() {
     s.pair.nft_flush(&s.pair.recorder_ns);
     let seen = sample(rec.child().id());
     let tr = t.wait(Duration::from_secs(90));
+    let r = rec.wait(RECORDER_ENDS_RUN);
     let o = check("random resets 10%", &tr, &s.json, &s.out, seen);
     println!("figures: resets: {hits} packets reset, {} frames", o.frames);
-    let r = rec.wait(Duration::from_secs(30));
     assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
 }
 
@@ -250,9 +258,9 @@ fn a_link_that_goes_down_twice_loses_nothing() {
     }
     let seen = sample(rec.child().id());
     let tr = t.wait(Duration::from_secs(90));
+    let r = rec.wait(RECORDER_ENDS_RUN);
     let o = check("link down 3 s and 2 s", &tr, &s.json, &s.out, seen);
     assert_eq!(o.lost_target, 0, "the resend buffer covers 5 s down");
-    let r = rec.wait(Duration::from_secs(30));
     assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
 }
 
@@ -337,9 +345,9 @@ fn a_half_open_connection_is_reaped_when_its_run_resumes() {
     );
     let seen = sample(rpid);
     let tr = t.wait(Duration::from_secs(90));
+    let r = rec.wait(RECORDER_ENDS_RUN);
     let o = check("half-open", &tr, &s.json, &s.out, seen);
     assert_eq!(o.lost_target, 0);
-    let r = rec.wait(Duration::from_secs(30));
     assert_eq!(r.status.code(), Some(o.code), "record's status is report's");
     let _ = drain(&rx, Duration::from_millis(100));
 }
