@@ -7,8 +7,10 @@ use std::vec::Vec;
 
 use super::*;
 use crate::explain::{Attribution, CauseKind};
+use crate::layout::Layout;
 use crate::seqlock::{SharedHistogram, Snapshot};
 use crate::wire::{Body, SpikeFlags, SpikeSample};
+use crate::wire::{Decoder, MAX_FRAME, MAX_SMALL_FRAME};
 
 const N: usize = 256;
 const LINEAR: u32 = 128;
@@ -46,6 +48,14 @@ fn explanation(now: i64, latency_ns: u64) -> Body {
 struct Storm {
     /// When each report began.
     reports: Vec<i64>,
+    /// Bytes of the reports' frames but the final report's, and how many
+    /// reports were lean
+    /// (statistics only: one frame per thread).
+    report_bytes: usize,
+    lean: usize,
+    /// Whether a host's assembler of each thread was exact after every
+    /// report that was not lean, and at the end.
+    exact: bool,
     /// (time, bytes) of every spike record and explanation sent.
     spike_bytes: Vec<(i64, usize)>,
     /// Spike records offered and sent, worst ones offered and sent.
@@ -61,6 +71,11 @@ struct Storm {
 /// Every 100th sample is the interval's new worst, sent with its
 /// explanation when the share has room for the worst.
 fn storm(threads: usize, spread: i64, secs: i64) -> Storm {
+    storm_at(BAUD, threads, spread, secs)
+}
+
+/// [`storm`] on a line of `baud`.
+fn storm_at(baud: u32, threads: usize, spread: i64, secs: i64) -> Storm {
     let recs: Vec<&'static SharedHistogram<N>> = (0..threads)
         .map(|_| &*Box::leak(Box::new(SharedHistogram::new(LINEAR))))
         .collect();
@@ -69,10 +84,17 @@ fn storm(threads: usize, spread: i64, secs: i64) -> Storm {
         .map(|i| Box::new(ThreadLog::new(i as u16, LINEAR)))
         .collect();
     let mut rep = Reporter::new(0, SEC as u64)
-        .with_budget(line_budget(BAUD))
-        .with_spike_share(spike_share(BAUD));
+        .with_budget(line_budget(baud))
+        .with_spike_share(spike_share(baud));
+    let mut hosts: Vec<Assembler<ArrayStore<N>>> = (0..threads)
+        .map(|_| Assembler::new(Layout::new(LINEAR, N), ArrayStore::new()).unwrap())
+        .collect();
+    let mut dec = Box::new(Decoder::<MAX_FRAME>::new());
     let mut out = Storm {
         reports: Vec::new(),
+        report_bytes: 0,
+        lean: 0,
+        exact: true,
         spike_bytes: Vec::new(),
         offered: 0,
         sent: 0,
@@ -108,12 +130,31 @@ fn storm(threads: usize, spread: i64, secs: i64) -> Storm {
             out.sent += 1;
             out.worst_sent += u64::from(worst);
         }
-        if now % (10 * MS) == 0 && rep.report_due(now) {
-            rep.begin_report(now);
-            out.reports.push(now);
-            for (rec, log) in recs.iter().zip(logs.iter_mut()) {
+        let last = now >= secs * SEC;
+        if last || (now % (10 * MS) == 0 && rep.report_due(now)) {
+            if last {
+                rep.begin_final(now);
+            } else {
+                rep.begin_report(now);
+                out.reports.push(now);
+            }
+            let mut frames = 0;
+            for ((rec, log), host) in recs.iter().zip(logs.iter_mut()).zip(&mut hosts) {
                 rec.snapshot(&mut snap, 4).unwrap();
-                rep.report(log, &snap, Extra::default(), &mut |_: &[u8]| {});
+                rep.report(log, &snap, Extra::default(), &mut |b: &[u8]| {
+                    frames += 1;
+                    if !last {
+                        out.report_bytes += b.len();
+                    }
+                    for f in dec.frames(b) {
+                        assert!(host.apply(&f.expect("a clean frame").body));
+                    }
+                });
+            }
+            let lean = frames == threads;
+            out.lean += usize::from(lean && !last);
+            if !lean {
+                out.exact &= hosts.iter().all(|h| h.exact_now());
             }
         }
     }
@@ -166,6 +207,31 @@ fn wide_reports_still_go_out_every_3_s() {
     let gap = longest_gap(&s.reports);
     assert!(gap > SEC + 10 * MS, "the budget never held a report back");
     assert!(gap <= 3 * SEC, "gap {gap} ns");
+}
+
+#[test]
+fn reports_too_wide_for_3_s_are_lean_and_keep_to_the_budget() {
+    // 4 threads whose samples change 200 buckets each, on a 38400-baud
+    // line: even every 3 s their deltas are more than the budget carries
+    let secs = 60;
+    let baud = 38_400;
+    let s = storm_at(baud, 4, 200, secs);
+    assert!(longest_gap(&s.reports) <= 3 * SEC, "a report was late");
+    // the reports' bytes average within the budget, but for the last
+    // report's, which nothing after it pays for
+    let budget = line_budget(baud) as usize;
+    let one_report = 4 * 4 * MAX_SMALL_FRAME;
+    assert!(
+        s.report_bytes <= budget * secs as usize + one_report,
+        "{} B in {secs} s ({} reports, {} lean)",
+        s.report_bytes,
+        s.reports.len(),
+        s.lean
+    );
+    assert!(s.lean > 0, "no lean report");
+    assert!(s.lean < s.reports.len(), "only lean reports");
+    // and a host's histograms are exact after every report with deltas
+    assert!(s.exact, "a report with deltas left a histogram short");
 }
 
 #[test]

@@ -17,7 +17,7 @@
 //! * **a hello every 10 s** ([`HELLO_EVERY_NS`]), so a receiver that joins
 //!   a serial line mid-run learns what it is reading;
 //! * **every report interval**, per thread, in this order: the histogram
-//!   delta since the last report ([`HistDelta`] parts of at most
+//!   delta since the last report but a lean one ([`HistDelta`] parts of at most
 //!   [`MAX_SMALL_FRAME`] bytes; at least one part, empty if nothing
 //!   changed), the cumulative [`ThreadStats`], and one chunk of the
 //!   **rolling snapshot**: the cumulative counts of the next buckets after
@@ -49,7 +49,12 @@
 //!   changes hundreds of buckets a second), so a report waits until the
 //!   report bytes sent before it are paid for, at most
 //!   [`MAX_BUDGET_WAIT_NS`]: wide histograms are reported every two or
-//!   three seconds instead of every second, each report still exact;
+//!   three seconds instead of every second, each report still exact. One
+//!   that goes at that limit still unpaid for is *lean*: statistics only,
+//!   and the next report's delta covers both intervals (a receiver's
+//!   histogram stays a lower bound meanwhile), so the statistics keep
+//!   their schedule and the reports their share however wide the
+//!   histograms;
 //! * **spike records and explanations**: 25 % of the line
 //!   ([`Reporter::with_spike_share`], [`spike_share`]), never charged to
 //!   the reports. The caller asks [`Reporter::spike_room`] before each;

@@ -78,6 +78,11 @@ const fn paid(until: i64, budget: u32, len: usize) -> i64 {
     })
 }
 
+/// The highest bucket whose count differs between `prev` and `cur`.
+fn highest_change(prev: &[u32], cur: &[u32]) -> Option<usize> {
+    cur.iter().zip(prev).rposition(|(c, p)| c != p)
+}
+
 /// Bytes of runs in a thread's rolling snapshot chunk per report. At the
 /// default 1 s report this is what keeps a receiver's histograms
 /// recoverable after a loss; see the link budget in `docs/protocol.md`.
@@ -226,6 +231,9 @@ pub struct Reporter {
     epoch: u32,
     elapsed_ns: u64,
     full: bool,
+    /// The current report carries statistics only: it started before the
+    /// report bytes sent so far were paid for (see [`Reporter::with_budget`]).
+    lean: bool,
     last: bool,
     resync: bool,
     /// Bytes per second the stream may average (0: no budget).
@@ -257,6 +265,7 @@ impl Reporter {
             epoch: 0,
             elapsed_ns: 0,
             full: false,
+            lean: false,
             last: false,
             resync: false,
             budget: 0,
@@ -270,10 +279,14 @@ impl Reporter {
     /// hellos and log lines average at most `bytes_per_s` (spikes and
     /// explanations have their own share, [`Reporter::with_spike_share`]).
     /// A report whose time has come waits until the bytes sent before it
-    /// are paid for (at most [`MAX_BUDGET_WAIT_NS`]), so wide histograms,
-    /// whose deltas are large, are reported less often rather than filling
-    /// a slow line. Time unused is not saved up. The final report never
-    /// waits. 0: no budget.
+    /// are paid for, so wide histograms, whose deltas are large, are
+    /// reported less often rather than filling a slow line. It waits at
+    /// most [`MAX_BUDGET_WAIT_NS`]; one that goes then, still unpaid for,
+    /// is *lean*: statistics only, no delta and no snapshot chunk, and the
+    /// next report's delta covers both intervals. So the statistics keep
+    /// their schedule and the histograms their budget. Time unused is not
+    /// saved up. The final report never waits, and is never lean. 0: no
+    /// budget.
     pub const fn with_budget(mut self, bytes_per_s: u32) -> Reporter {
         self.budget = bytes_per_s;
         self
@@ -403,6 +416,7 @@ impl Reporter {
     }
 
     fn begin(&mut self, now: i64, full: bool, last: bool) {
+        self.lean = !full && self.paid_until > now;
         // time unused is not saved up
         self.paid_until = self.paid_until.max(now);
         self.epoch = self.epoch.wrapping_add(1);
@@ -415,7 +429,9 @@ impl Reporter {
     /// Report one thread in the current report: `cur` is a fresh snapshot
     /// of its record, `extra` the figures the record does not hold. Sends
     /// its delta parts, its statistics and its snapshot chunk(s), and
-    /// moves `log` to this report.
+    /// moves `log` to this report. In a lean report (see
+    /// [`Reporter::with_budget`]) it sends the statistics alone, and the
+    /// histogram of `log` stays as of the report before.
     pub fn report<P, H, C, S>(
         &mut self,
         log: &mut ThreadLogIn<P, H>,
@@ -429,13 +445,18 @@ impl Reporter {
         S: FrameSink + ?Sized,
     {
         let cur_buckets = cur.buckets.as_ref();
-        let top = self.send_delta(log, cur_buckets, out);
         let c = cur.counters;
-        log.hist.absorb_raw(log.prev.as_ref(), cur_buckets);
-        log.hist.set_totals(c.totals);
-        let prev = log.prev.as_mut();
-        let n = prev.len().min(cur_buckets.len());
-        prev[..n].copy_from_slice(&cur_buckets[..n]);
+        let top = if self.lean {
+            highest_change(log.prev.as_ref(), cur_buckets)
+        } else {
+            let top = self.send_delta(log, cur_buckets, out);
+            log.hist.absorb_raw(log.prev.as_ref(), cur_buckets);
+            log.hist.set_totals(c.totals);
+            let prev = log.prev.as_mut();
+            let n = prev.len().min(cur_buckets.len());
+            prev[..n].copy_from_slice(&cur_buckets[..n]);
+            top
+        };
         log.counters = c;
         let layout = *log.hist.layout();
         let max = c.totals.max;
@@ -460,7 +481,7 @@ impl Reporter {
         self.send(Body::Stats(log.stats), out);
         if self.full {
             self.full_snapshot(log, out);
-        } else {
+        } else if !self.lean {
             let end = self.chunk(log, log.cursor, ROLL_BYTES, out);
             log.cursor = if end >= log.buckets() { 0 } else { end as u16 };
         }

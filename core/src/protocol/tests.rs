@@ -42,6 +42,8 @@ struct Target {
     recs: Vec<&'static SharedHistogram<N>>,
     logs: Vec<ThreadLog<N>>,
     rep: Reporter,
+    /// Reports that were lean (statistics only).
+    lean: usize,
     /// (thread, epoch) → the record's cumulative counts and statistics.
     truth: BTreeMap<(u16, u32), (Vec<u64>, ThreadStats)>,
     sent: Vec<Sent>,
@@ -49,7 +51,9 @@ struct Target {
 }
 
 impl Target {
-    fn new(threads: usize) -> Target {
+    /// A target of `threads` threads whose reports have a byte budget of
+    /// `budget` bytes a second (0: none).
+    fn new(threads: usize, budget: u32) -> Target {
         Target {
             recs: (0..threads)
                 .map(|_| &*Box::leak(Box::new(SharedHistogram::new(LINEAR))))
@@ -57,7 +61,8 @@ impl Target {
             logs: (0..threads)
                 .map(|i| ThreadLog::new(i as u16, LINEAR))
                 .collect(),
-            rep: Reporter::new(0, SEC as u64),
+            rep: Reporter::new(0, SEC as u64).with_budget(budget),
+            lean: 0,
             truth: BTreeMap::new(),
             sent: Vec::new(),
             now: 0,
@@ -65,6 +70,8 @@ impl Target {
     }
 
     fn report_all(&mut self, final_phase: bool) {
+        let mut sent_before = self.sent.len();
+        let mut lean = true;
         for t in 0..self.recs.len() {
             let mut snap = Box::new(Snapshot::<N>::new());
             self.recs[t].snapshot(&mut snap, 4).unwrap();
@@ -73,13 +80,23 @@ impl Target {
                 majflt: 0,
                 dropped: 1,
             };
-            let mut out = collect(&mut self.sent, final_phase);
-            self.rep.report(&mut self.logs[t], &snap, extra, &mut out);
-            let counts = self.logs[t].hist().counts().to_vec();
+            self.rep.report(
+                &mut self.logs[t],
+                &snap,
+                extra,
+                &mut collect(&mut self.sent, final_phase),
+            );
+            // one frame, the statistics, is a lean report's
+            lean &= self.sent.len() == sent_before + 1;
+            sent_before = self.sent.len();
+            // the record's own counts: a lean report leaves the log's
+            // histogram behind them
+            let counts = snap.buckets.iter().map(|&c| u64::from(c)).collect();
             let stats = *self.logs[t].stats();
             self.truth
                 .insert((t as u16, self.rep.epoch()), (counts, stats));
         }
+        self.lean += usize::from(lean);
     }
 
     fn run(&mut self, steps: &[Step]) {
@@ -218,8 +235,10 @@ fn steps(threads: usize) -> impl Strategy<Value = Vec<Step>> {
     )
 }
 
-fn case() -> impl Strategy<Value = (usize, Vec<Step>)> {
-    (1usize..=3).prop_flat_map(|t| (Just(t), steps(t)))
+/// Threads, steps and the reports' byte budget: none, or one so small
+/// that many reports are lean.
+fn case() -> impl Strategy<Value = (usize, Vec<Step>, u32)> {
+    (1usize..=3).prop_flat_map(|t| (Just(t), steps(t), prop_oneof![Just(0u32), 60u32..400]))
 }
 
 /// What the line does to each frame before the final phase.
@@ -250,8 +269,8 @@ proptest! {
     /// statistics are the record's, exactly, and every frame but the hello
     /// is a small frame.
     #[test]
-    fn clean_link_is_exact_after_every_report((threads, steps) in case()) {
-        let mut target = Target::new(threads);
+    fn clean_link_is_exact_after_every_report((threads, steps, budget) in case()) {
+        let mut target = Target::new(threads, budget);
         target.run(&steps);
         let mut host = Host::new(threads);
         for s in &target.sent {
@@ -279,10 +298,10 @@ proptest! {
     /// end is exact.
     #[test]
     fn lossy_line_never_lies_and_the_final_report_heals(
-        (threads, steps) in case(),
+        (threads, steps, budget) in case(),
         fates in fates(),
     ) {
-        let mut target = Target::new(threads);
+        let mut target = Target::new(threads, budget);
         target.run(&steps);
         let mut host = Host::new(threads);
         let mut fate = fates.iter().copied().chain(core::iter::repeat(Fate::Deliver));
@@ -328,7 +347,7 @@ fn rolling_snapshot_heals_a_lost_delta_within_a_rotation() {
     for _ in 0..30 {
         steps.push(Step::Report(std::vec![std::vec![5_500, 6_500]]));
     }
-    let mut target = Target::new(1);
+    let mut target = Target::new(1, 0);
     target.run(&steps);
     let mut host = Host::new(1);
     let mut exact_again = None;

@@ -464,7 +464,10 @@ pub struct ThreadStats {
     pub min: u64,
     /// Largest sample (ns), exact.
     pub max: u64,
-    /// Largest sample of this report interval (ns, bucket upper edge capped by `max`).
+    /// Largest sample of this report interval (ns, bucket upper edge capped
+    /// by `max`); after a lean report (statistics only, see
+    /// [`crate::protocol::Reporter::with_budget`]) of the intervals since
+    /// the thread's last delta.
     pub interval_max: u64,
     /// Latest sample (ns; negative if early).
     pub last: i64,
@@ -483,9 +486,11 @@ pub struct ThreadStats {
 }
 
 /// The histogram change of one thread in report `epoch`: part `part` of
-/// the buckets whose count changed since the report before, with how much
-/// (the raw 32-bit counter difference). A report has at least one part,
-/// and its parts cover increasing, disjoint bucket ranges.
+/// the buckets whose count changed since the report before (or, after a
+/// lean report, which has no delta, since the last one with a delta), with
+/// how much (the raw 32-bit counter difference). A report but a lean one
+/// has at least one part, and its parts cover increasing, disjoint bucket
+/// ranges.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub struct HistDelta {
