@@ -514,13 +514,12 @@ const BUDGET_SECS: u64 = 60;
 /// The link budget, on the board's own serial stream, timed as its bytes
 /// arrive from qemu: the default stream of 4 threads at 1 kHz (`-d 0`)
 /// averages at most 10 % of a 115200-baud line, and no one-second window,
-/// the last one included, carries more than 50 % of it.
-fn link_budget(arch: Arch) {
+/// the last one included, carries more than 50 % of it. Returns the
+/// figures and what breaks the budget (`None` if the test is off).
+fn link_budget(arch: Arch) -> Option<(String, Vec<&'static str>)> {
     let args =
         format!("-t 4 -i {INTERVAL_US} -d 0 -D {BUDGET_SECS}s -q --stream serial:/dev/ttyAMA1");
-    let Some(run) = boot_image(arch, &args, Console::Socket { flood: false }, Port::Socket) else {
-        return;
-    };
+    let run = boot_image(arch, &args, Console::Socket { flood: false }, Port::Socket)?;
     keep(
         &format!("link-budget-{}.lsr", arch_prefix(arch)),
         &run.boot.stream,
@@ -544,24 +543,30 @@ fn link_budget(arch: Arch) {
         run.sum.link.crc_errors,
     );
     eprintln!("{figures}");
-    assert!(
-        pct(load.average) <= 10.0,
-        "the stream averages over 10 % of the line: {figures}"
-    );
-    assert!(
-        pct(load.busiest as f64) <= 50.0 && pct(load.last as f64) <= 50.0,
-        "a second of the stream carries over 50 % of the line: {figures}"
-    );
+    let mut over = Vec::new();
+    if pct(load.average) > 10.0 {
+        over.push("the stream averages over 10 % of the line");
+    }
+    if pct(load.busiest as f64) > 50.0 || pct(load.last as f64) > 50.0 {
+        over.push("a second of the stream carries over 50 % of the line");
+    }
+    Some((figures, over))
 }
 
+/// Both boards' link budgets, booted side by side: a board's stream keeps
+/// its budget however wide its histograms (a busy host widens them), so
+/// the two boots need not take turns, and the stage saves a minute.
 #[test]
-fn image_aarch64_rt_stream_keeps_the_link_budget() {
-    link_budget(Arch::Aarch64);
-}
-
-#[test]
-fn image_armv7_stream_keeps_the_link_budget() {
-    link_budget(Arch::Armv7);
+fn images_keep_the_link_budget_side_by_side() {
+    let runs = std::thread::scope(|s| {
+        let arm = s.spawn(|| link_budget(Arch::Armv7));
+        let aarch64 = link_budget(Arch::Aarch64);
+        let arm = arm.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        [aarch64, arm]
+    });
+    for (figures, over) in runs.into_iter().flatten() {
+        assert!(over.is_empty(), "{}: {figures}", over.join("; "));
+    }
 }
 
 /// Prints the host's report of the flood spike with the most time of
