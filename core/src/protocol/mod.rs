@@ -54,7 +54,8 @@
 //!   and the next report's delta covers both intervals (a receiver's
 //!   histogram stays a lower bound meanwhile), so the statistics keep
 //!   their schedule and the reports their share however wide the
-//!   histograms;
+//!   histograms. No two reports in a row are lean, so histograms never
+//!   freeze, even where the statistics alone outgrow the share;
 //! * **spike records and explanations**: 25 % of the line
 //!   ([`Reporter::with_spike_share`], [`spike_share`]), never charged to
 //!   the reports. The caller asks [`Reporter::spike_room`] before each;

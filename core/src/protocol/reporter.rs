@@ -232,7 +232,8 @@ pub struct Reporter {
     elapsed_ns: u64,
     full: bool,
     /// The current report carries statistics only: it started before the
-    /// report bytes sent so far were paid for (see [`Reporter::with_budget`]).
+    /// report bytes sent so far were paid for, and the one before it was
+    /// not lean (see [`Reporter::with_budget`]).
     lean: bool,
     last: bool,
     resync: bool,
@@ -284,8 +285,10 @@ impl Reporter {
     /// most [`MAX_BUDGET_WAIT_NS`]; one that goes then, still unpaid for,
     /// is *lean*: statistics only, no delta and no snapshot chunk, and the
     /// next report's delta covers both intervals. So the statistics keep
-    /// their schedule and the histograms their budget. Time unused is not
-    /// saved up. The final report never waits, and is never lean. 0: no
+    /// their schedule and the histograms their budget. No two reports in a
+    /// row are lean: where the statistics alone outgrow the budget (many
+    /// threads on a slow line), the histograms still go every other report
+    /// rather than freeze until the end. Time unused is not saved up. The final report never waits, and is never lean. 0: no
     /// budget.
     pub const fn with_budget(mut self, bytes_per_s: u32) -> Reporter {
         self.budget = bytes_per_s;
@@ -416,7 +419,7 @@ impl Reporter {
     }
 
     fn begin(&mut self, now: i64, full: bool, last: bool) {
-        self.lean = !full && self.paid_until > now;
+        self.lean = !full && !self.lean && self.paid_until > now;
         // time unused is not saved up
         self.paid_until = self.paid_until.max(now);
         self.epoch = self.epoch.wrapping_add(1);
