@@ -270,23 +270,20 @@ fn a_storm_on_a_serial_line_keeps_reporting_and_explains_the_worst() {
     // machine's own, which a shared host makes now and then above 200 µs.
     let bursts = read_bursts(&log);
     assert_eq!(bursts.len() as u64, bursts_n, "the burster's log: {last}");
+    let (mut its, mut named, mut blamed_outside) = (0, 0, 0);
     let mut tally: BTreeMap<(bool, &str), usize> = BTreeMap::new();
     for t in &s.tops {
         let own = in_a_burst(&bursts, t.from_ns, t.to_ns);
+        its += usize::from(own);
+        match (&t.other, own) {
+            (None, true) => named += 1,
+            (None, false) => blamed_outside += 1,
+            (Some(_), _) => {}
+        }
         *tally
             .entry((own, t.other.as_deref().unwrap_or("the burster")))
             .or_default() += 1;
     }
-    let count = |own: bool, top: Option<&str>| -> usize {
-        tally
-            .iter()
-            .filter(|((o, t), _)| *o == own && top.is_none_or(|top| top == *t))
-            .map(|(_, n)| n)
-            .sum()
-    };
-    let its = count(true, None);
-    let named = count(true, Some("the burster"));
-    let blamed_outside = count(false, Some("the burster"));
     let overall = named * 100 / s.tops.len().max(1);
     eprintln!(
         "storm: {} explanations, {its} in a burst, {named} of them name the burster \
