@@ -189,7 +189,7 @@ fn main() {
     let mut sink = SliceSink::new(&mut buf);
     let mut line = PacedLine {
         out: &mut sink,
-        pacer: Pacer::half_of_baud(115_200),
+        pacer: Pacer::for_line(115_200),
         now: start,
     };
     reporter.hello(start, &hello(), &mut line);

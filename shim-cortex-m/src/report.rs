@@ -183,7 +183,7 @@ pub fn run(
 ) -> ! {
     let mut line = Line {
         clock,
-        pacer: Pacer::half_of_baud(BAUD),
+        pacer: Pacer::for_line(BAUD),
     };
     let start = line.clock.now_ns();
     // In statics: a Reporter holds a frame buffer, a Hello a kilobyte.

@@ -98,7 +98,7 @@ mod sink;
 
 pub use assembler::Assembler;
 pub use buckets::{ArrayStore, BucketStore};
-pub use pacer::Pacer;
+pub use pacer::{Pacer, PACED_PERCENT, PROMISED_PERCENT};
 pub use reporter::{
     line_budget, spike_share, Extra, Reporter, Room, ThreadLog, ThreadLogIn, HELLO_EVERY_NS,
     MAX_BUDGET_WAIT_NS, ROLL_BYTES, SPIKE_AHEAD_NS, SPIKE_RESERVE_NS,

@@ -9,7 +9,8 @@
 //! [`Sink::frames_unacknowledged`].
 //!
 //! A serial line is paced ([`Pacer`]): no second carries more than half of
-//! what the line can, so the one large burst of a run, its final report
+//! what the line can (the pacer keeps to 45 %, a margin for the bunching
+//! between sender and receiver), so the one large burst of a run, its final report
 //! with every thread's full histogram, is spread over the next seconds
 //! rather than filling the line. Its reports keep to a byte budget
 //! ([`Sink::byte_budget`]) and its spikes and explanations to a share of
@@ -87,7 +88,7 @@ impl Sink {
             Dest::Serial { path, baud } => Link::Fd {
                 fd: serial::open(path, *baud)?,
                 broken: None,
-                pacer: Some(Pacer::half_of_baud(*baud)),
+                pacer: Some(Pacer::for_line(*baud)),
             },
             Dest::Tcp(addr) => Link::Tcp(Box::new(Tcp::new(*addr))),
         };
