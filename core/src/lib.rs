@@ -35,6 +35,8 @@ pub mod error;
 pub mod explain;
 pub mod hist;
 pub mod layout;
+#[cfg(test)]
+mod proptest_cases;
 pub mod protocol;
 pub mod seqlock;
 pub mod stats;

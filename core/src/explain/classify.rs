@@ -1245,6 +1245,8 @@ mod tests {
     }
 
     proptest! {
+
+        #![proptest_config(crate::proptest_cases::config(256))]
         #[test]
         fn lines_always_add_up(
             deadline in 0u64..2_000_000,

@@ -604,6 +604,8 @@ mod tests {
     }
 
     proptest! {
+
+        #![proptest_config(crate::proptest_cases::config(256))]
         #[test]
         fn never_panics_on_garbage(s in "\\PC*") {
             let _ = parse_line(&s);

@@ -265,7 +265,7 @@ fn fates() -> impl Strategy<Value = Vec<Fate>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(crate::proptest_cases::config(256))]
 
     /// A clean link: after every report each thread's histogram and
     /// statistics are the record's, exactly, and every frame but the hello

@@ -223,7 +223,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2048))]
+        #![proptest_config(crate::proptest_cases::config(2048))]
 
         /// Encoded by the `cobs` crate: decodes back, as the crate does.
         #[test]

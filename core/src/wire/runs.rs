@@ -372,6 +372,8 @@ mod tests {
     }
 
     proptest! {
+
+        #![proptest_config(crate::proptest_cases::config(256))]
         #[test]
         fn any_increasing_pairs_round_trip(
             start in 0u16..1000,

@@ -295,7 +295,7 @@ fn edgy_byte() -> impl Strategy<Value = u8> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2048))]
+    #![proptest_config(crate::proptest_cases::config(2048))]
 
     /// Valid frames of the frequent bodies decode to exactly themselves.
     #[test]

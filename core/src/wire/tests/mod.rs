@@ -808,7 +808,7 @@ mod prop {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(512))]
+        #![proptest_config(crate::proptest_cases::config(512))]
 
         /// Arbitrary bytes in arbitrary chunks never panic, and every
         /// byte is accounted for.
