@@ -24,6 +24,7 @@ pub mod compat;
 pub mod disturb;
 pub mod faults;
 pub mod fleet;
+#[cfg(feature = "host")]
 pub mod forge;
 pub mod host;
 pub mod image;
