@@ -90,6 +90,9 @@ pub struct Expect<'a> {
     /// the RT board), must not be (`Some(false)`), or may be either
     /// (`None`: qemu-user runs on the machine's own kernel).
     pub preempt_rt: Option<bool>,
+    /// The kernel release (`uname -r`) the hello must name: the pinned
+    /// kernel's ([`crate::qemu::expected_release`]); `None`: any.
+    pub kernel_release: Option<&'a str>,
 }
 
 /// Checks a decoded run; returns the list of failures (empty: all good).
@@ -146,6 +149,12 @@ fn check_hello(h: &Hello, want: &Expect<'_>, bad: &mut Vec<String>) {
     if let Some(why) = want.preempt_rt.and_then(|rt| kernel_problem(&h.target, rt)) {
         bad.push(why);
     }
+    if let Some(why) = want
+        .kernel_release
+        .and_then(|r| release_problem(&h.target, r))
+    {
+        bad.push(why);
+    }
     if !h.target.arch.starts_with(want.arch_prefix) {
         bad.push(format!(
             "hello names arch {:?}, expected {}*",
@@ -193,6 +202,17 @@ pub fn kernel_problem(t: &TargetInfo, rt: bool) -> Option<String> {
             t.preempt_rt,
             if by_build { "names" } else { "does not name" },
             if rt { "" } else { "not " },
+        )
+    })
+}
+
+/// Whether the booted kernel is the pinned one (`tests/image/kernels`),
+/// by the release its hello names.
+pub fn release_problem(t: &TargetInfo, release: &str) -> Option<String> {
+    (t.kernel.as_str() != release).then(|| {
+        format!(
+            "hello names kernel {:?}, expected the pinned {release:?} (tests/image/kernels)",
+            t.kernel.as_str()
         )
     })
 }
@@ -394,5 +414,17 @@ mod tests {
         // both sources must agree: one alone is not enough
         assert!(kernel_problem(&target(true, "#1 SMP PREEMPT"), true).is_some());
         assert!(kernel_problem(&target(false, "#1 SMP PREEMPT_RT"), true).is_some());
+    }
+
+    #[test]
+    fn a_board_that_booted_another_kernel_than_the_pin_is_caught() {
+        let mut t = TargetInfo::default();
+        t.kernel.push_str("6.1.0-57-rt-arm64").expect("short");
+        let why = release_problem(&t, "6.12.95+deb12-rt-arm64").expect("caught");
+        assert!(
+            why.contains("expected the pinned \"6.12.95+deb12-rt-arm64\""),
+            "{why}"
+        );
+        assert_eq!(release_problem(&t, "6.1.0-57-rt-arm64"), None);
     }
 }

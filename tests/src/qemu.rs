@@ -96,17 +96,6 @@ impl Arch {
             Arch::Armv7 => false,
         }
     }
-
-    /// The Debian kernel flavour to look for in the kernel cache (the
-    /// package `linux-image-<version><flavour>`). The RT board takes its RT
-    /// flavour only: another kernel would boot, and the checks that need
-    /// IRQ threads would pass without any.
-    fn kernel_flavour(self) -> &'static str {
-        match self {
-            Arch::Aarch64 => "-rt-arm64",
-            Arch::Armv7 => "-armmp-lpae",
-        }
-    }
 }
 
 /// The workspace root (the parent of this crate).
@@ -189,17 +178,82 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
+/// A board's kernel as `tests/image/kernels` pins it: an exact Debian
+/// package and version, which `.ci/run setup` unpacks into the kernel cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinnedKernel {
+    /// `linux-image-6.12.95+deb12-rt-arm64`.
+    pub package: String,
+    /// Debian's name of the architecture (`arm64`, `armhf`).
+    pub deb_arch: String,
+    /// `6.12.95-1~bpo12+1`.
+    pub version: String,
+}
+
+impl PinnedKernel {
+    /// The release its kernel reports (`uname -r`): the package less
+    /// `linux-image-`.
+    pub fn release(&self) -> &str {
+        self.package
+            .strip_prefix("linux-image-")
+            .unwrap_or(&self.package)
+    }
+
+    /// Where `.ci/run setup` unpacks it: `kernels/PACKAGE_VERSION` in the
+    /// cache, so that another version is another directory.
+    pub fn dir(&self) -> PathBuf {
+        cache_dir()
+            .join("kernels")
+            .join(format!("{}_{}", self.package, self.version))
+    }
+
+    /// Its `vmlinuz` in [`PinnedKernel::dir`].
+    pub fn vmlinuz(&self) -> PathBuf {
+        self.dir()
+            .join("boot")
+            .join(format!("vmlinuz-{}", self.release()))
+    }
+}
+
+/// The pins, as committed.
+const KERNEL_PINS: &str = include_str!("../image/kernels");
+
+/// The kernel `tests/image/kernels` pins for `arch`.
+pub fn pinned_kernel(arch: Arch) -> PinnedKernel {
+    parse_pin(KERNEL_PINS, arch)
+        .unwrap_or_else(|| panic!("tests/image/kernels has no well-formed line for {arch:?}"))
+}
+
+fn parse_pin(pins: &str, arch: Arch) -> Option<PinnedKernel> {
+    let board = match arch {
+        Arch::Aarch64 => "aarch64",
+        Arch::Armv7 => "armv7",
+    };
+    pins.lines().map(str::split_whitespace).find_map(|mut w| {
+        match (w.next(), w.next(), w.next(), w.next(), w.next()) {
+            (Some(b), Some(package), Some(deb_arch), Some(version), None) if b == board => {
+                Some(PinnedKernel {
+                    package: package.to_string(),
+                    deb_arch: deb_arch.to_string(),
+                    version: version.to_string(),
+                })
+            }
+            _ => None,
+        }
+    })
+}
+
 /// The Debian kernel image for `arch`: for the RT board, a PREEMPT_RT one.
 ///
-/// `LATSCOPE_KERNEL_AARCH64` / `LATSCOPE_KERNEL_ARMV7` name it; otherwise it
-/// is looked up in the cache that `.ci/run setup` fills
-/// (`$LATSCOPE_CACHE/kernels/*/boot/vmlinuz-*`, by default under
-/// `~/.cache/latscope`), in the board's flavour only. A kernel whose
-/// `config-*` beside it says it is not PREEMPT_RT is refused for the RT
-/// board before it boots; the board's hello is checked after.
+/// `LATSCOPE_KERNEL_AARCH64` / `LATSCOPE_KERNEL_ARMV7` name another one (a
+/// developer's override: its release is then not checked against the
+/// pin); otherwise it is the pinned kernel ([`pinned_kernel`]) in the
+/// cache that `.ci/run setup` fills (by default under
+/// `~/.cache/latscope`). A kernel whose `config-*` beside it says it is
+/// not PREEMPT_RT is refused for the RT board before it boots; the
+/// board's hello is checked after.
 pub fn kernel(arch: Arch) -> Option<PathBuf> {
     let var = format!("LATSCOPE_KERNEL_{}", arch.env_suffix());
-    let flavour = arch.kernel_flavour();
     let found = match std::env::var_os(&var) {
         Some(p) => {
             let p = PathBuf::from(p);
@@ -207,15 +261,18 @@ pub fn kernel(arch: Arch) -> Option<PathBuf> {
             p
         }
         None => {
-            let cache = cache_dir().join("kernels");
-            let Some(p) = cached_kernel(&cache, flavour) else {
-                let rt = if arch.preempt_rt() { "PREEMPT_RT " } else { "" };
+            let pin = pinned_kernel(arch);
+            let p = pin.vmlinuz();
+            if !p.is_file() {
                 return unavailable(&format!(
-                    "no {rt}Debian kernel linux-image-*{flavour} for {arch:?} in {} \
+                    "the pinned kernel {}:{}={} for {arch:?} is not at {} \
                      (run `.ci/run setup` or set {var})",
-                    cache.display()
+                    pin.package,
+                    pin.deb_arch,
+                    pin.version,
+                    p.display()
                 ));
-            };
+            }
             p
         }
     };
@@ -229,22 +286,13 @@ pub fn kernel(arch: Arch) -> Option<PathBuf> {
     Some(found)
 }
 
-/// The newest `vmlinuz-*<flavour>` under `cache/*/boot/`.
-fn cached_kernel(cache: &Path, flavour: &str) -> Option<PathBuf> {
-    let mut images = Vec::new();
-    for d in fs::read_dir(cache).ok()?.flatten() {
-        let Ok(files) = fs::read_dir(d.path().join("boot")) else {
-            continue;
-        };
-        for f in files.flatten() {
-            let name = f.file_name().to_string_lossy().into_owned();
-            if name.starts_with("vmlinuz-") && name.ends_with(flavour) {
-                images.push((name, f.path()));
-            }
-        }
-    }
-    images.sort();
-    images.pop().map(|(_, p)| p)
+/// The kernel release a board's hello must name: the pin's, unless
+/// `LATSCOPE_KERNEL_<ARCH>` overrides the kernel.
+pub fn expected_release(arch: Arch) -> Option<String> {
+    let var = format!("LATSCOPE_KERNEL_{}", arch.env_suffix());
+    std::env::var_os(var)
+        .is_none()
+        .then(|| pinned_kernel(arch).release().to_string())
 }
 
 /// Whether the Debian kernel config beside `vmlinuz-V` (`config-V`) turns
@@ -442,4 +490,36 @@ pub struct UserRun {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_committed_pins_name_both_boards_exactly() {
+        let rt = pinned_kernel(Arch::Aarch64);
+        assert_eq!(rt.deb_arch, "arm64");
+        // the RT board's kernel is rtla's (6.12.95, .ci/run's RTLA_PKGS)
+        assert!(rt.release().starts_with("6.12.95") && rt.release().ends_with("-rt-arm64"));
+        assert!(rt.vmlinuz().ends_with(format!(
+            "kernels/{}_{}/boot/vmlinuz-{}",
+            rt.package,
+            rt.version,
+            rt.release()
+        )));
+        let arm = pinned_kernel(Arch::Armv7);
+        assert_eq!(arm.deb_arch, "armhf");
+        assert!(arm.release().starts_with("6.1.0-"), "{}", arm.release());
+    }
+
+    #[test]
+    fn a_pin_line_has_exactly_four_fields() {
+        let pins = "# board package arch version\n\
+                    aarch64 linux-image-x arm64 1-1 extra\n\
+                    armv7 linux-image-y armhf 2-1\n";
+        assert_eq!(parse_pin(pins, Arch::Aarch64), None);
+        let arm = parse_pin(pins, Arch::Armv7).expect("the armv7 line");
+        assert_eq!((arm.release(), arm.version.as_str()), ("y", "2-1"));
+    }
 }
