@@ -25,8 +25,34 @@ use std::time::{Duration, Instant};
 
 use crate::qemu::{kernel, make_initramfs, unavailable, which, Arch, ChildGuard, Scratch};
 
-/// Time limit for one boot, from starting qemu to its exit.
-pub const BOOT_TIMEOUT: Duration = Duration::from_secs(120);
+/// The part of a boot's limit that is not the work it holds: the kernel's
+/// boot to `/init`, the image's own steps and power-off. Those take 5 to
+/// 15 s under emulation on an idle 2-core host; this is a safety net four
+/// times over that, for a loaded host, not a guess.
+pub const BOOT_ALLOWANCE: Duration = Duration::from_secs(60);
+
+/// How many times its nominal length each piece of a boot's work may take
+/// before the boot counts as hung. A guest's clock keeps the host's time
+/// under TCG, so a `-D 5s` run takes 5 s and then its exit; three times
+/// that is far above it.
+pub const WORK_MARGIN: u32 = 3;
+
+/// The fixed part of each piece of work (a program's start, its set-up of
+/// tracefs, its exit and analysis under emulation): 20 s, several times
+/// the 2 to 5 s they take.
+pub const PER_RUN_ALLOWANCE: Duration = Duration::from_secs(20);
+
+/// The limit of one boot, from starting qemu to its exit, that holds
+/// `runs` pieces of work of `each` nominal length (latscope's `-D`,
+/// rtla's `-d`): [`BOOT_ALLOWANCE`] plus, for each run, [`WORK_MARGIN`]
+/// times its length and [`PER_RUN_ALLOWANCE`]. The limit follows from
+/// the work, so a boot that holds more gets more; a boot that ends within
+/// it says how long it took against it ([`Boot::limit_line`]).
+pub fn boot_limit(work: &[(u32, Duration)]) -> Duration {
+    work.iter().fold(BOOT_ALLOWANCE, |sum, &(runs, each)| {
+        sum + (each * WORK_MARGIN + PER_RUN_ALLOWANCE) * runs
+    })
+}
 
 /// The console line after which the image's init starts latscope (and the
 /// flood may begin), and the one after which latscope has exited.
@@ -94,7 +120,21 @@ pub struct Boot {
     pub host_log: String,
     /// From starting qemu to its exit.
     pub total: Duration,
+    /// The limit the boot was held to ([`boot_limit`]).
+    pub limit: Duration,
     pub status: ExitStatus,
+}
+
+impl Boot {
+    /// `boot limit: 41.2 s of 245 s (17 %)`: the bound as observed.
+    pub fn limit_line(&self) -> String {
+        format!(
+            "boot limit: {:.1} s of {:.0} s ({:.0} %)",
+            self.total.as_secs_f64(),
+            self.limit.as_secs_f64(),
+            100.0 * self.total.as_secs_f64() / self.limit.as_secs_f64()
+        )
+    }
 }
 
 /// The stream's load on the board's serial line, as its bytes arrived.
@@ -233,6 +273,7 @@ impl Board {
             flood_bytes,
             host_log: read.host_log,
             total,
+            limit: spec.timeout,
             status,
         })
     }
@@ -468,7 +509,8 @@ fn read_stream(
                     return Err(io::Error::new(
                         io::ErrorKind::TimedOut,
                         format!(
-                            "board still running after the timeout; {} stream bytes",
+                            "board still running after its limit of {:.0} s; {} stream bytes",
+                            (deadline - start).as_secs_f64(),
                             got.data.len()
                         ),
                     ));
@@ -590,6 +632,16 @@ fn read_pty(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boot_limit_grows_with_the_work_it_holds() {
+        let s = Duration::from_secs;
+        assert_eq!(boot_limit(&[]), BOOT_ALLOWANCE);
+        // the flood boot: latscope for 5 s, then rtla 5 times for 4 s
+        assert_eq!(boot_limit(&[(1, s(5)), (5, s(4))]), s(60 + 35 + 5 * 32));
+        // a link-budget boot of a minute
+        assert_eq!(boot_limit(&[(1, s(60))]), s(60 + 200));
+    }
 
     #[test]
     fn stream_read_times_the_first_frame_and_the_load() {

@@ -1,4 +1,4 @@
-//! rtla's `timerlat top -a` auto-analysis, as the board image prints it
+//! rtla's `timerlat top` auto-analysis (`-i 500 -T 500 -s 500`, what `-a 500` does without saving the trace), as the board image prints it
 //! (between `image: rtla run N` and `image: rtla end N` lines), read into
 //! its latency components, and verdicts to set beside latscope's.
 //!

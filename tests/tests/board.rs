@@ -12,7 +12,7 @@
 //!   the test floods the console UART's receive side and checks that the
 //!   explained spikes name that IRQ when latscope runs below the IRQ
 //!   threads, and never blame its thread when it runs above them; after
-//!   each flood run Debian's rtla runs `timerlat top -a` five times at the
+//!   each flood run Debian's rtla runs `timerlat top -T 500` five times at the
 //!   same priority: below the IRQ thread what its runs blame must fit
 //!   what latscope's spikes blame, and above it neither may blame the
 //!   IRQ's thread. On armv7
@@ -39,7 +39,7 @@ use latscope_tests::{board, boot, image, qemu, rtla};
 use board::{
     check, decode, describe, Expect, Shares, Summary, EXPLAIN_SLACK_NS, RUN_TIME_SLACK_NS,
 };
-use boot::{Board, Boot, Console, Port, Spec, BOOT_TIMEOUT};
+use boot::{boot_limit, Board, Boot, Console, Port, Spec};
 use image::Report;
 use qemu::{latscope_binary, run_user, unavailable, Arch, Scratch};
 
@@ -73,10 +73,10 @@ fn boot_line(arch: Arch, boot: &Boot, sum: &Summary) -> String {
         )
     });
     format!(
-        "board {arch:?}: qemu exit {} after {:.2} s; first frame at {first}; {} frames, \
+        "board {arch:?}: qemu exit {} ({}); first frame at {first}; {} frames, \
          {} CRC errors, {} stream bytes, {rates}",
         boot.status,
-        boot.total.as_secs_f64(),
+        boot.limit_line(),
         sum.link.frames,
         sum.link.crc_errors,
         boot.stream.len(),
@@ -145,11 +145,12 @@ fn board_run(arch: Arch) {
         std::fs::metadata(&bin).map(|m| m.len()).unwrap_or(0)
     );
     let boot = board
-        .boot(&bin, &args, BOOT_TIMEOUT)
+        .boot(&bin, &args, boot_limit(&[(1, secs(BOARD_SECS))]))
         .unwrap_or_else(|e| panic!("board {arch:?} did not complete: {e}"));
     let sum = decode(&boot.stream);
     let report = describe(&sum);
     eprintln!("{}\n{report}", boot_line(arch, &boot, &sum));
+    let pinned = qemu::expected_release(arch);
     let bad = check(
         &sum,
         &Expect {
@@ -159,6 +160,7 @@ fn board_run(arch: Arch) {
             duration_ns: BOARD_SECS * 1_000_000_000,
             slack_ns: EXPLAIN_SLACK_NS,
             preempt_rt: board_preempt_rt(arch),
+            kernel_release: pinned.as_deref(),
         },
     );
     let bad = [bad, explain_problems(&sum), console_problems(&boot.console)].concat();
@@ -188,6 +190,30 @@ fn image_args(threads: &str, prio: u8, secs: u64) -> String {
         "{threads} -i {INTERVAL_US} -D {secs}s -q -p {prio} --explain 500 \
          --stream serial:/dev/ttyAMA1"
     )
+}
+
+fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// The limit of a boot of the busybox image with `args`: latscope's `-D`
+/// and, where the arguments ask for them (`rtla=N:PRIO:SECS`), rtla's N
+/// runs of SECS each ([`boot_limit`]).
+fn image_limit(args: &str) -> Duration {
+    let latscope = arg_num(args, "-D").expect("-D Ns in the arguments");
+    let mut work = vec![(1, secs(latscope))];
+    if let Some(rtla) = args
+        .split_whitespace()
+        .next()
+        .and_then(|w| w.strip_prefix("rtla="))
+    {
+        let n: Vec<u64> = rtla.split(':').filter_map(|v| v.parse().ok()).collect();
+        let [runs, _prio, each] = n[..] else {
+            panic!("rtla=RUNS:PRIO:SECS, not rtla={rtla}")
+        };
+        work.push((u32::try_from(runs).expect("rtla runs"), secs(each)));
+    }
+    boot_limit(&work)
 }
 
 /// The number after `flag` in `args` (`-D 5s` gives 5).
@@ -239,7 +265,7 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
         args,
         console,
         port,
-        timeout: BOOT_TIMEOUT,
+        timeout: image_limit(args),
     };
     let boot = board
         .run(&spec)
@@ -254,6 +280,7 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
     );
     let secs = arg_num(args, "-D").expect("-D Ns in the arguments");
     let threads = arg_num(args, "-t").expect("-t N in the arguments");
+    let pinned = qemu::expected_release(arch);
     let bad = check(
         &sum,
         &Expect {
@@ -263,6 +290,7 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
             duration_ns: secs * 1_000_000_000,
             slack_ns: EXPLAIN_SLACK_NS,
             preempt_rt: board_preempt_rt(arch),
+            kernel_release: pinned.as_deref(),
         },
     );
     let mut bad = [bad, console_problems(&boot.console)].concat();
@@ -318,7 +346,7 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
     let run = |prio, flood: bool| {
         let mut args = image_args(FLOOD_THREADS, prio, FLOOD_SECS);
         if flood {
-            args = format!("rtla={RTLA_RUNS}:{prio} {args}");
+            args = format!("rtla={RTLA_RUNS}:{prio}:{RTLA_SECS} {args}");
         }
         boot_image(
             Arch::Aarch64,
@@ -406,6 +434,9 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
 
 /// rtla's timerlat runs after each flood run.
 const RTLA_RUNS: usize = 5;
+
+/// Seconds of each of rtla's runs (`rtla timerlat top -d`).
+const RTLA_SECS: u64 = 4;
 
 /// Fewest spikes latscope must explain from the trace (largest line not
 /// untraced) on CPU 0 in a flood run for its blames to be set beside
@@ -514,7 +545,15 @@ const BUDGET_SECS: u64 = 60;
 /// The link budget, on the board's own serial stream, timed as its bytes
 /// arrive from qemu: the default stream of 4 threads at 1 kHz (`-d 0`)
 /// averages at most 10 % of a 115200-baud line, and no one-second window,
-/// the last one included, carries more than 50 % of it. Returns the
+/// the last one included, carries more than 50 % of it.
+///
+/// Which side this measures: the receiver's. The bytes are timed as this
+/// test reads them from qemu's socket, and qemu's PL011 does not pace at
+/// the baud rate, so the guest's tty buffer, its UART interrupts and this
+/// host's scheduling all bunch what the target's pacer spread out. The
+/// pacer keeps to 45 % of the line in any 1.1 s of the sender's clock
+/// (`latscope_core::protocol::PACED_PERCENT`); the 50 % here is the
+/// promise as a receiver sees it, with that bunching in it. Returns the
 /// figures and what breaks the budget (`None` if the test is off).
 fn link_budget(arch: Arch) -> Option<(String, Vec<&'static str>)> {
     let args =
@@ -553,17 +592,16 @@ fn link_budget(arch: Arch) -> Option<(String, Vec<&'static str>)> {
     Some((figures, over))
 }
 
-/// Both boards' link budgets, booted side by side: a board's stream keeps
-/// its budget however wide its histograms (a busy host widens them), so
-/// the two boots need not take turns, and the stage saves a minute.
+/// Both boards' link budgets, one boot after the other. Side by side, the
+/// two boards share the host's two CPUs: their histograms widen (so the
+/// final report's snapshots grow, which the 10 % average must carry) and
+/// their bytes reach this test bunched (so the busiest second grows), and
+/// on a slower or busier host than the developer's the pair went over both
+/// (9.8 % and 51 %). One at a time, each board measures itself, not its
+/// neighbour.
 #[test]
-fn images_keep_the_link_budget_side_by_side() {
-    let runs = std::thread::scope(|s| {
-        let arm = s.spawn(|| link_budget(Arch::Armv7));
-        let aarch64 = link_budget(Arch::Aarch64);
-        let arm = arm.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
-        [aarch64, arm]
-    });
+fn images_keep_the_link_budget_one_after_the_other() {
+    let runs = [link_budget(Arch::Aarch64), link_budget(Arch::Armv7)];
     for (figures, over) in runs.into_iter().flatten() {
         assert!(over.is_empty(), "{}: {figures}", over.join("; "));
     }
@@ -727,6 +765,7 @@ fn user_smoke(arch: Arch) {
             slack_ns: RUN_TIME_SLACK_NS,
             // qemu-user runs on this machine's kernel, whatever it is
             preempt_rt: None,
+            kernel_release: None,
         },
     );
     assert!(
@@ -786,6 +825,7 @@ const ONE_SECOND_AT_1KHZ: Expect<'static> = Expect {
     duration_ns: 1_000_000_000,
     slack_ns: RUN_TIME_SLACK_NS,
     preempt_rt: None,
+    kernel_release: None,
 };
 
 /// Missed periods count towards the run's periods; a shortfall is caught.
@@ -861,6 +901,7 @@ fn stream_check_rejects_an_empty_stream() {
             duration_ns: 1_000_000_000,
             slack_ns: RUN_TIME_SLACK_NS,
             preempt_rt: None,
+            kernel_release: None,
         },
     );
     assert!(bad.iter().any(|b| b.contains("no hello")), "{bad:?}");
