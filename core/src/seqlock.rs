@@ -292,19 +292,51 @@ impl<B: AsRef<[AtomicU32]>> SharedHistogramIn<B> {
         for (o, b) in out.buckets.as_mut().iter_mut().zip(self.buckets.as_ref()) {
             *o = b.load(Relaxed);
         }
-        let c = &mut out.counters;
-        c.totals = Totals {
+        out.counters = self.read_counters();
+        fence(Acquire);
+        self.seq.load(Relaxed) == s1
+    }
+
+    /// The counters as they stand (inside a read section only).
+    fn read_counters(&self) -> Counters {
+        let totals = Totals {
             count: self.count.load(),
             sum: self.sum.load(),
             min: self.min.load(),
             max: self.max.load(),
         };
-        c.cycles = c.totals.count.wrapping_add(self.early.load());
-        c.missed = self.missed.load();
-        c.early = self.early.load();
-        c.last = self.last.load() as i64;
-        fence(Acquire);
-        self.seq.load(Relaxed) == s1
+        let early = self.early.load();
+        Counters {
+            totals,
+            cycles: totals.count.wrapping_add(early),
+            missed: self.missed.load(),
+            early,
+            last: self.last.load() as i64,
+        }
+    }
+
+    /// Copy the counters alone, consistently, retrying up to `tries`
+    /// times: what a status line needs (cycles, minimum, latest, average,
+    /// maximum), without the copy of every bucket that a whole snapshot
+    /// makes. The same read section as [`SharedHistogramIn::snapshot`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SnapshotBusy`] if the writer was inside its section at
+    /// every try.
+    pub fn counters(&self, tries: u32) -> Result<Counters, Error> {
+        for _ in 0..tries {
+            let s1 = self.seq.load(Acquire);
+            if s1 & 1 == 0 {
+                let c = self.read_counters();
+                fence(Acquire);
+                if self.seq.load(Relaxed) == s1 {
+                    return Ok(c);
+                }
+            }
+            core::hint::spin_loop();
+        }
+        Err(Error::SnapshotBusy)
     }
 
     /// Copy a consistent snapshot, retrying up to `tries` times.
@@ -486,6 +518,22 @@ mod tests {
         REC.snapshot(&mut s, 4).unwrap();
         assert_eq!(s.counters.cycles, 1);
         assert_eq!(s.buckets[5], 1);
+    }
+
+    #[test]
+    fn the_counters_alone_are_those_of_a_whole_snapshot() {
+        let r = Rec::new(1000);
+        assert_eq!(r.counters(4), Ok(Counters::ZERO));
+        let mut w = r.writer().unwrap();
+        for ns in [-2_000, 7_000, 3_000, 2_000_000] {
+            w.record(ns, 0);
+        }
+        w.record(9_000, 3);
+        let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
+        r.snapshot(&mut s, 4).unwrap();
+        let c = r.counters(4).unwrap();
+        assert_eq!(c, s.counters);
+        assert_eq!((c.cycles, c.early, c.missed, c.last), (5, 1, 3, 9_000));
     }
 
     #[test]
