@@ -18,7 +18,7 @@ use crate::linux::cpu_set;
 use crate::linux::tracefs::Marker;
 use crate::output;
 use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
-use crate::sender::{self, Outcome, View};
+use crate::sender::{self, Outcome, SnapshotAnswer, View};
 
 /// Stack of the sender thread (unoptimised builds need far more). The
 /// release sender touches at most 52 KiB of it (measured with --explain,
@@ -101,14 +101,17 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
             coarse_cpus: setup.coarse_cpus.clone(),
             warmup_ns: cfg.warmup_ns,
             start_ns,
-            snapshot: setup.snapshot.as_ref(),
             fifo: setup.fifo.clone(),
         };
         let sender = spawn_sender(scope, setup, args)?;
         if let Some(c) = &setup.mainaffinity {
             let _ = rustix::thread::sched_setaffinity(None, &cpu_set(c));
         }
-        wait_for_end(&setup.control, n, setup.selfcheck.as_ref());
+        let mut answer = setup
+            .snapshot
+            .as_ref()
+            .map(|f| SnapshotAnswer::new(f, &setup.shared, &effective, cfg.nsecs));
+        wait_for_end(&setup.control, n, setup.selfcheck.as_ref(), answer.as_mut());
         let outcome = sender
             .join()
             .map_err(|_| Error::Internal("the sender thread ended without a result"))?;

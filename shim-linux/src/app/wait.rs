@@ -9,11 +9,18 @@ use crate::linux::seccomp::SelfCheck;
 use crate::linux::sys::{self, sig};
 use crate::output;
 use crate::rt::Control;
+use crate::sender::SnapshotAnswer;
 
 /// Wait for the end of the `n` measuring threads. SIGUSR1 asks the sender
-/// for the status on stderr, SIGUSR2 for a snapshot in the shared-memory
-/// file; SIGINT, SIGTERM and SIGHUP stop the run.
-pub fn wait_for_end(control: &Control, n: usize, selfcheck: Option<&SelfCheck>) {
+/// for the status on stderr; SIGUSR2 is answered here, at once, with the
+/// status in the shared-memory file (`answer`; none: the run has no such
+/// file); SIGINT, SIGTERM and SIGHUP stop the run.
+pub fn wait_for_end(
+    control: &Control,
+    n: usize,
+    selfcheck: Option<&SelfCheck>,
+    mut answer: Option<&mut SnapshotAnswer<'_>>,
+) {
     let tick = timespec(100_000_000);
     let zero = timespec(0);
     while !control.all_finished(n) {
@@ -27,10 +34,14 @@ pub fn wait_for_end(control: &Control, n: usize, selfcheck: Option<&SelfCheck>) 
         match got {
             Ok(Some(s)) if s == sig::USR1 => {
                 control.status_requested.store(true, Ordering::SeqCst);
+                control.doorbell.ring();
             }
-            Ok(Some(s)) if s == sig::USR2 => {
-                control.snapshot_requested.store(true, Ordering::SeqCst);
-            }
+            Ok(Some(s)) if s == sig::USR2 => match answer.as_deref_mut() {
+                // get_cyclictest_snapshot reads the file as soon as its
+                // `kill` has returned: written before the next wait
+                Some(a) => a.write(),
+                None => output::note("latscope: SIGUSR2: there is no snapshot file to write"),
+            },
             Ok(Some(s)) => {
                 let _ = control
                     .signal

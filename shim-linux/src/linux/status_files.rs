@@ -64,10 +64,12 @@ impl Snapshot {
         Ok(Snapshot { fd })
     }
 
-    /// `ftruncate(fd, 0)` then `pwrite(fd, text, 0)`: the file holds
-    /// `text` and nothing else.
+    /// `pwrite(fd, text, 0)` then `ftruncate(fd, text.len())`: the file
+    /// holds `text` and nothing else. In that order a reader never finds
+    /// the file empty (get_cyclictest_snapshot reads it while it may still
+    /// be written): it reads the old status, the new one, or the new one
+    /// over the old one's tail until the truncation.
     pub fn replace(&self, text: &[u8]) -> Result<(), Errno> {
-        rustix::fs::ftruncate(&self.fd, 0)?;
         let mut done = 0;
         while done < text.len() {
             match rustix::io::pwrite(&self.fd, &text[done..], done as u64) {
@@ -77,6 +79,7 @@ impl Snapshot {
                 Err(e) => return Err(e),
             }
         }
+        rustix::fs::ftruncate(&self.fd, text.len() as u64)?;
         Ok(())
     }
 }

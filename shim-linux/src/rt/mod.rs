@@ -27,6 +27,7 @@ use latscope_core::wire::{Policy, SpikeFlags, SpikeSample, StartAlign, WakeMode}
 use crate::config::ThreadPlan;
 use crate::error::Error;
 use crate::linux::clock::LinuxClock;
+use crate::linux::doorbell::Doorbell;
 use crate::linux::procfs::Faults;
 use crate::linux::tracefs::{Marker, Tracemark};
 use crate::linux::{exit, sys};
@@ -269,9 +270,9 @@ pub struct Control {
     pub stop: AtomicBool,
     /// Set when a signal asked for the current status (SIGUSR1).
     pub status_requested: AtomicBool,
-    /// Set when a signal asked for a snapshot in the shared-memory file
-    /// (SIGUSR2).
-    pub snapshot_requested: AtomicBool,
+    /// Rung by the main thread after it sets a request above, so that the
+    /// sender serves it now, not at its next tick.
+    pub doorbell: Doorbell,
     /// The common start of `-A`/`--secaligned` (clock ns), set before the
     /// gate opens.
     pub start: AtomicI64,
@@ -294,7 +295,7 @@ impl Control {
             gate: StartGate::new(),
             stop: AtomicBool::new(false),
             status_requested: AtomicBool::new(false),
-            snapshot_requested: AtomicBool::new(false),
+            doorbell: Doorbell::new(),
             start: AtomicI64::new(0),
             break_thread: AtomicU32::new(0),
             break_ns: AtomicU64::new(0),

@@ -33,14 +33,13 @@ use crate::config::ThreadPlan;
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::localtime::LocalZone;
-use crate::linux::sleep_ns;
-use crate::linux::status_files::Snapshot;
 use crate::linux::tracefs::Tracer;
 use crate::output::Console;
 use crate::rt::{Control, Shared, VerboseSample};
 use attribution::Attributor;
 use live::Live;
 use publish::Publisher;
+pub use status::SnapshotAnswer;
 use tally::Tally;
 pub use view::View;
 
@@ -124,8 +123,6 @@ pub struct Args<'a> {
     pub warmup_ns: u64,
     /// Measuring start (monotonic ns).
     pub start_ns: i64,
-    /// `/dev/shm/cyclictest<PID>`, rewritten on SIGUSR2.
-    pub snapshot: Option<&'a Snapshot>,
     /// `-F`: the named pipe that hands out the status.
     pub fifo: Option<String>,
 }
@@ -168,7 +165,7 @@ struct Sender<'a> {
     /// Fault baselines re-taken at the end of the warm-up.
     rebased: bool,
     /// SIGUSR2 and `-F`.
-    status: status::StatusFiles<'a>,
+    status: status::StatusFiles,
     /// `-o`: per thread, the window's samples so far and its largest.
     oscope: Vec<verbose::Window>,
     /// `-M`: the largest maximum shown so far.
@@ -205,7 +202,7 @@ pub fn run(a: Args<'_>) -> Outcome {
         warmup_ns: a.warmup_ns,
         views: a.views,
         rebased: a.warmup_ns == 0,
-        status: status::StatusFiles::new(a.snapshot, a.fifo),
+        status: status::StatusFiles::new(a.fifo),
         oscope: vec![verbose::Window::default(); n],
         shown_max: None,
         tallies: vec![Tally::new(); n],
@@ -227,6 +224,9 @@ impl Sender<'_> {
             self.verbose_header();
         }
         loop {
+            // before the requests are looked at: a ring after this wakes
+            // the sleep at the end at once
+            let bell = self.control.doorbell.rings();
             let now = monotonic_ns();
             if self.publish.service_link(now, first) {
                 self.restart_stream();
@@ -240,13 +240,6 @@ impl Sender<'_> {
             }
             if self.control.status_requested.swap(false, Ordering::SeqCst) {
                 self.status_to_stderr();
-            }
-            if self
-                .control
-                .snapshot_requested
-                .swap(false, Ordering::SeqCst)
-            {
-                self.snapshot();
             }
             self.offer_fifo();
             if !self.rebased && now >= self.start_ns.saturating_add(self.warmup_ns as i64) {
@@ -280,7 +273,7 @@ impl Sender<'_> {
             let wait = wake
                 .saturating_sub(monotonic_ns())
                 .clamp(1_000_000, TICK_NS);
-            sleep_ns(wait);
+            self.control.doorbell.sleep(bell, wait);
         }
     }
 

@@ -1,54 +1,113 @@
 //! The status other programs ask a running latscope for, as they ask
 //! cyclictest: SIGUSR2 rewrites `/dev/shm/cyclictest<PID>` (what rt-tests'
 //! `get_cyclictest_snapshot` prints), and `-F` hands the `T:` lines to
-//! whoever has the named pipe open. Both are served here, on the sender
-//! thread, never on a measuring thread.
+//! whoever has the named pipe open. Never on a measuring thread.
+//!
+//! The snapshot file is written by the main thread, which takes the
+//! signal: `get_cyclictest_snapshot` reads the file as soon as its `kill`
+//! has returned, which leaves about a millisecond, and cyclictest answers
+//! from its signal handler within it. Handed to the sender, the answer
+//! waited for a second thread's wake-up and lost that race about half the
+//! time. The main thread reads each thread's counters alone (not its
+//! histogram) and writes the file before it waits for the next signal
+//! ([`SnapshotAnswer`]). The named pipe is served by the sender.
 
-use latscope_core::cyclictest;
+use std::sync::atomic::Ordering;
+
+use latscope_core::cyclictest::{self, Thread};
+use latscope_core::seqlock::Counters;
 
 use super::live::{thread_lines, threads};
 use super::Sender;
+use crate::config::ThreadPlan;
 use crate::linux::status_files::{self, Snapshot};
 use crate::output::Std;
+use crate::rt::Shared;
 
-/// The snapshot file and the named pipe of a run.
-pub(super) struct StatusFiles<'a> {
-    snapshot: Option<&'a Snapshot>,
+/// Tries of the counters' read section before the last good counters
+/// are written instead (the writer holds it for a few dozen instructions).
+const TRIES: u32 = 10_000;
+
+/// The named pipe of a run.
+pub(super) struct StatusFiles {
     fifo: Option<String>,
     /// The text being written (reused).
     text: String,
 }
 
-impl<'a> StatusFiles<'a> {
-    pub(super) fn new(snapshot: Option<&'a Snapshot>, fifo: Option<String>) -> Self {
+impl StatusFiles {
+    pub(super) fn new(fifo: Option<String>) -> Self {
         StatusFiles {
-            snapshot,
             fifo,
             text: String::with_capacity(4096),
         }
     }
 }
 
-impl Sender<'_> {
-    /// SIGUSR2: the current status, in cyclictest 2.4's words, replaces
-    /// the snapshot file's content.
-    pub(super) fn snapshot(&mut self) {
-        let Some(file) = self.status.snapshot else {
-            Std::Err.write(b"latscope: SIGUSR2: there is no snapshot file to write\n");
-            return;
-        };
-        self.live_counters();
-        let mut text = std::mem::take(&mut self.status.text);
-        text.clear();
-        let t = threads(&self.views, &self.plans, self.shared, &self.nodes);
-        // a String takes every write
-        let _ = cyclictest::status_block(&mut text, &t, self.opts.nsecs);
-        if let Err(e) = file.replace(text.as_bytes()) {
-            Std::Err.write(format!("latscope: writing the snapshot file: {e}\n").as_bytes());
+/// The main thread's answer to SIGUSR2: the current status, in cyclictest
+/// 2.4's words, replaces the snapshot file's content.
+pub struct SnapshotAnswer<'a> {
+    file: &'a Snapshot,
+    shared: &'a [Shared],
+    plans: &'a [ThreadPlan],
+    nsecs: bool,
+    /// Each thread's last good counters.
+    last: Vec<Counters>,
+    /// The text being written (reused).
+    text: String,
+}
+
+impl<'a> SnapshotAnswer<'a> {
+    /// The answer of a run whose threads are `shared`, as `plans` placed
+    /// them, in ns with `nsecs` (`-N`).
+    pub fn new(
+        file: &'a Snapshot,
+        shared: &'a [Shared],
+        plans: &'a [ThreadPlan],
+        nsecs: bool,
+    ) -> Self {
+        SnapshotAnswer {
+            file,
+            shared,
+            plans,
+            nsecs,
+            last: vec![Counters::ZERO; shared.len()],
+            text: String::with_capacity(4096),
         }
-        self.status.text = text;
     }
 
+    /// `pwrite`: the status as it stands now replaces the file's content.
+    pub fn write(&mut self) {
+        let mut lines = Vec::with_capacity(self.shared.len());
+        for (t, (s, plan)) in self.shared.iter().zip(self.plans).enumerate() {
+            if let Ok(c) = s.rec.counters(TRIES) {
+                self.last[t] = c;
+            }
+            lines.push(Thread {
+                index: t as u16,
+                tid: s.tid.load(Ordering::SeqCst),
+                priority: plan.priority,
+                interval_us: plan.interval_us,
+                cpu: plan.cpu.map_or(-1, |c| c as i32),
+                node: -1,
+                counters: self.last[t],
+                minflt: 0,
+                majflt: 0,
+                dropped: 0,
+                hist: &[],
+                overflow_cycles: &[],
+            });
+        }
+        self.text.clear();
+        // a String takes every write
+        let _ = cyclictest::status_block(&mut self.text, &lines, self.nsecs);
+        if let Err(e) = self.file.replace(self.text.as_bytes()) {
+            Std::Err.write(format!("latscope: writing the snapshot file: {e}\n").as_bytes());
+        }
+    }
+}
+
+impl Sender<'_> {
     /// `-F`: if a reader has the pipe open, the `T:` lines of every thread
     /// (as cyclictest's fifo thread writes them).
     pub(super) fn offer_fifo(&mut self) {
