@@ -728,12 +728,15 @@ fn user_smoke(arch: Arch) {
         // No RT priority or mlock without privileges.
         args.push("--best-effort");
     }
-    let run = run_user(arch, &bin, &args, Duration::from_secs(60))
+    // a safety net: a 1 s run takes 1 to 2 s under qemu-user
+    let limit = Duration::from_secs(60);
+    let run = run_user(arch, &bin, &args, limit)
         .unwrap_or_else(|e| panic!("{} {}: {e}", arch.qemu_user(), bin.display()));
     eprintln!(
-        "qemu-user {arch:?}: {} in {:.2} s\n{}{}",
+        "qemu-user {arch:?}: {} in {:.2} s of its {:.0} s limit\n{}{}",
         run.status,
         run.elapsed.as_secs_f64(),
+        limit.as_secs_f64(),
         run.stdout,
         run.stderr
     );

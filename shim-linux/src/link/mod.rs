@@ -24,14 +24,14 @@ mod tcp;
 
 use latscope_core::protocol::{line_budget, spike_share, Pacer};
 use latscope_core::wire::Hello;
-use rustix::fd::{AsFd, OwnedFd};
+use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 
 use crate::config::Dest;
 use crate::error::Error;
 use crate::linux::clock::monotonic_ns;
-use crate::linux::{sleep_ns, write_all};
+use crate::linux::{sleep_ns, sys, write_all};
 use tcp::Tcp;
 
 enum Link {
@@ -169,7 +169,7 @@ impl Sink {
             Link::Stdout { broken } => write(rustix::stdio::stdout(), broken),
             Link::Fd { fd, broken, pacer } => {
                 if let (Some(p), None) = (pacer, &broken) {
-                    pace(p, frame.len());
+                    pace(fd.as_fd(), p, frame.len());
                 }
                 write(fd.as_fd(), broken)
             }
@@ -223,15 +223,39 @@ impl Sink {
     }
 }
 
+/// The most bytes the serial line's tty may still hold when a paced frame
+/// is written: 256 B, 22 ms of a 115200-baud line.
+const QUEUED_MAX: usize = 256;
+
+/// How long a paced frame waits at most for the tty to drain to
+/// [`QUEUED_MAX`]: a line that does not drain at all is no reason to hold
+/// the sender (its write then blocks as it would have).
+const DRAIN_WAIT_NS: i64 = 2_000_000_000;
+
 /// Wait until `len` bytes may leave within the line's budget, and count
 /// them.
-fn pace(p: &mut Pacer, len: usize) {
+///
+/// The pacer counts bytes as they are written, and a write returns once
+/// they are in the tty's buffer: on a line that drains more slowly than
+/// the pacer lets bytes in (an emulated UART on a loaded host, which
+/// moves bytes only when its guest gets the CPU), a backlog would build up
+/// in the kernel and leave in one burst, the pacing lost. So a frame also
+/// waits until the tty holds no more than [`QUEUED_MAX`] bytes
+/// (`TIOCOUTQ`), and is counted when it really goes. On a real UART that
+/// drains at the line's rate this is at most one frame's transmission.
+fn pace(fd: BorrowedFd<'_>, p: &mut Pacer, len: usize) {
     let now = monotonic_ns();
     let at = p.ready_at(now, len);
     if at > now {
         sleep_ns(at - now);
     }
-    p.sent(at.max(now), len);
+    let start = monotonic_ns();
+    while matches!(sys::tty_output_queued(fd), Ok(q) if q > QUEUED_MAX)
+        && monotonic_ns().saturating_sub(start) < DRAIN_WAIT_NS
+    {
+        sleep_ns(2_000_000);
+    }
+    p.sent(monotonic_ns().max(at), len);
 }
 
 #[cfg(test)]

@@ -411,6 +411,25 @@ pub struct Notification {
     pub arg0: u64,
 }
 
+/// `ioctl(fd, TIOCOUTQ, &n)`—the bytes a tty still holds to transmit (its
+/// output buffer and its driver's; not the UART's FIFO).
+pub fn tty_output_queued(fd: rustix::fd::BorrowedFd<'_>) -> Result<usize, Errno> {
+    use rustix::fd::AsRawFd;
+    let mut n: core::ffi::c_int = 0;
+    // SAFETY: TIOCOUTQ writes one `int` through its pointer argument, and
+    // `n` is a live `int` for the whole call.
+    check(unsafe {
+        syscall4(
+            g::__NR_ioctl,
+            fd.as_raw_fd() as usize,
+            linux_raw_sys::ioctl::TIOCOUTQ as usize,
+            &mut n as *mut core::ffi::c_int as usize,
+            0,
+        )
+    })?;
+    Ok(usize::try_from(n).unwrap_or(0))
+}
+
 /// `ioctl(fd, SECCOMP_IOCTL_NOTIF_RECV, &notif)`—takes one pending
 /// notification (call after the fd polled readable).
 pub fn seccomp_receive(fd: rustix::fd::BorrowedFd<'_>) -> Result<Notification, Errno> {
@@ -548,6 +567,24 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    #[test]
+    fn a_ttys_output_queue_is_read_and_dev_null_is_no_tty() {
+        let pty =
+            rustix::pty::openpt(rustix::pty::OpenptFlags::RDWR | rustix::pty::OpenptFlags::NOCTTY)
+                .expect("a pty");
+        assert!(tty_output_queued(rustix::fd::AsFd::as_fd(&pty)).is_ok());
+        let null = rustix::fs::open(
+            "/dev/null",
+            rustix::fs::OFlags::WRONLY,
+            rustix::fs::Mode::empty(),
+        )
+        .expect("/dev/null");
+        assert_eq!(
+            tty_output_queued(rustix::fd::AsFd::as_fd(&null)),
+            Err(Errno::NOTTY)
+        );
+    }
 
     #[test]
     fn sched_attr_round_trips_and_demotes() {
