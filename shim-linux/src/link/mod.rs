@@ -41,6 +41,9 @@ enum Link {
         fd: OwnedFd,
         broken: Option<Errno>,
         pacer: Option<Pacer>,
+        /// The tty did not drain within [`DRAIN_WAIT_NS`]: frames are not
+        /// held for it again until it has ([`pace`]).
+        stalled: bool,
     },
     /// Standard output, borrowed.
     Stdout { broken: Option<Errno> },
@@ -83,12 +86,14 @@ impl Sink {
                     fd,
                     broken: None,
                     pacer: None,
+                    stalled: false,
                 }
             }
             Dest::Serial { path, baud } => Link::Fd {
                 fd: serial::open(path, *baud)?,
                 broken: None,
                 pacer: Some(Pacer::for_line(*baud)),
+                stalled: false,
             },
             Dest::Tcp(addr) => Link::Tcp(Box::new(Tcp::new(*addr))),
         };
@@ -167,9 +172,14 @@ impl Sink {
         };
         let delivered = match &mut self.link {
             Link::Stdout { broken } => write(rustix::stdio::stdout(), broken),
-            Link::Fd { fd, broken, pacer } => {
+            Link::Fd {
+                fd,
+                broken,
+                pacer,
+                stalled,
+            } => {
                 if let (Some(p), None) = (pacer, &broken) {
-                    pace(fd.as_fd(), p, frame.len());
+                    pace(fd.as_fd(), p, frame.len(), stalled);
                 }
                 write(fd.as_fd(), broken)
             }
@@ -228,8 +238,10 @@ impl Sink {
 const QUEUED_MAX: usize = 256;
 
 /// How long a paced frame waits at most for the tty to drain to
-/// [`QUEUED_MAX`]: a line that does not drain at all is no reason to hold
-/// the sender (its write then blocks as it would have).
+/// [`QUEUED_MAX`]. A line that does not drain in that time (a stopped
+/// reader, flow control held) is no reason to hold every frame: later
+/// frames are written at once, and block as they would have, until the
+/// tty has drained again.
 const DRAIN_WAIT_NS: i64 = 2_000_000_000;
 
 /// Wait until `len` bytes may leave within the line's budget, and count
@@ -241,19 +253,27 @@ const DRAIN_WAIT_NS: i64 = 2_000_000_000;
 /// moves bytes only when its guest gets the CPU), a backlog would build up
 /// in the kernel and leave in one burst, the pacing lost. So a frame also
 /// waits until the tty holds no more than [`QUEUED_MAX`] bytes
-/// (`TIOCOUTQ`), and is counted when it really goes. On a real UART that
+/// (`TIOCOUTQ`), and is counted when it really goes; `stalled` remembers a
+/// line that did not drain within [`DRAIN_WAIT_NS`]. On a real UART that
 /// drains at the line's rate this is at most one frame's transmission.
-fn pace(fd: BorrowedFd<'_>, p: &mut Pacer, len: usize) {
+fn pace(fd: BorrowedFd<'_>, p: &mut Pacer, len: usize, stalled: &mut bool) {
     let now = monotonic_ns();
     let at = p.ready_at(now, len);
     if at > now {
         sleep_ns(at - now);
     }
-    let start = monotonic_ns();
-    while matches!(sys::tty_output_queued(fd), Ok(q) if q > QUEUED_MAX)
-        && monotonic_ns().saturating_sub(start) < DRAIN_WAIT_NS
-    {
-        sleep_ns(2_000_000);
+    let backlog = |fd| matches!(sys::tty_output_queued(fd), Ok(q) if q > QUEUED_MAX);
+    if *stalled {
+        *stalled = backlog(fd);
+    } else {
+        let start = monotonic_ns();
+        while backlog(fd) {
+            if monotonic_ns().saturating_sub(start) >= DRAIN_WAIT_NS {
+                *stalled = true;
+                break;
+            }
+            sleep_ns(2_000_000);
+        }
     }
     p.sent(monotonic_ns().max(at), len);
 }
