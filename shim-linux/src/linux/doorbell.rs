@@ -1,11 +1,11 @@
 //! A doorbell: the sender thread sleeps until its next deadline or until
 //! the main thread rings, whichever comes first.
 //!
-//! The main thread takes the run's signals (`sigtimedwait`); a request it
-//! takes there (SIGUSR1 for the status, SIGUSR2 for the snapshot file that
-//! rt-tests' `get_cyclictest_snapshot` reads at once after its `kill`) is
-//! served by the sender, which would otherwise see it only at its next
-//! tick, up to 100 ms later. A ring changes the word the sender sleeps on
+//! The main thread takes the run's signals (`sigtimedwait`). SIGUSR2 it
+//! answers itself (`sender::SnapshotAnswer`); SIGUSR1, the status on
+//! standard error, is served by the sender, which would otherwise see the
+//! request only at its next tick, up to 100 ms later. A ring changes the
+//! word the sender sleeps on
 //! (`futex(FUTEX_WAIT)`), so a ring between the sender's look at its work
 //! and its sleep is never lost: the sleep then returns at once.
 
