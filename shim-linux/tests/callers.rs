@@ -284,21 +284,56 @@ fn cycles_of_thread_0(text: &str) -> Option<u64> {
     words.next()?.parse().ok()
 }
 
-/// rt-tests' snapshot tool as its users call it: no arguments, several
-/// times in a row during a run. It lists `/dev/shm/cyclictest*`, sends
-/// SIGUSR2 with `kill` and reads the file as soon as `kill` has returned,
-/// so each call should print the status of its own moment: the count of a
-/// call lies between what the run had counted when the call started and
-/// when it returned. Calls alternate short and long gaps, so a file one
-/// request behind (the count of the call before) does not fit: its
-/// difference would follow the gap before, not this one.
+/// (time a request started, time its answer was seen, the count it gave)
+type Call = (std::time::Instant, std::time::Instant, Option<u64>);
+
+/// The pairs of consecutive calls whose second count is not of its own
+/// moment. The run counts at 1 kHz, a cycle a millisecond less what the
+/// machine made it miss: between two answers at least 80 % of the time
+/// from the first call's end to the second's start, at most the time from
+/// the first's start to the second's end. Calls alternate short and long
+/// gaps, so an answer one request behind (the count of the call before)
+/// does not fit: its difference would follow the gap before, not this one.
+fn pairs_behind(calls: &[Call]) -> Vec<String> {
+    let ms = |d: Duration| d.as_millis() as u64;
+    calls
+        .windows(2)
+        .filter_map(|w| {
+            let ((a0, a1, ca), (b0, b1, cb)) = (w[0], w[1]);
+            let least = ms(b0.duration_since(a1)) * 8 / 10;
+            let most = ms(b1.duration_since(a0)) + 5;
+            let current = matches!((ca, cb), (Some(ca), Some(cb))
+                if (least..=most).contains(&cb.saturating_sub(ca)));
+            (!current).then(|| format!("{ca:?} -> {cb:?} (between {least} and {most})"))
+        })
+        .collect()
+}
+
+/// The pause before call `k`: short and long in turn.
+fn gap(k: usize) -> Duration {
+    Duration::from_millis(match k {
+        0 => 300,
+        k if k % 2 == 1 => 600,
+        _ => 150,
+    })
+}
+
+/// SIGUSR2 asks for the status in the snapshot file, and rt-tests'
+/// snapshot tool (no arguments, several times in a row during a run, as
+/// its users call it) prints it. The test first sends the signal itself
+/// and watches the file: every request must be answered, with the count of
+/// its own moment. A latscope that answers a request only when the next
+/// one comes (or never) fails there, whatever the machine.
 ///
-/// The tool does not wait for the file, so even cyclictest loses that race
-/// now and then: on this 2-CPU machine 1 pair in 30 was behind for
-/// cyclictest and for latscope alike (the same calls from a script). A
-/// latscope that answers late is behind at every call (it printed the
-/// previous request's status every time, and nothing at the first); this
-/// test allows 3 pairs of 11 behind.
+/// Then the tool. It sends SIGUSR2 with `kill` and reads the file as soon
+/// as `kill` has returned, without waiting for the answer, so even
+/// cyclictest loses that race now and then: on a quiet 2-CPU machine 1
+/// pair in 30 was behind for cyclictest and for latscope alike (the same
+/// calls from a script), and on a busy CI machine a stretch of 2 calls in
+/// 12 was. Whether the race is lost is the machine's doing, so the tool's
+/// part asks only that its output is latscope's status and that not every
+/// call is a request behind (a latscope answering late is behind at every
+/// call and prints nothing at the first).
 #[test]
 fn get_cyclictest_snapshot_called_as_its_users_do_prints_the_current_count() {
     require!(is_root(), "a real-time run");
@@ -324,46 +359,58 @@ fn get_cyclictest_snapshot_called_as_its_users_do_prints_the_current_count() {
         }
     }
     let run = Run(child);
+    let pid = Pid::from_child(&run.0);
     let file = format!("/dev/shm/cyclictest{}", run.0.id());
     assert!(wait_until(Duration::from_secs(5), || std::path::Path::new(
         &file
     )
     .exists()
         && !threads_named(run.0.id(), "latscope-rt").is_empty()));
-    // (time the call started, time it returned, the count it printed)
-    let mut calls = Vec::new();
+
+    // the requests, and the answers seen in the file
+    let mut answers: Vec<Call> = Vec::new();
+    for k in 0..8 {
+        std::thread::sleep(gap(k));
+        let before = std::fs::read(&file).unwrap();
+        let t0 = std::time::Instant::now();
+        kill_process(pid, Signal::USR2).unwrap();
+        let answered = wait_until(Duration::from_secs(2), || {
+            std::fs::read(&file).is_ok_and(|now| now != before)
+        });
+        let t1 = std::time::Instant::now();
+        assert!(answered, "request {k}: the file did not change in 2 s");
+        let text = std::fs::read_to_string(&file).unwrap();
+        answers.push((t0, t1, cycles_of_thread_0(&text)));
+    }
+    let behind = pairs_behind(&answers);
+    assert!(
+        behind.is_empty(),
+        "{} of 7 answers do not give the count of their request's moment: {behind:?}",
+        behind.len()
+    );
+
+    // the tool, as its users call it
+    let tid = threads_named(run.0.id(), "latscope-rt")[0];
+    let mut calls: Vec<Call> = Vec::new();
     for k in 0..12 {
-        let gap_ms = match k {
-            0 => 300,
-            k if k % 2 == 1 => 600,
-            _ => 150,
-        };
-        std::thread::sleep(Duration::from_millis(gap_ms));
+        std::thread::sleep(gap(k));
         let t0 = std::time::Instant::now();
         let out = tool("get_cyclictest_snapshot").output().unwrap();
         let t1 = std::time::Instant::now();
         assert!(out.status.success(), "{out:?}");
         let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(&format!("T: 0 ({tid:5}) P:80 I:1000 C:")),
+            "call {k}: {text}"
+        );
         calls.push((t0, t1, cycles_of_thread_0(&text)));
     }
     drop(run);
-    // 1 kHz: a cycle a millisecond, less what the machine made it miss
-    let ms = |d: Duration| d.as_millis() as u64;
-    let behind: Vec<String> = calls
-        .windows(2)
-        .filter_map(|w| {
-            let ((a0, a1, ca), (b0, b1, cb)) = (w[0], w[1]);
-            let least = ms(b0.duration_since(a1)) * 8 / 10;
-            let most = ms(b1.duration_since(a0)) + 5;
-            let current = matches!((ca, cb), (Some(ca), Some(cb))
-                if (least..=most).contains(&cb.saturating_sub(ca)));
-            (!current).then(|| format!("{ca:?} -> {cb:?} (between {least} and {most})"))
-        })
-        .collect();
+    let behind = pairs_behind(&calls);
+    eprintln!("the tool: {} of 11 pairs behind: {behind:?}", behind.len());
     assert!(
-        behind.len() <= 3,
-        "{} of 11 calls printed a status that is not their own: {behind:?}; counts {:?}",
-        behind.len(),
+        behind.len() < 11,
+        "every call of the tool printed a status a request behind: {behind:?}; counts {:?}",
         calls.iter().map(|c| c.2).collect::<Vec<_>>()
     );
 }
