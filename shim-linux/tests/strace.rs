@@ -252,7 +252,7 @@ fn each_mode_makes_its_own_wait_once_per_cycle() {
     require!(have("strace"), "strace is not installed");
     let _g = serial();
     for m in modes() {
-        let per = per_cycle(5_000, m.args, &m.wait);
+        let per = per_cycle(2_000, m.args, &m.wait);
         assert!(
             per.measuring.contains_key(&m.wait),
             "{:?}: the measuring thread never made its {}; all threads per cycle: {:?}",
