@@ -343,14 +343,16 @@ fn get_cyclictest_snapshot_called_as_its_users_do_prints_the_current_count() {
     );
     let _g = serial();
     let child = tool(BIN)
-        .args(["-t", "1", "-i", "1000", "-q", "-D", "30"])
+        .args(["-t", "1", "-i", "1000", "-q", "-D", "600"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // ends the run however the test ends, so that no later call of the
-    // tool finds this run's file
+    // long enough for slow calls on a loaded machine (a 30 s run ended
+    // before the last of them under `stress-ng --cpu 16`); ended here
+    // however the test ends, so that no later call of the tool finds this
+    // run's file
     struct Run(std::process::Child);
     impl Drop for Run {
         fn drop(&mut self) {

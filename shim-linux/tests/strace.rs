@@ -349,7 +349,13 @@ fn exit_order_demote_then_unlock_then_close_dma() {
         .filter(|l| l.contains("sched_setattr(0") && l.contains("SCHED_FIFO"))
         .map(|l| pid_of(l))
         .collect();
-    assert_eq!(rt_threads.len(), 2, "two RT threads:\n{text}");
+    // the main thread waits for signals at SCHED_FIFO 1 (the run answers
+    // SIGUSR2), below the two measuring threads
+    assert_eq!(rt_threads.len(), 3, "three RT threads:\n{text}");
+    assert!(
+        rt_threads.contains(&main_pid),
+        "the main thread did not wait at a real-time priority:\n{text}"
+    );
     let munlock = pos(&|l| l.contains("munlockall()")).expect("munlockall");
     let close = lines[dma_at..]
         .iter()

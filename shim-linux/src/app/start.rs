@@ -10,7 +10,7 @@ use latscope_core::wire::SpikeSample;
 
 use super::hello::{hello, policy_label};
 use super::setup::{Degradations, Handoff, Setup};
-use super::wait::wait_for_end;
+use super::wait::{end_rt_wait, wait_at_rt_priority, wait_for_end};
 use crate::config::{policy_upper, Config, ThreadPlan};
 use crate::error::Error;
 use crate::linux::clock::monotonic_ns;
@@ -111,7 +111,11 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
             .snapshot
             .as_ref()
             .map(|f| SnapshotAnswer::new(f, &setup.shared, &effective, cfg.nsecs));
+        let raised = answer.is_some() && wait_at_rt_priority(cfg.policy, &effective);
         wait_for_end(&setup.control, n, setup.selfcheck.as_ref(), answer.as_mut());
+        if raised {
+            end_rt_wait();
+        }
         let outcome = sender
             .join()
             .map_err(|_| Error::Internal("the sender thread ended without a result"))?;

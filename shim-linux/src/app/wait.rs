@@ -3,10 +3,14 @@
 
 use std::sync::atomic::Ordering;
 
+use latscope_core::wire::Policy;
+
 use super::setup::SIGNALS;
+use crate::config::ThreadPlan;
 use crate::linux::clock::timespec;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::sys::{self, sig};
+use crate::linux::{exit, sched};
 use crate::output;
 use crate::rt::Control;
 use crate::sender::SnapshotAnswer;
@@ -57,6 +61,46 @@ pub fn wait_for_end(
     }
 }
 
+/// The priority the main thread waits at, below every measuring thread.
+const WAIT_PRIORITY: u32 = 1;
+
+/// `sched_setattr(0, {SCHED_FIFO, 1})`: the main thread waits for signals
+/// at the lowest real-time priority, if the run answers SIGUSR2 and every
+/// measuring thread runs above it (`policy` FIFO or RR, each of the
+/// `plans`, as they turned out, at 2 or more). Woken by the signal, it
+/// preempts every SCHED_OTHER task, rt-tests' snapshot tool among them,
+/// and has the file written before the tool reads it: at SCHED_OTHER it
+/// lost that race in 2 calls of 12 on a busy machine. It never delays a
+/// measuring thread, and the hook and the exit discipline demote it as
+/// they demote those. Whether it took effect (it may be refused).
+pub fn wait_at_rt_priority(policy: Policy, plans: &[ThreadPlan]) -> bool {
+    if !below_every_measuring_thread(policy, plans) {
+        return false;
+    }
+    let attr = sched::attr(Policy::Fifo, WAIT_PRIORITY, (0, 0, 0));
+    if sys::sched_setattr(0, &attr).is_err() {
+        return false;
+    }
+    exit::register_main(rustix::thread::gettid().as_raw_nonzero().get());
+    true
+}
+
+/// Whether [`WAIT_PRIORITY`] is below every measuring thread of `plans`
+/// (FIFO or RR at 2 or more; SCHED_DEADLINE threads run above it anyway,
+/// but the main thread of such a run waits as cyclictest's does).
+fn below_every_measuring_thread(policy: Policy, plans: &[ThreadPlan]) -> bool {
+    matches!(policy, Policy::Fifo | Policy::Rr)
+        && !plans.is_empty()
+        && plans.iter().all(|p| p.priority > WAIT_PRIORITY)
+}
+
+/// `sched_setattr(0, {SCHED_OTHER})`: the waiting is over; the main
+/// thread finishes the run at the normal policy.
+pub fn end_rt_wait() {
+    let _ = sys::demote(0);
+    exit::register_main(0);
+}
+
 /// Wait up to `tick` for a self-check notification; refuse and count it.
 fn self_check(control: &Control, sc: &SelfCheck, tick: &rustix::time::Timespec) {
     let fd = sc.fd();
@@ -69,5 +113,40 @@ fn self_check(control: &Control, sc: &SelfCheck, tick: &rustix::time::Timespec) 
             control.defects.fetch_add(1, Ordering::SeqCst);
             output::note(&format!("latscope: {msg}"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plans(priorities: &[u32]) -> Vec<ThreadPlan> {
+        priorities
+            .iter()
+            .map(|&priority| ThreadPlan {
+                cpu: None,
+                priority,
+                interval_us: 1000,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_main_thread_waits_at_fifo_1_only_below_every_measuring_thread() {
+        assert!(below_every_measuring_thread(
+            Policy::Fifo,
+            &plans(&[80, 79])
+        ));
+        assert!(below_every_measuring_thread(Policy::Rr, &plans(&[2])));
+        // a measuring thread at 1 (or degraded to 0) would share its level
+        assert!(!below_every_measuring_thread(
+            Policy::Fifo,
+            &plans(&[80, 1])
+        ));
+        assert!(!below_every_measuring_thread(Policy::Fifo, &plans(&[0])));
+        for p in [Policy::Other, Policy::Batch, Policy::Idle, Policy::Deadline] {
+            assert!(!below_every_measuring_thread(p, &plans(&[80])), "{p:?}");
+        }
+        assert!(!below_every_measuring_thread(Policy::Fifo, &[]));
     }
 }

@@ -5,7 +5,9 @@
 //! milliseconds (see the field notes). So:
 //!
 //! 1. each measuring thread demotes itself to SCHED_OTHER before it returns;
-//! 2. then the main thread demotes itself, calls `munlockall`, closes the
+//! 2. then the main thread demotes itself (it waited for signals at
+//!    SCHED_FIFO 1 if the run answers SIGUSR2, and it demotes itself as
+//!    soon as the waiting ends), calls `munlockall`, closes the
 //!    `/dev/cpu_dma_latency` fd, and only then exits ([`teardown`]);
 //! 3. a panic hook demotes every measuring thread by its TID and calls
 //!    `munlockall` before the process aborts ([`install_panic_hook`]).
@@ -22,6 +24,9 @@ use super::{status_files, sys};
 
 /// TIDs of the measuring threads, for the panic hook (0 = empty slot).
 static TIDS: [AtomicI32; MAX_THREADS] = [const { AtomicI32::new(0) }; MAX_THREADS];
+/// TID of the main thread while it waits at a real-time priority (0: it
+/// does not), for the panic hook.
+static MAIN_TID: AtomicI32 = AtomicI32::new(0);
 /// Whether we run as PID 1 (then the end is a power-off, never an exit).
 static PID1: AtomicBool = AtomicBool::new(false);
 
@@ -39,6 +44,12 @@ pub fn unregister_tid(index: usize) {
     }
 }
 
+/// Remember the main thread's TID while it waits at a real-time priority
+/// (0: it no longer does).
+pub fn register_main(tid: i32) {
+    MAIN_TID.store(tid, Ordering::SeqCst);
+}
+
 /// Mark the process as PID 1.
 pub fn set_pid1(on: bool) {
     PID1.store(on, Ordering::SeqCst);
@@ -49,9 +60,10 @@ pub fn is_pid1() -> bool {
     PID1.load(Ordering::SeqCst)
 }
 
-/// Demote every registered measuring thread (by TID) to SCHED_OTHER.
+/// Demote every registered thread (by TID) to SCHED_OTHER: the measuring
+/// threads, and the main thread if it waits at a real-time priority.
 pub fn demote_all_registered() {
-    for slot in TIDS.iter() {
+    for slot in TIDS.iter().chain([&MAIN_TID]) {
         let tid = slot.load(Ordering::SeqCst);
         if tid > 0 {
             let _ = sys::demote(tid);

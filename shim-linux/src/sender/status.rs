@@ -10,7 +10,10 @@
 //! waited for a second thread's wake-up and lost that race about half the
 //! time. The main thread reads each thread's counters alone (not its
 //! histogram) and writes the file before it waits for the next signal
-//! ([`SnapshotAnswer`]). The named pipe is served by the sender.
+//! ([`SnapshotAnswer`]). It waits at SCHED_FIFO 1, below the measuring
+//! threads, so that a busy machine's SCHED_OTHER tasks do not hold its
+//! wake-up back (`app::wait::wait_at_rt_priority`). The named pipe is
+//! served by the sender.
 
 use std::sync::atomic::Ordering;
 
