@@ -127,6 +127,7 @@ pub fn host(data: &[u8]) {
         format: Format::Text,
         hist_us: None,
         histofall: false,
+        hist_shape: Default::default(),
     };
     render(&d, opts).expect("a text report renders");
 }

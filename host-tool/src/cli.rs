@@ -17,6 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use latscope_core::cyclictest::HistShape;
 
 use crate::input::Source;
 use report::Format;
@@ -194,6 +195,12 @@ struct ReportArgs {
     /// cyclictest `-H`: add a column summing all threads.
     #[arg(long)]
     histofall: bool,
+    /// Shape of the cyclictest histogram (`-f cyclictest-hist`,
+    /// `cyclictest-json`): `2.4` as rt-tests 2.4 to 2.6 print it (every
+    /// row, `# Total:`), or `2.7` as 2.7 and later (rows with samples
+    /// only, no total).
+    #[arg(long, value_name = "VERSION", default_value = "2.4", value_parser = hist_shape)]
+    hist_shape: HistShape,
     /// Also draw the histogram, tail and max-over-time plots (.svg or .png).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
@@ -277,6 +284,7 @@ impl ReportArgs {
                 format: self.format,
                 hist_us: self.hist_us,
                 histofall: self.histofall,
+                hist_shape: self.hist_shape,
             },
             plot: self.plot,
             output: self.output,
@@ -323,6 +331,11 @@ fn parse_net(s: &str) -> std::result::Result<record::Net, String> {
 
 fn parse_metrics_net(s: &str) -> std::result::Result<record::Net, String> {
     record::Net::parse(s).map_err(|e| format!("--metrics-{}", e.trim_start_matches("--")))
+}
+
+/// `--hist-shape`: `2.4` or `2.7`.
+fn hist_shape(s: &str) -> std::result::Result<HistShape, String> {
+    HistShape::parse(s).ok_or_else(|| format!("{s:?} is not 2.4 or 2.7"))
 }
 
 fn parse_secs(s: &str) -> std::result::Result<f64, String> {

@@ -105,11 +105,13 @@ fn every_option_is_accepted() {
         "-c 0",
         "-c 1",
         "--default-system",
+        "--deepest-idle-state 0",
         "-d 100",
         "-D 1",
         "--latency 0",
         "-h 20",
         "-H 20",
+        "-h 20 --hist-shape 2.7",
         "-i 500",
         "--laptop",
         "-l 50",
@@ -158,6 +160,56 @@ fn every_option_is_accepted() {
     for p in [&fifo, &json, &hist] {
         let _ = std::fs::remove_file(p);
     }
+}
+
+/// `--hist-shape 2.7`: the histogram as rt-tests 2.7 to 2.10 print it,
+/// rows with samples only and no `# Total:`; the default keeps 2.4's.
+#[test]
+fn hist_shape_2_7_leaves_out_empty_rows_and_the_total() {
+    let _g = serial();
+    let rows = |text: &str| -> Vec<(usize, Vec<u64>)> {
+        text.lines()
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .map(|l| {
+                let mut w = l.split_whitespace().map(|n| n.parse::<u64>().unwrap());
+                (w.next().unwrap() as usize, w.collect())
+            })
+            .collect()
+    };
+    let (old, err, status) = run(&["-t", "2", "-l", "300", "-q", "-H", "400"]);
+    assert!(status.success(), "{err}");
+    let (new, err, status) = run(&[
+        "-t",
+        "2",
+        "-l",
+        "300",
+        "-q",
+        "-H",
+        "400",
+        "--hist-shape",
+        "2.7",
+    ]);
+    assert!(status.success(), "{err}");
+    assert_eq!(rows(&old).len(), 400, "2.4: every row\n{old}");
+    assert!(old.contains("\n# Total:"), "{old}");
+    assert!(!new.contains("# Total:"), "{new}");
+    let kept = rows(&new);
+    assert!(!kept.is_empty(), "{new}");
+    for (row, counts) in &kept {
+        // two threads and the all-threads column
+        assert_eq!(counts.len(), 3, "row {row}: {new}");
+        assert!(counts[2] > 0, "an empty row {row} is printed: {new}");
+        assert_eq!(counts[0] + counts[1], counts[2], "row {row}: {new}");
+    }
+    // every sample of the run is in a kept row or an overflow
+    let total: u64 = kept.iter().map(|(_, c)| c[2]).sum();
+    let overflows: u64 = new
+        .lines()
+        .find_map(|l| l.strip_prefix("# Histogram Overflows:"))
+        .map(|l| l.split_whitespace().last().unwrap().parse().unwrap())
+        .unwrap();
+    assert_eq!(total + overflows, 600, "{new}");
+    assert!(new.contains("\n# Thread 0: "), "{new}");
 }
 
 #[test]

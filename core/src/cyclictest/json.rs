@@ -6,7 +6,7 @@
 
 use core::fmt::{self, Result, Write};
 
-use super::{Options, Rfc2822, Thread};
+use super::{HistShape, Options, Rfc2822, Thread};
 use crate::stats::{quantile, Ppm};
 use crate::tz::WallTime;
 use crate::wire::WakeMode;
@@ -124,10 +124,16 @@ fn field<W: Write>(w: &mut W, indent: &str, key: &str, value: &str, last: bool) 
     w.write_str(if last { "\n" } else { ",\n" })
 }
 
-fn header<W: Write>(w: &mut W, d: &JsonDoc<'_>) -> Result {
+fn header<W: Write>(w: &mut W, d: &JsonDoc<'_>, shape: HistShape) -> Result {
     w.write_str("{\n  \"file_version\": 1,\n")?;
     field(w, "  ", "cmdline:", d.cmdline, false)?;
-    w.write_str("  \"rt_test_version:\": \"2.40\",\n")?;
+    // the release whose document this is: a reader that goes by it
+    // expects the histogram shape it names
+    let version = match shape {
+        HistShape::V2_4 => "2.40",
+        HistShape::V2_7 => "2.10",
+    };
+    writeln!(w, "  \"rt_test_version:\": \"{version}\",")?;
     write!(
         w,
         "  \"start_time\": \"{}\",\n  \"end_time\": \"{}\",\n",
@@ -149,18 +155,24 @@ fn header<W: Write>(w: &mut W, d: &JsonDoc<'_>) -> Result {
 }
 
 /// cyclictest's `"histogram"` object: the rows below the range with
-/// samples; `{      }` when there are none (or no `-h`).
-fn hist_object<W: Write>(w: &mut W, t: &Thread<'_>, us: u32) -> Result {
+/// samples. 2.4: `{      }` when there are none, and the object even
+/// without `-h`; 2.7: a line break after the rows, none at all, and no
+/// object without `-h`.
+fn hist_object<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options) -> Result {
+    let shape = opts.hist_shape;
+    if shape == HistShape::V2_7 && opts.hist_us == 0 {
+        return Ok(());
+    }
     w.write_str("      \"histogram\": {")?;
     let mut first = true;
-    for (i, &n) in t.hist.iter().take(us as usize).enumerate() {
+    for (i, &n) in t.hist.iter().take(opts.hist_us as usize).enumerate() {
         if n > 0 {
             w.write_str(if first { "\n" } else { ",\n" })?;
             write!(w, "        \"{i}\": {n}")?;
             first = false;
         }
     }
-    if !first {
+    if !first || shape == HistShape::V2_7 {
         w.write_char('\n')?;
     }
     w.write_str("      },\n")
@@ -203,7 +215,7 @@ fn thread<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options, last: bool) -> Re
     let c = &t.counters;
     let scale = if opts.nsecs { 1 } else { 1000 };
     writeln!(w, "    \"{}\": {{", t.index)?;
-    hist_object(w, t, opts.hist_us)?;
+    hist_object(w, t, opts)?;
     let avg = Hundredths::of(c.totals.sum, c.totals.count.saturating_mul(scale));
     write!(
         w,
@@ -228,7 +240,7 @@ pub fn json<W: Write>(
     threads: &[Thread<'_>],
     opts: &Options,
 ) -> Result {
-    header(w, doc)?;
+    header(w, doc, opts.hist_shape)?;
     write!(
         w,
         "  \"num_threads\": {},\n  \"resolution_in_ns\": {},\n  \"thread\": {{\n",

@@ -55,6 +55,44 @@ pub struct Thread<'a> {
     pub overflow_cycles: &'a [u64],
 }
 
+/// Which rt-tests release's shape the `-h`/`-H` histogram takes, in the
+/// text and in `--json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HistShape {
+    /// rt-tests 2.4 to 2.6, what rteval and OSADL's scripts read: every
+    /// row from 0 (zeros included), the `# Total:` line, the all-threads
+    /// column (`-H`) with two threads or more, `# Thread N:` with a space
+    /// before each cycle number, and a `"histogram"` object in every
+    /// thread of the JSON document.
+    #[default]
+    V2_4,
+    /// rt-tests 2.7 and later (to 2.10): only the rows some thread has
+    /// samples in, no `# Total:` line, the all-threads column with `-H`
+    /// even for one thread, `# Thread N: ` with the cycle numbers after
+    /// it (`others` once the list is full), and no `"histogram"` object
+    /// without `-h`.
+    V2_7,
+}
+
+impl HistShape {
+    /// The shape named as `--hist-shape` takes it: `2.4` or `2.7`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "2.4" => Some(HistShape::V2_4),
+            "2.7" => Some(HistShape::V2_7),
+            _ => None,
+        }
+    }
+
+    /// Its name, as [`HistShape::parse`] takes it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            HistShape::V2_4 => "2.4",
+            HistShape::V2_7 => "2.7",
+        }
+    }
+}
+
 /// The run-wide settings that shape the formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
@@ -67,6 +105,8 @@ pub struct Options {
     pub hist_all: bool,
     /// `-N`: nanoseconds instead of microseconds.
     pub nsecs: bool,
+    /// Which release's histogram shape (`--hist-shape`).
+    pub hist_shape: HistShape,
 }
 
 impl Thread<'_> {

@@ -1,5 +1,6 @@
-//! The formats against real rt-tests 2.4 output: each fixture is what
-//! Debian's `cyclictest` printed (command line in the file name); the tests
+//! The formats against real rt-tests output: each fixture is what
+//! Debian's `cyclictest` 2.4 printed, or rt-tests 2.10's built from its
+//! tag (`cyclictest-2.10-*`; command line in the file name); the tests
 //! feed the figures it reported back in and expect its bytes.
 
 use std::string::String;
@@ -18,6 +19,11 @@ const Q_TXT: &str = include_str!("fixtures/cyclictest-2.4-q-t2.txt");
 const Q_JSON: &str = include_str!("fixtures/cyclictest-2.4-q-t2.json");
 const SPIKE_TXT: &str = include_str!("fixtures/cyclictest-2.4-q-H3-spike50.txt");
 const BREAK_TXT: &str = include_str!("fixtures/cyclictest-2.4-q-t2-b10.txt");
+const V2_10_H100_TXT: &str = include_str!("fixtures/cyclictest-2.10-q-H100-t2.txt");
+const V2_10_H100_JSON: &str = include_str!("fixtures/cyclictest-2.10-q-H100-t2.json");
+const V2_10_Q_JSON: &str = include_str!("fixtures/cyclictest-2.10-q-t2.json");
+const V2_10_H66_TXT: &str = include_str!("fixtures/cyclictest-2.10-q-H66-t1.txt");
+const V2_10_H66_JSON: &str = include_str!("fixtures/cyclictest-2.10-q-H66-t1.json");
 
 /// The text after cyclictest's first line (`# /dev/cpu_dma_latency ...`).
 fn body(fixture: &str) -> &str {
@@ -112,6 +118,15 @@ fn opts(hist_us: u32, hist_all: bool) -> Options {
         hist_us,
         hist_all,
         nsecs: false,
+        hist_shape: HistShape::V2_4,
+    }
+}
+
+/// [`opts`] in rt-tests 2.7's shape.
+fn opts_2_7(hist_us: u32, hist_all: bool) -> Options {
+    Options {
+        hist_shape: HistShape::V2_7,
+        ..opts(hist_us, hist_all)
     }
 }
 
@@ -206,6 +221,79 @@ fn histogram_text_is_rt_tests_2_4_byte_for_byte() {
     let mut ours = String::new();
     histogram(&mut ours, &t, &opts(100, true)).unwrap();
     assert_eq!(ours, text);
+}
+
+/// rt-tests 2.10's text, in the 2.7 shape: two threads with `-H 100`
+/// (rows with samples only, no `# Total:`), and one thread with `-H 66`
+/// (the rows' all-threads column for one thread, and `others` after a
+/// full list of overflow cycles).
+#[test]
+fn histogram_text_in_the_2_7_shape_is_rt_tests_2_10_byte_for_byte() {
+    let text = body(V2_10_H100_TXT);
+    let h = hists(text, 2, 500);
+    let o0 = overflow_cycles(text, 0);
+    let o1 = overflow_cycles(text, 1);
+    let t = [
+        thread(0, counters(V2_10_H100_JSON, 0), &h[0], &o0),
+        thread(1, counters(V2_10_H100_JSON, 1), &h[1], &o1),
+    ];
+    let mut ours = String::new();
+    histogram(&mut ours, &t, &opts_2_7(100, true)).unwrap();
+    assert_eq!(ours, text);
+    assert!(!ours.contains("# Total:"));
+
+    let text = body(V2_10_H66_TXT);
+    let h = hists(text, 1, 500);
+    let o0 = overflow_cycles(text, 0);
+    assert_eq!(o0.len(), 66, "the fixture lists a full -h 66 of cycles");
+    let t = [thread(0, counters(V2_10_H66_JSON, 0), &h[0], &o0)];
+    let mut ours = String::new();
+    histogram(&mut ours, &t, &opts_2_7(66, true)).unwrap();
+    assert_eq!(ours, text);
+    // the same figures in 2.4's shape differ where 2.7 changed them
+    let mut old = String::new();
+    histogram(&mut old, &t, &opts(66, true)).unwrap();
+    assert_ne!(old, ours);
+    assert!(old.contains("# Total:") && old.contains("# Thread 0: 0"));
+}
+
+/// rt-tests 2.10's JSON, in the 2.7 shape: with `-h`, and without it (no
+/// `"histogram"` object).
+#[test]
+fn json_in_the_2_7_shape_is_rt_tests_2_10_plus_documented_extras() {
+    for (json_fixture, text, us) in [
+        (V2_10_H100_JSON, body(V2_10_H100_TXT), 100),
+        (V2_10_Q_JSON, "", 0),
+    ] {
+        let h = if us > 0 {
+            hists(text, 2, 500)
+        } else {
+            vec![vec![0; DEFAULT_BUCKETS]; 2]
+        };
+        // 2.5 and later leave threads unpinned without -a (latscope pins
+        // them as 2.4 does; docs/cyclictest.md says why)
+        let mut t = [
+            thread(0, counters(json_fixture, 0), &h[0], &[]),
+            thread(1, counters(json_fixture, 1), &h[1], &[]),
+        ];
+        for x in &mut t {
+            x.cpu = -1;
+        }
+        let mut ours = String::new();
+        json(&mut ours, &doc_of(json_fixture), &t, &opts_2_7(us, us > 0)).unwrap();
+        let ours = same_times(&without_extras(&ours), json_fixture);
+        assert_eq!(ours, json_fixture);
+        assert_eq!(ours.contains("\"histogram\""), us > 0);
+    }
+}
+
+#[test]
+fn hist_shapes_are_named_as_the_option_takes_them() {
+    for shape in [HistShape::V2_4, HistShape::V2_7] {
+        assert_eq!(HistShape::parse(shape.name()), Some(shape));
+    }
+    assert_eq!(HistShape::parse("2.10"), None);
+    assert_eq!(HistShape::default(), HistShape::V2_4);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use core::fmt::{Result, Write};
 
-use super::{Options, Thread};
+use super::{HistShape, Options, Thread};
 use crate::stats::{quantile, Ppm};
 use crate::wire::SpikeSample;
 
@@ -92,39 +92,54 @@ fn summary_row<W: Write>(
     w.write_char('\n')
 }
 
-/// The `-h`/`-H` histogram text as rt-tests 2.4 prints it: every row
-/// `0..hist_us` (zeros included), `# Total:`, the min/avg/max lines, the
-/// overflow counts and the cycle numbers of the first overflows, then a
-/// blank line. The all-threads column (`-H`) needs more than one thread.
+/// The `-h`/`-H` histogram text as rt-tests prints it, in the shape of
+/// [`Options::hist_shape`]. 2.4: every row `0..hist_us` (zeros included),
+/// `# Total:`, the min/avg/max lines, the overflow counts and the cycle
+/// numbers of the first overflows, then a blank line; the all-threads
+/// column (`-H`) needs more than one thread. 2.7: the rows with samples
+/// only, no `# Total:`, the rows' all-threads column with `-H` alone.
 pub fn histogram<W: Write>(w: &mut W, threads: &[Thread<'_>], opts: &Options) -> Result {
     let us = opts.hist_us;
+    let shape = opts.hist_shape;
     let all = opts.hist_all && threads.len() > 1;
+    let row_all = match shape {
+        HistShape::V2_4 => all,
+        HistShape::V2_7 => opts.hist_all,
+    };
     w.write_str("# Histogram\n")?;
     for i in 0..us as usize {
+        let row = || {
+            threads
+                .iter()
+                .map(move |t| t.hist.get(i).copied().unwrap_or(0))
+        };
+        let sum = row().fold(0u64, u64::saturating_add);
+        if shape == HistShape::V2_7 && sum == 0 {
+            continue;
+        }
         write!(w, "{i:06} ")?;
-        let mut sum = 0u64;
-        for (j, t) in threads.iter().enumerate() {
-            let n = t.hist.get(i).copied().unwrap_or(0);
-            sum = sum.saturating_add(n);
+        for (j, n) in row().enumerate() {
             if j > 0 {
                 w.write_char('\t')?;
             }
             write!(w, "{n:06}")?;
         }
-        if all {
+        if row_all {
             write!(w, "\t{sum:06}")?;
         }
         w.write_char('\n')?;
     }
     let sum = |f: &dyn Fn(&Thread<'_>) -> u64| threads.iter().map(f).sum::<u64>();
-    let total = all.then(|| sum(&|t| t.in_range(us)));
-    summary_row(
-        w,
-        "# Total:",
-        threads.iter().map(|t| t.in_range(us)),
-        total,
-        9,
-    )?;
+    if shape == HistShape::V2_4 {
+        let total = all.then(|| sum(&|t| t.in_range(us)));
+        summary_row(
+            w,
+            "# Total:",
+            threads.iter().map(|t| t.in_range(us)),
+            total,
+            9,
+        )?;
+    }
     let mins = threads.iter().map(|t| t.min_ns() / 1000);
     summary_row(w, "# Min Latencies:", mins, None, 5)?;
     let avgs = threads.iter().map(|t| t.avg_ns() / 1000);
@@ -143,13 +158,29 @@ pub fn histogram<W: Write>(w: &mut W, threads: &[Thread<'_>], opts: &Options) ->
     )?;
     w.write_str("# Histogram Overflow at cycle number:\n")?;
     for t in threads {
-        write!(w, "# Thread {}:", t.index)?;
         let shown = t.overflow_cycles.len().min(us as usize);
-        for c in &t.overflow_cycles[..shown] {
-            write!(w, " {c:05}")?;
-        }
+        let cycles = &t.overflow_cycles[..shown];
         let o = over(t);
-        if o > shown as u64 {
+        match shape {
+            HistShape::V2_4 => {
+                write!(w, "# Thread {}:", t.index)?;
+                for c in cycles {
+                    write!(w, " {c:05}")?;
+                }
+            }
+            HistShape::V2_7 => {
+                write!(w, "# Thread {}: ", t.index)?;
+                for (k, c) in cycles.iter().enumerate() {
+                    if k > 0 {
+                        w.write_char(' ')?;
+                    }
+                    write!(w, "{c:05}")?;
+                }
+            }
+        }
+        // 2.7 says `others` as soon as its list of `hist_us` is full
+        let full = shape == HistShape::V2_7 && o >= u64::from(us);
+        if o > shown as u64 || full {
             write!(w, " # {:05} others", o - shown as u64)?;
         }
         w.write_char('\n')?;

@@ -251,6 +251,7 @@ fn final_report(session: Session, quiet: bool) -> bool {
         format: Format::Text,
         hist_us: None,
         histofall: false,
+        hist_shape: Default::default(),
     };
     if let Ok(text) = report::render(&d, opts) {
         console::Std::Out.write(text.as_bytes());

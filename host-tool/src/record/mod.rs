@@ -363,6 +363,7 @@ fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
                 format: Format::Text,
                 hist_us: None,
                 histofall: false,
+                hist_shape: Default::default(),
             },
         )?;
         console::Std::Out.write(text.as_bytes());

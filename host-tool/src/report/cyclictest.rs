@@ -6,7 +6,9 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, SpikeTotals, Thread, Uname};
+use latscope_core::cyclictest::{
+    self, EndText, HistShape, JsonDoc, Options, SpikeTotals, Thread, Uname,
+};
 use latscope_core::hist::Totals;
 use latscope_core::seqlock::Counters;
 use latscope_core::tz::WallTime;
@@ -96,14 +98,16 @@ fn threads<'a>(run: &'a Run, hists: &'a [Vec<u64>]) -> Vec<Thread<'a>> {
         .collect()
 }
 
-/// The formats of the run: its `-H` (or the host's `--histofall`) and `-N`.
-fn options(run: &Run, hist_us: u32, histofall: bool) -> Options {
+/// The formats of the run: its `-H` (or the host's `--histofall`), `-N`,
+/// and the histogram's shape (the host's `--hist-shape`).
+fn options(run: &Run, hist_us: u32, histofall: bool, shape: HistShape) -> Options {
     let c = &run.hello.config;
     Options {
         layout: run.layout,
         hist_us,
         hist_all: histofall || c.hist_all,
         nsecs: c.nsecs,
+        hist_shape: shape,
     }
 }
 
@@ -129,9 +133,15 @@ fn from_version_1(run: &Run) -> bool {
 }
 
 /// The target's end-of-run text of one run, with the `-h US` (or `-H US`
-/// with `histofall`) histogram. Of a version 1 recording, the histogram
-/// alone, as the host has always printed it.
-pub(crate) fn hist_text(out: &mut String, run: &Run, range: u32, histofall: bool) {
+/// with `histofall`) histogram in rt-tests `shape`. Of a version 1
+/// recording, the histogram alone, as the host has always printed it.
+pub(crate) fn hist_text(
+    out: &mut String,
+    run: &Run,
+    range: u32,
+    histofall: bool,
+    shape: HistShape,
+) {
     let h = hists(run);
     let t = threads(run, &h);
     let v1 = from_version_1(run);
@@ -142,7 +152,7 @@ pub(crate) fn hist_text(out: &mut String, run: &Run, range: u32, histofall: bool
     };
     let e = EndText {
         threads: &t,
-        opts: options(run, range, histofall),
+        opts: options(run, range, histofall, shape),
         status_lines: false,
         extras: !v1,
         spikes: spikes.as_ref().map(|(s, n)| (s.as_slice(), *n)),
@@ -199,7 +209,13 @@ fn spike_totals(run: &Run) -> Option<SpikeTotals> {
 }
 
 /// The target's `--json` document of one run; `end` as in [`times`].
-pub(crate) fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> String {
+pub(crate) fn json(
+    run: &Run,
+    range: u32,
+    end: SystemTime,
+    return_code: i32,
+    shape: HistShape,
+) -> String {
     let h = &run.hello;
     let (start, end) = times(run, end);
     let doc = JsonDoc {
@@ -222,7 +238,7 @@ pub(crate) fn json(run: &Run, range: u32, end: SystemTime, return_code: i32) -> 
     let h = hists(run);
     let t = threads(run, &h);
     let mut out = String::new();
-    let _ = cyclictest::json(&mut out, &doc, &t, &options(run, range, false));
+    let _ = cyclictest::json(&mut out, &doc, &t, &options(run, range, false, shape));
     out
 }
 
@@ -271,7 +287,13 @@ mod tests {
         });
         let run = s.agg.current().unwrap();
         let mut out = String::new();
-        hist_text(&mut out, run, range_us(run, None).unwrap(), histofall);
+        hist_text(
+            &mut out,
+            run,
+            range_us(run, None).unwrap(),
+            histofall,
+            HistShape::V2_4,
+        );
         // latscope's own `# T:` lines are a documented extra
         out.lines()
             .filter(|l| !l.starts_with("# T:"))
@@ -343,7 +365,7 @@ mod tests {
         let t = &run.threads[0];
         assert!(!t.spikes.overflow_cycles.is_empty());
         let mut out = String::new();
-        hist_text(&mut out, run, 20, false);
+        hist_text(&mut out, run, 20, false, HistShape::V2_4);
         let line = out.lines().find(|l| l.starts_with("# Thread 0:")).unwrap();
         let first = t.spikes.overflow_cycles[0];
         assert!(
@@ -361,7 +383,13 @@ mod tests {
             ..SynthConfig::default()
         });
         let run = s.agg.current().unwrap();
-        let text = json(run, 20, UNIX_EPOCH + Duration::from_secs(1_795_997_122), 0);
+        let text = json(
+            run,
+            20,
+            UNIX_EPOCH + Duration::from_secs(1_795_997_122),
+            0,
+            HistShape::V2_4,
+        );
         let ours: Value = serde_json::from_str(&text).unwrap();
         let keys = |v: &Value| -> Vec<String> { v.as_object().unwrap().keys().cloned().collect() };
         let gk = keys(&golden);
@@ -388,7 +416,7 @@ mod tests {
         assert!(h.keys().all(|k| k.parse::<u32>().unwrap() < 20));
         assert!(h.values().all(|v| v.as_u64().unwrap() > 0));
         // Without -h: an empty histogram object per thread, as cyclictest.
-        let text = json(run, 0, UNIX_EPOCH, 0);
+        let text = json(run, 0, UNIX_EPOCH, 0, HistShape::V2_4);
         assert!(text.contains("      \"histogram\": {      },\n"));
     }
 }

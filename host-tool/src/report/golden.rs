@@ -48,6 +48,7 @@ fn report(name: &str, version: u8, bytes: &[u8], format: Format) -> String {
         format,
         hist_us: None,
         histofall: false,
+        hist_shape: Default::default(),
     };
     render(&[d], opts).expect("renders")
 }

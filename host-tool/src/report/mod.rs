@@ -21,6 +21,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 use serde_json::{json, Value};
 
+use latscope_core::cyclictest::HistShape;
 use latscope_core::wire::LinkStats;
 
 use crate::aggregate::Run;
@@ -57,6 +58,9 @@ pub struct Options {
     pub hist_us: Option<u32>,
     /// cyclictest `-H`: add a column summing all threads.
     pub histofall: bool,
+    /// Which rt-tests release's histogram shape the cyclictest formats
+    /// take.
+    pub hist_shape: HistShape,
 }
 
 /// One decoded input with when it ended.
@@ -115,7 +119,7 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
             for d in inputs {
                 for run in &d.session.agg.runs {
                     let r = cyclictest::range_us(run, opts.hist_us)?;
-                    cyclictest::hist_text(&mut out, run, r, opts.histofall);
+                    cyclictest::hist_text(&mut out, run, r, opts.histofall, opts.hist_shape);
                 }
             }
         }
@@ -125,7 +129,7 @@ pub fn render(inputs: &[Decoded], opts: Options) -> Result<String> {
                 for run in &d.session.agg.runs {
                     let r = cyclictest::json_range_us(run, opts.hist_us)?;
                     let rc = if run_ok(run, &d.session.link()) { 0 } else { 1 };
-                    docs.push(cyclictest::json(run, r, d.end, rc));
+                    docs.push(cyclictest::json(run, r, d.end, rc, opts.hist_shape));
                 }
             }
             // one run: the target's document; several: an array of them

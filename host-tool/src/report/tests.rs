@@ -46,6 +46,7 @@ fn report(bytes: &[u8], format: Format) -> String {
         format,
         hist_us: None,
         histofall: false,
+        hist_shape: Default::default(),
     };
     render(&[d], opts).expect("renders")
 }

@@ -50,6 +50,7 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
         hist_us: cfg.hist_us,
         hist_all: cfg.hist_all,
         nsecs: cfg.nsecs,
+        hist_shape: cfg.hist_shape,
     };
     let mut failed = Vec::new();
     // cyclictest writes --json before the end-of-run text

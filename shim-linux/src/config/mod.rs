@@ -20,6 +20,7 @@ mod parse;
 mod plan;
 mod values;
 
+use latscope_core::cyclictest::HistShape;
 use latscope_core::wire::{ClockKind, Policy, StartAlign, WakeMode};
 
 use crate::bench::Knobs;
@@ -92,6 +93,8 @@ pub struct Config {
     pub hist_us: u32,
     /// `-H`: add the all-threads column.
     pub hist_all: bool,
+    /// `--hist-shape`: which rt-tests release's histogram shape.
+    pub hist_shape: HistShape,
     /// `--histfile`.
     pub histfile: Option<String>,
     /// `--json`.
@@ -110,6 +113,9 @@ pub struct Config {
     pub mainaffinity: Option<CpuList>,
     /// `--latency`.
     pub latency_us: i32,
+    /// `--deepest-idle-state`: the deepest idle state the measured CPUs
+    /// may enter (-1: none), instead of holding `/dev/cpu_dma_latency`.
+    pub deepest_idle_state: Option<i32>,
     /// `--default-system`.
     pub default_system: bool,
     /// mlockall (on unless `--no-mlock`).
@@ -186,6 +192,7 @@ impl Default for Config {
             tracemark: false,
             hist_us: 0,
             hist_all: false,
+            hist_shape: HistShape::V2_4,
             histfile: None,
             json: None,
             nsecs: false,
@@ -195,6 +202,7 @@ impl Default for Config {
             clock: ClockKind::Monotonic,
             mainaffinity: None,
             latency_us: 0,
+            deepest_idle_state: None,
             default_system: false,
             mlock: true,
             best_effort: false,
@@ -250,7 +258,8 @@ impl Config {
     /// The flags that let this run go on without privilege, for an exit
     /// status 3 message: one for each privileged step the command line
     /// still asks for (memory locking, the root-only
-    /// `/dev/cpu_dma_latency`, a real-time policy), so that one retry with
+    /// `/dev/cpu_dma_latency`, the root-only cpuidle files of
+    /// `--deepest-idle-state`, a real-time policy), so that one retry with
     /// all of them runs as any user.
     pub fn unprivileged_flags(&self) -> String {
         let mut f = Vec::new();
@@ -272,7 +281,12 @@ impl Config {
                 "--policy other"
             });
         }
-        f.join(" ")
+        let flags = f.join(" ");
+        match (self.deepest_idle_state.is_some(), flags.is_empty()) {
+            (false, _) => flags,
+            (true, true) => "no --deepest-idle-state".into(),
+            (true, false) => format!("{flags}, and no --deepest-idle-state"),
+        }
     }
 
     /// SCHED_DEADLINE runtime, deadline and period in ns.

@@ -16,6 +16,7 @@ pub enum Opt {
     Breaktrace,
     Clock,
     DefaultSystem,
+    DeepestIdleState,
     Distance,
     Duration,
     Latency,
@@ -61,6 +62,7 @@ pub enum Opt {
     DeadlineDeadline,
     DeadlinePeriod,
     Explain,
+    HistShape,
     SelfCheck,
     Version,
     SelfCheckProbe,
@@ -195,6 +197,17 @@ pub const OPTIONS: &[Spec] = &[
         None,
         No,
         Text("leave /dev/cpu_dma_latency alone"),
+    ),
+    ct(
+        Opt::DeepestIdleState,
+        "deepest-idle-state",
+        None,
+        Required("N"),
+        Text(
+            "idle states deeper than N disabled on the measured CPUs\n\
+             (-1: all), instead of /dev/cpu_dma_latency; restored at\n\
+             exit, and after a kill at the next start (cyclictest 2.8)",
+        ),
     ),
     ct(
         Opt::Distance,
@@ -555,6 +568,16 @@ pub const OPTIONS: &[Spec] = &[
         "explain",
         Required("US"),
         Text("attribute samples above US to IRQs, softirqs and tasks"),
+    ),
+    own(
+        Opt::HistShape,
+        "hist-shape",
+        Required("VERSION"),
+        Text(
+            "histogram text and --json as rt-tests VERSION prints them:\n\
+             2.4 (default: every row, # Total:) or 2.7 (and later:\n\
+             rows with samples only, no total)",
+        ),
     ),
     own(
         Opt::SelfCheck,

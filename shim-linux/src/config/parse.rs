@@ -8,6 +8,7 @@
 //! (a number with trailing characters, a negative `--latency`), latscope
 //! reads it the same way and adds a note.
 
+use latscope_core::cyclictest::HistShape;
 use latscope_core::layout::MAX_LINEAR_US;
 use latscope_core::wire::{ClockKind, Policy, StartAlign};
 
@@ -118,6 +119,9 @@ impl Parser {
             Opt::Spike => self.cfg.spike_us = self.int(g, 0, MAX_US)? as u64,
             Opt::SpikeNodes => self.spike_nodes(g)?,
             Opt::Latency => self.latency(g)?,
+            Opt::DeepestIdleState => {
+                self.cfg.deepest_idle_state = Some(self.int(g, -1, MAX_IDLE_STATE)? as i32);
+            }
             Opt::Policy => self.cfg.policy = policy(v)?,
             Opt::Fifo => self.cfg.fifo = Some(nonempty(&g.spelled, v)?),
             Opt::Histfile => self.cfg.histfile = Some(nonempty(&g.spelled, v)?),
@@ -131,6 +135,10 @@ impl Parser {
             Opt::DeadlineDeadline => self.cfg.dl_deadline_us = us(1)?,
             Opt::DeadlinePeriod => self.cfg.dl_period_us = us(1)?,
             Opt::Explain => self.cfg.explain_us = us(1)?,
+            Opt::HistShape => {
+                self.cfg.hist_shape = HistShape::parse(v)
+                    .ok_or_else(|| Error::usage(format!("{} '{v}': not 2.4 or 2.7", g.spelled)))?;
+            }
             // the proof scripts'
             Opt::BallastMib => {
                 self.cfg.bench.ballast_mib = parse_u64(&g.spelled, v, 0, bench::MAX_BALLAST_MIB)?;
@@ -305,6 +313,10 @@ impl Parser {
         Ok(())
     }
 }
+
+/// The deepest `--deepest-idle-state` (the kernel's `CPUIDLE_STATE_MAX`
+/// is 10).
+const MAX_IDLE_STATE: i64 = 9;
 
 /// `--policy`: as cyclictest's `handlepolicy`, a name compared on its
 /// first letters without case (`FIFO`, `fifo99`), plus `normal` and

@@ -264,7 +264,7 @@ fn fields(c: &Config) -> Vec<(&'static str, String)> {
         }};
     }
     named![
-        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, self_check, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, cmdline;
+        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, hist_shape, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, deepest_idle_state, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, self_check, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, cmdline;
         bench: ballast_mib, no_exit_demote, self_check_probe
     ]
 }
@@ -291,6 +291,7 @@ fn effect(
         Opt::Distance => (&[], Some("100"), &["distance_us"]),
         Opt::Duration => (&[], Some("5"), &["duration_ns"]),
         Opt::Latency => (&[], Some("10"), &["latency_us"]),
+        Opt::DeepestIdleState => (&[], Some("1"), &["deepest_idle_state"]),
         Opt::Fifo => (&[], Some("/tmp/f"), &["fifo"]),
         Opt::Histogram => (&[], Some("100"), &["hist_us"]),
         Opt::Histofall => (&[], Some("100"), &["hist_us", "hist_all"]),
@@ -349,6 +350,7 @@ fn effect(
             &["dl_period_us"],
         ),
         Opt::Explain => (&[], Some("50"), &["explain_us"]),
+        Opt::HistShape => (&["-h", "10"], Some("2.7"), &["hist_shape"]),
         Opt::SelfCheck => (&[], None, &["self_check"]),
         // the probe proves the self-check, so it turns it on
         Opt::SelfCheckProbe => (&[], None, &["self_check_probe", "self_check"]),
