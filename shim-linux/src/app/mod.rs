@@ -101,6 +101,11 @@ fn run(cfg: &Config) -> i32 {
     if cfg.bench.no_exit_demote {
         let cpu = config::first_pinned_cpu(cfg, &linux::available_cpus());
         bench::naive_exit(cpu, cfg.policy, cfg.priority, &mut held);
+        if let Some(limit) = held.idle.take() {
+            if let Err(e) = limit.restore() {
+                output::note(&format!("latscope: {e}"));
+            }
+        }
         linux::status_files::remove_all();
     } else {
         exit::teardown(&mut held);

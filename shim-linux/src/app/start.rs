@@ -192,6 +192,9 @@ fn announce(cfg: &Config, s: &Setup) {
     if let Some(us) = s.dma_latency {
         head.push_str(&format!("# /dev/cpu_dma_latency set to {us}us\n"));
     }
+    if let Some(line) = &s.idle_limit {
+        head.push_str(line);
+    }
     s.console.human.write(head.as_bytes());
 }
 

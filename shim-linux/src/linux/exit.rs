@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use latscope_core::wire::MAX_THREADS;
 use rustix::fd::OwnedFd;
 
+use super::cpuidle::{self, IdleLimit};
 use super::{status_files, sys};
 
 /// TIDs of the measuring threads, for the panic hook (0 = empty slot).
@@ -79,6 +80,7 @@ pub fn install_panic_hook() {
         demote_all_registered();
         let _ = sys::demote(0);
         let _ = rustix::mm::munlockall();
+        cpuidle::restore_own();
         status_files::remove_all();
         default(info);
         if is_pid1() {
@@ -94,6 +96,8 @@ pub struct Held {
     pub dma: Option<OwnedFd>,
     /// Whether memory was locked.
     pub locked: bool,
+    /// The idle states `--deepest-idle-state` limited.
+    pub idle: Option<IdleLimit>,
     /// Demote before exit (off only for the exit experiment).
     pub demote: bool,
     /// Ballast memory of the exit experiment.
@@ -101,8 +105,9 @@ pub struct Held {
 }
 
 /// The end of every run after set-up began: demote the main thread,
-/// unlock memory, drop the latency request, in that order; then remove the
-/// status files (`/dev/shm/cyclictest<PID>`, `-F`).
+/// unlock memory, drop the latency request, write the idle states back,
+/// in that order; then remove the status files (`/dev/shm/cyclictest<PID>`,
+/// `-F`).
 pub fn teardown(held: &mut Held) {
     if held.demote {
         demote_all_registered();
@@ -113,6 +118,11 @@ pub fn teardown(held: &mut Held) {
         held.locked = false;
     }
     drop(held.dma.take());
+    if let Some(limit) = held.idle.take() {
+        if let Err(e) = limit.restore() {
+            eprintln!("latscope: {e}");
+        }
+    }
     status_files::remove_all();
 }
 

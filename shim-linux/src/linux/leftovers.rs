@@ -1,8 +1,9 @@
 //! What latscope processes that ended without cleaning up (SIGKILL, a
 //! crash, a power cut of a container) left behind: their trace instances
-//! `instances/latscope-PID` and their status files
-//! `/dev/shm/cyclictest<PID>`. Every run removes them at start and says so
-//! in one line.
+//! `instances/latscope-PID`, their status files `/dev/shm/cyclictest<PID>`
+//! and the idle states they limited (`--deepest-idle-state`, saved in
+//! `/dev/shm/latscope-cpuidle<PID>`). Every run removes them (writing the
+//! idle states back) at start and says so in one line.
 //!
 //! A trace instance goes when its process is not a live latscope (see
 //! [`remove_stale_instances`]); a status file when its process no longer
@@ -13,6 +14,7 @@
 use std::fs;
 use std::path::Path;
 
+use super::cpuidle;
 use super::tracefs::{find_tracefs, remove_stale_instances};
 
 /// Where status files are.
@@ -33,6 +35,7 @@ pub fn sweep() -> Option<String> {
     for (pid, path) in remove_stale_status_files(Path::new(SHM)) {
         removed.push((pid, path));
     }
+    removed.extend(cpuidle::sweep(Path::new(cpuidle::SYSFS), Path::new(SHM)));
     line(&removed)
 }
 

@@ -5,6 +5,7 @@
 //! Nothing here knows the command line or the threads of a run.
 
 pub mod clock;
+pub mod cpuidle;
 pub mod doorbell;
 pub mod exit;
 pub mod interrupts;

@@ -189,6 +189,12 @@ pub fn loadavg(buf: &mut [u8; 128]) -> &str {
     read_into("/proc/loadavg", buf).map_or("", str::trim_end)
 }
 
+/// True if `pid` is a live latscope process (its comm starts with
+/// `latscope`): what such a process left behind is still its own.
+pub fn latscope_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("latscope"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,8 @@
 //! here, or with `--best-effort` becomes a degradation the output and the
 //! stream report.
 
+use std::path::Path;
+
 use latscope_core::cycle::CycleConfig;
 use latscope_core::layout::Layout;
 use latscope_core::tz::WallTime;
@@ -17,6 +19,7 @@ use crate::config::{self, Config, ThreadPlan};
 use crate::error::Error;
 use crate::link::Sink;
 use crate::linux::clock::LinuxClock;
+use crate::linux::cpuidle::{self, IdleLimit};
 use crate::linux::exit::Held;
 use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
@@ -71,6 +74,9 @@ pub struct Setup {
     pub deg: Degradations,
     /// The value held in `/dev/cpu_dma_latency`, if held.
     pub dma_latency: Option<i32>,
+    /// `--deepest-idle-state`'s line for the human output, if it limited
+    /// the idle states.
+    pub idle_limit: Option<String>,
     /// latscope mounted tracefs for `--explain` or `--tracemark`.
     pub tracefs_mounted: bool,
     /// `--tracemark`.
@@ -177,6 +183,7 @@ impl Setup {
             held.ballast = bench::ballast(cfg.bench.ballast_mib);
         }
         let dma_latency = dma_latency(cfg, held, &mut deg)?;
+        let idle_limit = idle_limit(cfg, &plans, &available, held, &mut deg)?;
         let snapshot = cyclictest::snapshot();
         let fifo = cyclictest::fifo(cfg);
         let tracefs = find_or_mount_tracefs(cfg, &mut deg);
@@ -209,6 +216,7 @@ impl Setup {
             mainaffinity,
             deg,
             dma_latency,
+            idle_limit,
             tracefs_mounted,
             tracemark,
             coarse_cpus,
@@ -263,6 +271,51 @@ fn nodes(cfg: &Config, plans: &[ThreadPlan]) -> Vec<i32> {
         .collect()
 }
 
+/// `--deepest-idle-state`: the measured CPUs' deeper idle states
+/// disabled (all available CPUs if a thread is not pinned), held for the
+/// exit discipline to write back; the line that says so.
+fn idle_limit(
+    cfg: &Config,
+    plans: &[ThreadPlan],
+    available: &[usize],
+    held: &mut Held,
+    deg: &mut Degradations,
+) -> Result<Option<String>, Error> {
+    let Some(deepest) = cfg.deepest_idle_state else {
+        return Ok(None);
+    };
+    let mut cpus: Vec<usize> = match plans.iter().map(|p| p.cpu).collect::<Option<Vec<_>>>() {
+        Some(pinned) => pinned,
+        None => available.to_vec(),
+    };
+    cpus.sort_unstable();
+    cpus.dedup();
+    let limit = IdleLimit::apply(
+        Path::new(cpuidle::SYSFS),
+        Path::new(cpuidle::SAVE_DIR),
+        std::process::id(),
+        &cpus,
+        deepest,
+    );
+    match limit {
+        Ok(l) => {
+            let line = format!(
+                "# idle states deeper than {deepest} disabled on CPUs {} ({} of them)\n",
+                l.cpus(),
+                l.disabled
+            );
+            held.idle = Some(l);
+            Ok(Some(line))
+        }
+        Err(Error::Privilege { what, .. }) if cfg.best_effort => {
+            deg.warnings
+                .push(format!("degraded: idle states not limited ({what})"));
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The PM QoS device of the CPUs' idle-state latency.
 const DMA_LATENCY: &str = "/dev/cpu_dma_latency";
 
@@ -279,6 +332,11 @@ fn dma_latency(
         } else {
             eprintln!("latscope: not setting cpu_dma_latency (--default-system)");
         }
+        return Ok(None);
+    }
+    if cfg.deepest_idle_state.is_some() {
+        // cyclictest 2.8's words
+        eprintln!("latscope: not setting cpu_dma_latency, --deepest-idle-state is set instead");
         return Ok(None);
     }
     match hold_dma_latency(cfg.latency_us) {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use crate::linux::procfs::latscope_alive;
 use latscope_core::explain::{parse_line, Attribution, Classifier, EventKind, Window};
 
 use super::marker::{MarkShared, NO_CPU};
@@ -19,12 +20,6 @@ use rustix::io::Errno;
 /// reads): a storm's backlog of spikes is explained from them, in memory
 /// bounded by this many copies of the CPU's buffer as text.
 const KEPT_READS: usize = 3;
-
-/// True if `pid` is a live latscope process (its comm starts with
-/// `latscope`), so its instance must be left alone.
-fn latscope_alive(pid: u32) -> bool {
-    fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.starts_with("latscope"))
-}
 
 /// Removes `instances/latscope-PID` of processes that are gone (at the
 /// start of every run, and before a tracer creates its own). Returns the
