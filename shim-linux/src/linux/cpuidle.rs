@@ -117,15 +117,20 @@ fn cpus_of(saved: &[Saved]) -> String {
         .join(",")
 }
 
-/// A live latscope other than `pid` that limits one of `cpus`, from its
-/// saved values in `save_dir`: its pid and that CPU. (Two at once would
+/// A live latscope (by `alive`) other than `pid` that limits one of
+/// `cpus`, from its saved values in `save_dir`: its pid and that CPU. (Two at once would
 /// each write back what it found: the second, the first's limit.)
-fn limited_by_another(save_dir: &Path, pid: u32, cpus: &[usize]) -> Option<(u32, usize)> {
+fn limited_by_another(
+    save_dir: &Path,
+    pid: u32,
+    cpus: &[usize],
+    alive: fn(u32) -> bool,
+) -> Option<(u32, usize)> {
     let entries = fs::read_dir(save_dir).ok()?;
     entries.flatten().find_map(|entry| {
         let name = entry.file_name();
         let other: u32 = name.to_str()?.strip_prefix(SAVE_PREFIX)?.parse().ok()?;
-        if other == pid || !latscope_alive(other) {
+        if other == pid || !alive(other) {
             return None;
         }
         let text = fs::read_to_string(entry.path()).ok()?;
@@ -161,7 +166,20 @@ impl IdleLimit {
         cpus: &[usize],
         deepest: i32,
     ) -> Result<IdleLimit, Error> {
-        if let Some((other, cpu)) = limited_by_another(save_dir, pid, cpus) {
+        Self::apply_beside(root, save_dir, pid, cpus, deepest, latscope_alive)
+    }
+
+    /// [`IdleLimit::apply`], with `alive` saying which pids are live
+    /// latscope processes.
+    fn apply_beside(
+        root: &Path,
+        save_dir: &Path,
+        pid: u32,
+        cpus: &[usize],
+        deepest: i32,
+        alive: fn(u32) -> bool,
+    ) -> Result<IdleLimit, Error> {
+        if let Some((other, cpu)) = limited_by_another(save_dir, pid, cpus, alive) {
             return Err(Error::Unavailable(format!(
                 "--deepest-idle-state: latscope {other} limits CPU {cpu}'s idle states \
                  already (one such run at a time: each writes back what it found)"
@@ -450,10 +468,11 @@ mod tests {
     #[test]
     fn a_cpu_another_live_latscope_limits_is_refused() {
         let s = FakeSysfs::new("another", &[&["0", "0"], &["0", "0"]]);
-        // this test program is a live "latscope…" process: the other run
-        let other = std::process::id();
+        // pid 9 is a live latscope here, the other run
+        let alive: fn(u32) -> bool = |pid| pid == 9;
+        let other = 9;
         fs::write(save_file(&s.shm(), other), "1 0 0\n1 1 0\n").unwrap();
-        let e = IdleLimit::apply(&s.root(), &s.shm(), 7, &[0, 1], 0).unwrap_err();
+        let e = IdleLimit::apply_beside(&s.root(), &s.shm(), 7, &[0, 1], 0, alive).unwrap_err();
         assert!(
             e.to_string().contains(&format!(
                 "latscope {other} limits CPU 1's idle states already"
@@ -464,9 +483,17 @@ mod tests {
             (s.values(0), s.values(1)),
             (s2(&["0", "0"]), s2(&["0", "0"]))
         );
-        // a CPU it does not limit is free
-        let limit = IdleLimit::apply(&s.root(), &s.shm(), 7, &[0], 0).unwrap();
+        // a CPU it does not limit is free; a dead latscope's limit is a
+        // leftover, not a refusal
+        let limit = IdleLimit::apply_beside(&s.root(), &s.shm(), 7, &[0], 0, alive).unwrap();
         assert_eq!(s.values(0), ["0", "1"]);
+        limit.restore().unwrap();
+        let nobody: fn(u32) -> bool = |_| false;
+        let limit = IdleLimit::apply_beside(&s.root(), &s.shm(), 7, &[0, 1], 0, nobody).unwrap();
+        assert_eq!(
+            (s.values(0), s.values(1)),
+            (s2(&["0", "1"]), s2(&["0", "1"]))
+        );
         limit.restore().unwrap();
     }
 
