@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::procfs::latscope_alive;
+use super::procfs::{latscope_alive, pid_after};
 use crate::error::Error;
 
 /// Where sysfs is mounted.
@@ -128,8 +128,7 @@ fn limited_by_another(
 ) -> Option<(u32, usize)> {
     let entries = fs::read_dir(save_dir).ok()?;
     entries.flatten().find_map(|entry| {
-        let name = entry.file_name();
-        let other: u32 = name.to_str()?.strip_prefix(SAVE_PREFIX)?.parse().ok()?;
+        let other = pid_after(&entry.file_name(), SAVE_PREFIX)?;
         if other == pid || !alive(other) {
             return None;
         }
@@ -291,13 +290,7 @@ pub fn sweep(root: &Path, save_dir: &Path) -> Vec<(u32, String)> {
     };
     let mut restored = Vec::new();
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(SAVE_PREFIX))
-            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = pid_after(&entry.file_name(), SAVE_PREFIX) else {
             continue;
         };
         if pid == me || latscope_alive(pid) {

@@ -15,6 +15,7 @@ use std::fs;
 use std::path::Path;
 
 use super::cpuidle;
+use super::procfs::pid_after;
 use super::tracefs::{find_tracefs, remove_stale_instances};
 
 /// Where status files are.
@@ -68,13 +69,7 @@ fn remove_stale_status_files(dir: &Path) -> Vec<(u32, String)> {
     };
     let mut removed = Vec::new();
     for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(STATUS_PREFIX))
-            .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = pid_after(&entry.file_name(), STATUS_PREFIX) else {
             continue;
         };
         if pid == me || pid == 0 || Path::new(&format!("/proc/{pid}")).exists() {

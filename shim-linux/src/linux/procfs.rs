@@ -189,6 +189,15 @@ pub fn loadavg(buf: &mut [u8; 128]) -> &str {
     read_into("/proc/loadavg", buf).map_or("", str::trim_end)
 }
 
+/// The pid a file named `PREFIX<PID>` belongs to (`cyclictest4242`,
+/// `latscope-cpuidle4242`): digits only after `prefix`, else `None`.
+pub fn pid_after(name: &std::ffi::OsStr, prefix: &str) -> Option<u32> {
+    name.to_str()
+        .and_then(|n| n.strip_prefix(prefix))
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|p| p.parse().ok())
+}
+
 /// True if `pid` is a live latscope process (its comm starts with
 /// `latscope`): what such a process left behind is still its own.
 pub fn latscope_alive(pid: u32) -> bool {
