@@ -156,11 +156,20 @@ pub fn histogram<W: Write>(w: &mut W, threads: &[Thread<'_>], opts: &Options) ->
         all_over,
         5,
     )?;
+    overflow_lines(w, threads, opts)?;
+    w.write_char('\n')
+}
+
+/// The histogram's `# Histogram Overflow at cycle number:` and `# Thread N:`
+/// lines, in the shape of [`Options::hist_shape`].
+fn overflow_lines<W: Write>(w: &mut W, threads: &[Thread<'_>], opts: &Options) -> Result {
+    let us = opts.hist_us;
+    let shape = opts.hist_shape;
     w.write_str("# Histogram Overflow at cycle number:\n")?;
     for t in threads {
         let shown = t.overflow_cycles.len().min(us as usize);
         let cycles = &t.overflow_cycles[..shown];
-        let o = over(t);
+        let o = t.overflows(&opts.layout, us);
         match shape {
             HistShape::V2_4 => {
                 write!(w, "# Thread {}:", t.index)?;
@@ -185,7 +194,7 @@ pub fn histogram<W: Write>(w: &mut W, threads: &[Thread<'_>], opts: &Options) ->
         }
         w.write_char('\n')?;
     }
-    w.write_char('\n')
+    Ok(())
 }
 
 /// One `-v` line: `thread:cycle:value`, value in µs (ns with `nsecs`).
