@@ -29,6 +29,17 @@ pub enum Error {
     IllegalLayout,
     /// The bucket runs of a delta or snapshot frame do not decode.
     BadRuns,
+    /// A page of the kernel's binary trace does not decode: the byte
+    /// offset in the page, and why.
+    BadTracePage {
+        /// Where in the page.
+        offset: u32,
+        /// What is wrong there.
+        why: &'static str,
+    },
+    /// A trace format file (`events/header_page`, an event's `format`)
+    /// does not read (why).
+    BadTraceFormat(&'static str),
 }
 
 impl fmt::Display for Error {
@@ -49,6 +60,10 @@ impl fmt::Display for Error {
                 f.write_str("histogram layout larger than any latscope target produces")
             }
             Error::BadRuns => f.write_str("malformed bucket runs in a histogram frame"),
+            Error::BadTracePage { offset, why } => {
+                write!(f, "trace page: {why} (at byte {offset})")
+            }
+            Error::BadTraceFormat(why) => write!(f, "trace format: {why}"),
         }
     }
 }

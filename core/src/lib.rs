@@ -11,6 +11,8 @@
 //! * [`cycle`]: deadlines, latency and missed periods, driven by a [`cycle::Clock`];
 //! * [`explain`]: a tracefs text parser and a classifier that attributes a
 //!   spike's time to IRQs, softirqs and tasks, exactly;
+//! * [`ringbuf`]: the kernel's binary trace (`trace_pipe_raw` pages)
+//!   decoded into the classifier's events;
 //! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
 //! * `console`: the rule both programs' standard streams follow after a
 //!   failed write (where the target has 64-bit atomics);
@@ -38,6 +40,7 @@ pub mod layout;
 #[cfg(test)]
 mod proptest_cases;
 pub mod protocol;
+pub mod ringbuf;
 pub mod seqlock;
 pub mod stats;
 pub mod tz;
