@@ -131,3 +131,65 @@ pub fn host(data: &[u8]) {
     };
     render(&d, opts).expect("a text report renders");
 }
+
+/// The format files of the events the classifier reads, as an x86-64
+/// kernel (6.18) wrote them: the decoder's formats for [`ringbuf`].
+const FORMATS: [&str; 7] = [
+    include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/irq_handler_entry.format"),
+    include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/irq_handler_exit.format"),
+    include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/softirq_entry.format"),
+    include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/softirq_exit.format"),
+    include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/sched_switch.format"),
+    include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/sched_wakeup.format"),
+    include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/print.format"),
+];
+
+/// The binary trace decoder: the same bytes, read as a format file, parse
+/// or are refused; read as a page (after a first byte that picks the
+/// 64-bit or the 32-bit header), they decode or give an error that names
+/// a byte inside the page, never a panic.
+pub fn ringbuf(data: &[u8]) {
+    use latscope_core::ringbuf::{Decoder, EventFormats, Page, PageHeader};
+    use latscope_core::Error;
+    let text = String::from_utf8_lossy(data);
+    let _ = PageHeader::parse(&text);
+    let mut formats = EventFormats::new();
+    for f in FORMATS {
+        assert_eq!(formats.add(f), Ok(true), "a fixture format is refused");
+    }
+    let _ = formats.add(&text);
+    let Some((&pick, page)) = data.split_first() else {
+        return;
+    };
+    let header = if pick & 1 == 0 {
+        PageHeader::LONG_8
+    } else {
+        PageHeader::LONG_4
+    };
+    let inside = |e: Error| match e {
+        Error::BadTracePage { offset, .. } => {
+            assert!(
+                (offset as usize) < page.len().max(64),
+                "error at {offset}, past the page"
+            )
+        }
+        other => panic!("a page gave {other:?}"),
+    };
+    let mut dec = Decoder::new(formats);
+    match Page::new(header, page) {
+        Err(e) => inside(e),
+        Ok(p) => {
+            for raw in p.events() {
+                match raw {
+                    Ok(raw) => {
+                        assert!(raw.payload.len() <= page.len());
+                        if let Err(e) = dec.decode(0, &raw) {
+                            inside(e);
+                        }
+                    }
+                    Err(e) => inside(e),
+                }
+            }
+        }
+    }
+}

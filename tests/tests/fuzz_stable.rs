@@ -348,6 +348,30 @@ fn fuzz_trace() {
     fuzz("trace", s, checks::trace);
 }
 
+#[test]
+fn fuzz_ringbuf() {
+    let s = prop_oneof![
+        3 => mutated(corpus("ringbuf")),
+        1 => proptest::collection::vec(any::<u8>(), 0..256),
+        // A page header claiming a data length, then arbitrary words: every
+        // kind of event header, and lengths that do or do not fit.
+        2 => (any::<u8>(), 0u64..600, proptest::collection::vec(any::<u32>(), 0..128)).prop_map(
+            |(pick, len, words)| {
+                let word = if pick & 1 == 0 { 8 } else { 4 };
+                let mut b = vec![pick];
+                b.extend_from_slice(&1u64.to_le_bytes());
+                b.extend_from_slice(&len.to_le_bytes()[..word]);
+                for w in words {
+                    b.extend_from_slice(&w.to_le_bytes());
+                }
+                b
+            }
+        ),
+    ]
+    .boxed();
+    fuzz("ringbuf", s, checks::ringbuf);
+}
+
 /// [`checks::host`] within [`STREAM_LIMIT`].
 fn host_within_limit(data: &[u8]) {
     let ((), peak) = measure(|| checks::host(data));
