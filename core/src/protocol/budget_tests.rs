@@ -235,6 +235,28 @@ fn reports_too_wide_for_3_s_are_lean_and_keep_to_the_budget() {
 }
 
 #[test]
+fn reports_too_wide_for_6_s_still_keep_to_the_budget() {
+    // on a 19200-baud line the same deltas take longer than a lean report
+    // and the next one's wait (6 s) to pay for: lean reports come in a
+    // row, and the histograms still go every 10 s
+    let secs = 60;
+    let baud = 19_200;
+    let s = storm_at(baud, 4, 200, secs);
+    let budget = line_budget(baud) as usize;
+    let one_report = 4 * 4 * MAX_SMALL_FRAME;
+    assert!(
+        s.report_bytes <= budget * secs as usize + one_report,
+        "{} B in {secs} s, budget {} B ({} reports, {} lean)",
+        s.report_bytes,
+        budget * secs as usize,
+        s.reports.len(),
+        s.lean
+    );
+    assert!(s.lean < s.reports.len(), "only lean reports");
+    assert!(s.exact, "a report with deltas left a histogram short");
+}
+
+#[test]
 fn spikes_keep_to_their_share_and_the_worst_find_room() {
     let secs = 20;
     let s = storm(1, 8, secs);

@@ -54,8 +54,9 @@
 //!   and the next report's delta covers both intervals (a receiver's
 //!   histogram stays a lower bound meanwhile), so the statistics keep
 //!   their schedule and the reports their share however wide the
-//!   histograms. No two reports in a row are lean, so histograms never
-//!   freeze, even where the statistics alone outgrow the share;
+//!   histograms. The histograms still go at least every [`MAX_LEAN_NS`],
+//!   so they never freeze, even where the statistics alone outgrow the
+//!   share;
 //! * **spike records and explanations**: 25 % of the line
 //!   ([`Reporter::with_spike_share`], [`spike_share`]), never charged to
 //!   the reports. The caller asks [`Reporter::spike_room`] before each;
@@ -101,7 +102,7 @@ pub use buckets::{ArrayStore, BucketStore};
 pub use pacer::{Pacer, PACED_PERCENT, PROMISED_PERCENT};
 pub use reporter::{
     line_budget, spike_share, Extra, Reporter, Room, ThreadLog, ThreadLogIn, HELLO_EVERY_NS,
-    MAX_BUDGET_WAIT_NS, ROLL_BYTES, SPIKE_AHEAD_NS, SPIKE_RESERVE_NS,
+    MAX_BUDGET_WAIT_NS, MAX_LEAN_NS, ROLL_BYTES, SPIKE_AHEAD_NS, SPIKE_RESERVE_NS,
 };
 pub use sink::{FrameSink, SliceSink};
 

@@ -21,6 +21,12 @@ pub const HELLO_EVERY_NS: u64 = 10_000_000_000;
 /// them: with 1 s reports one goes out at least every 3 s.
 pub const MAX_BUDGET_WAIT_NS: u64 = 2_000_000_000;
 
+/// The longest the histograms go without a delta while the report bytes
+/// sent are not paid for (ns): a report that finds them unpaid for is
+/// lean ([`Reporter::with_budget`]) unless the last report with deltas
+/// began this long ago or more.
+pub const MAX_LEAN_NS: u64 = 10_000_000_000;
+
 /// The byte budget of the reports on a serial line of `baud` (8N1: 10 bits
 /// a byte): 7 % of the line, so that with the final report's full
 /// snapshots (up to about 15 kB for 4 threads with wide histograms) a run
@@ -232,9 +238,11 @@ pub struct Reporter {
     elapsed_ns: u64,
     full: bool,
     /// The current report carries statistics only: it started before the
-    /// report bytes sent so far were paid for, and the one before it was
-    /// not lean (see [`Reporter::with_budget`]).
+    /// report bytes sent so far were paid for, less than [`MAX_LEAN_NS`]
+    /// after the last report with deltas (see [`Reporter::with_budget`]).
     lean: bool,
+    /// When the last report with deltas began.
+    histograms_at: i64,
     last: bool,
     resync: bool,
     /// Bytes per second the stream may average (0: no budget).
@@ -267,6 +275,7 @@ impl Reporter {
             elapsed_ns: 0,
             full: false,
             lean: false,
+            histograms_at: start_ns,
             last: false,
             resync: false,
             budget: 0,
@@ -284,12 +293,13 @@ impl Reporter {
     /// reported less often rather than filling a slow line. It waits at
     /// most [`MAX_BUDGET_WAIT_NS`]; one that goes then, still unpaid for,
     /// is *lean*: statistics only, no delta and no snapshot chunk, and the
-    /// next report's delta covers both intervals. So the statistics keep
-    /// their schedule and the histograms their budget. No two reports in a
-    /// row are lean: where the statistics alone outgrow the budget (many
-    /// threads on a slow line), the histograms still go every other report
-    /// rather than freeze until the end. Time unused is not saved up. The final report never waits, and is never lean. 0: no
-    /// budget.
+    /// next report's delta covers every interval since the last one. So
+    /// the statistics keep their schedule and the histograms their budget.
+    /// The histograms go at least every [`MAX_LEAN_NS`]: where the
+    /// statistics alone outgrow the budget (many threads on a slow line),
+    /// they are still sent then rather than frozen until the end. Time
+    /// unused is not saved up. The final report never waits, and is never
+    /// lean. 0: no budget.
     pub const fn with_budget(mut self, bytes_per_s: u32) -> Reporter {
         self.budget = bytes_per_s;
         self
@@ -419,7 +429,11 @@ impl Reporter {
     }
 
     fn begin(&mut self, now: i64, full: bool, last: bool) {
-        self.lean = !full && !self.lean && self.paid_until > now;
+        let stale = now.saturating_sub(self.histograms_at) >= MAX_LEAN_NS as i64;
+        self.lean = !full && !stale && self.paid_until > now;
+        if !self.lean {
+            self.histograms_at = now;
+        }
         // time unused is not saved up
         self.paid_until = self.paid_until.max(now);
         self.epoch = self.epoch.wrapping_add(1);
