@@ -1,5 +1,7 @@
 //! Core throughput figures: per-sample cost, encode (through the
-//! [`Reporter`]), decode, and decode plus assembly (the [`Assembler`]).
+//! [`Reporter`]), decode, and decode plus assembly (the [`Assembler`]);
+//! and the trace's events, decoded from the kernel's binary pages against
+//! parsed from its text.
 //!
 //! `cargo bench -p latscope-core` prints ns per operation. For instruction
 //! counts, run one mode under callgrind with two iteration counts and take
@@ -12,9 +14,11 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use latscope_core::cycle::{Cycle, CycleConfig, Step};
+use latscope_core::explain::parse_line;
 use latscope_core::layout::Layout;
 use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
 use latscope_core::protocol::{ArrayStore, Assembler, Extra, Reporter, ThreadLog};
+use latscope_core::ringbuf::{Decoder as PageDecoder, EventFormats, Page, PageHeader};
 use latscope_core::seqlock::{SharedHistogram, Snapshot};
 use latscope_core::wire::{Body, Decoder, MAX_FRAME};
 
@@ -178,6 +182,58 @@ fn decode(data: &[u8]) -> (f64, f64, u64) {
     )
 }
 
+/// The x86-64 fixture (`core/src/ringbuf/fixtures/`): its pages and the
+/// kernel's text of the same 170 events.
+const PAGES: &[u8] = include_bytes!("../src/ringbuf/fixtures/x86_64-6.18/cpu0.pages");
+const TEXT: &str = include_str!("../src/ringbuf/fixtures/x86_64-6.18/cpu0.trace");
+const HEADER_PAGE: &str = include_str!("../src/ringbuf/fixtures/x86_64-6.18/header_page");
+const FORMATS: [&str; 7] = [
+    include_str!("../src/ringbuf/fixtures/x86_64-6.18/irq_handler_entry.format"),
+    include_str!("../src/ringbuf/fixtures/x86_64-6.18/irq_handler_exit.format"),
+    include_str!("../src/ringbuf/fixtures/x86_64-6.18/softirq_entry.format"),
+    include_str!("../src/ringbuf/fixtures/x86_64-6.18/softirq_exit.format"),
+    include_str!("../src/ringbuf/fixtures/x86_64-6.18/sched_switch.format"),
+    include_str!("../src/ringbuf/fixtures/x86_64-6.18/sched_wakeup.format"),
+    include_str!("../src/ringbuf/fixtures/x86_64-6.18/print.format"),
+];
+
+/// The fixture's pages decoded `reps` times: ns per event.
+fn trace_pages(reps: u64) -> f64 {
+    let header = PageHeader::parse(HEADER_PAGE).expect("the fixture's header_page");
+    let mut formats = EventFormats::new();
+    for f in FORMATS {
+        formats.add(f).expect("a fixture format");
+    }
+    let mut dec = PageDecoder::new(formats);
+    let mut n = 0u64;
+    let t = Instant::now();
+    for _ in 0..reps {
+        for bytes in PAGES.chunks(4096) {
+            let page = Page::new(header, black_box(bytes)).expect("a fixture page");
+            for raw in page.events() {
+                black_box(dec.decode(0, &raw.expect("an event")).expect("decodes"));
+                n += 1;
+            }
+        }
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// The fixture's text parsed `reps` times: ns per event.
+fn trace_text(reps: u64) -> f64 {
+    let mut n = 0u64;
+    let t = Instant::now();
+    for _ in 0..reps {
+        for line in black_box(TEXT).lines() {
+            if let Some(e) = parse_line(line) {
+                black_box(e);
+                n += 1;
+            }
+        }
+    }
+    t.elapsed().as_nanos() as f64 / n as f64
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
@@ -206,7 +262,9 @@ fn main() {
             "assemble" => black_box(assemble(&sample_stream(n as usize)).0),
             // subtract from `decode` for the decoder's own cost
             "encode" => black_box(sample_stream(n as usize).len() as f64),
-            _ => panic!("modes: record, cycle, decode, assemble, encode"),
+            "pages" => black_box(trace_pages(n)),
+            "text" => black_box(trace_text(n)),
+            _ => panic!("modes: record, cycle, decode, assemble, encode, pages, text"),
         };
         return;
     }
@@ -236,4 +294,12 @@ fn main() {
     let (mbs, fps, exact) = assemble(&data);
     assert_eq!(exact, 4, "every thread exact at the end");
     println!("decode + assemble: {mbs:7.1} MB/s  {fps:10.0} frames/s");
+    println!(
+        "trace events from binary pages:      {:6.1} ns/event",
+        trace_pages(20_000)
+    );
+    println!(
+        "trace events from text lines:        {:6.1} ns/event",
+        trace_text(20_000)
+    );
 }
