@@ -58,19 +58,8 @@ impl Decoder {
         let text = |f: Field| f.text(p).ok_or(short);
         let known = u16::try_from(id).ok().and_then(|id| self.formats.find(id));
         // Names first, so that the event's own task is named by it.
-        match known.map(|k| k.shape) {
-            Some(Shape::Switch {
-                prev_comm,
-                prev_pid,
-                next_comm,
-                next_pid,
-                ..
-            }) => {
-                self.comms.learn(u(prev_pid)?, text(prev_comm)?);
-                self.comms.learn(u(next_pid)?, text(next_comm)?);
-            }
-            Some(Shape::Wakeup { comm, pid, .. }) => self.comms.learn(u(pid)?, text(comm)?),
-            _ => {}
+        for (pid, comm) in named_tasks(known.map(|k| k.shape)) {
+            self.comms.learn(u(pid)?, text(comm)?);
         }
         let Some(known) = known else {
             return Ok(self.event(cpu, raw.ts_ns, pid, EventKind::Other { name: "" }));
@@ -137,6 +126,23 @@ impl Decoder {
             kind,
         }
     }
+}
+
+/// The (pid, comm) fields of the tasks an event names in full: both of
+/// a `sched_switch`, the woken one of a `sched_wakeup`.
+fn named_tasks(shape: Option<Shape>) -> impl Iterator<Item = (Field, Field)> {
+    let (a, b) = match shape {
+        Some(Shape::Switch {
+            prev_comm,
+            prev_pid,
+            next_comm,
+            next_pid,
+            ..
+        }) => (Some((prev_pid, prev_comm)), Some((next_pid, next_comm))),
+        Some(Shape::Wakeup { comm, pid, .. }) => (Some((pid, comm)), None),
+        _ => (None, None),
+    };
+    a.into_iter().chain(b)
 }
 
 /// `prev_state` as the kernel's text prints it: `R` for a task that
