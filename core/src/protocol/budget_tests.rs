@@ -209,6 +209,21 @@ fn wide_reports_still_go_out_every_3_s() {
     assert!(gap <= 3 * SEC, "gap {gap} ns");
 }
 
+/// The reports' bytes of a 4-thread storm of `secs` on a line of `baud`
+/// average within the reports' budget, but for the last report's, which
+/// nothing after it pays for.
+fn assert_within_budget(s: &Storm, baud: u32, secs: i64) {
+    let budget = line_budget(baud) as usize * secs as usize;
+    let one_report = 4 * 4 * MAX_SMALL_FRAME;
+    assert!(
+        s.report_bytes <= budget + one_report,
+        "{} B in {secs} s, budget {budget} B ({} reports, {} lean)",
+        s.report_bytes,
+        s.reports.len(),
+        s.lean
+    );
+}
+
 #[test]
 fn reports_too_wide_for_3_s_are_lean_and_keep_to_the_budget() {
     // 4 threads whose samples change 200 buckets each, on a 38400-baud
@@ -217,17 +232,7 @@ fn reports_too_wide_for_3_s_are_lean_and_keep_to_the_budget() {
     let baud = 38_400;
     let s = storm_at(baud, 4, 200, secs);
     assert!(longest_gap(&s.reports) <= 3 * SEC, "a report was late");
-    // the reports' bytes average within the budget, but for the last
-    // report's, which nothing after it pays for
-    let budget = line_budget(baud) as usize;
-    let one_report = 4 * 4 * MAX_SMALL_FRAME;
-    assert!(
-        s.report_bytes <= budget * secs as usize + one_report,
-        "{} B in {secs} s ({} reports, {} lean)",
-        s.report_bytes,
-        s.reports.len(),
-        s.lean
-    );
+    assert_within_budget(&s, baud, secs);
     assert!(s.lean > 0, "no lean report");
     assert!(s.lean < s.reports.len(), "only lean reports");
     // and a host's histograms are exact after every report with deltas
@@ -242,16 +247,7 @@ fn reports_too_wide_for_6_s_still_keep_to_the_budget() {
     let secs = 60;
     let baud = 19_200;
     let s = storm_at(baud, 4, 200, secs);
-    let budget = line_budget(baud) as usize;
-    let one_report = 4 * 4 * MAX_SMALL_FRAME;
-    assert!(
-        s.report_bytes <= budget * secs as usize + one_report,
-        "{} B in {secs} s, budget {} B ({} reports, {} lean)",
-        s.report_bytes,
-        budget * secs as usize,
-        s.reports.len(),
-        s.lean
-    );
+    assert_within_budget(&s, baud, secs);
     assert!(s.lean < s.reports.len(), "only lean reports");
     assert!(s.exact, "a report with deltas left a histogram short");
 }

@@ -29,11 +29,6 @@ impl Decoder {
         }
     }
 
-    /// The event formats it decodes.
-    pub fn formats(&self) -> &EventFormats {
-        &self.formats
-    }
-
     /// Decodes `raw`, an event of CPU `cpu`. An event of an id the formats
     /// do not know is [`EventKind::Other`] with an empty name.
     ///

@@ -120,11 +120,6 @@ impl<'a> Page<'a> {
         self.missed
     }
 
-    /// Bytes of events the page holds.
-    pub fn data_len(&self) -> usize {
-        self.data.len()
-    }
-
     /// The page's data events, in order, with their timestamps.
     pub fn events(&self) -> Events<'a> {
         Events {
