@@ -4,15 +4,12 @@
 
 use super::parse::{parse_line, softirq_name, Event, EventKind};
 use super::{
-    add_to, bounded, Attribution, Cause, CauseKind, Name, PRIO_UNKNOWN, UNTRACED_LOST,
-    UNTRACED_OFF, UNTRACED_PAUSED,
+    add_to, bounded, Attribution, Cause, CauseKind, Loss, Name, PRIO_UNKNOWN, UNTRACED_BEYOND,
+    UNTRACED_LOST, UNTRACED_OFF,
 };
 
 /// Cause lines collected before the largest [`super::MAX_CAUSES`] are kept.
 const WORK: usize = 48;
-
-/// Most blind stretches a classifier keeps (see [`Classifier::set_blind`]).
-pub const BLIND: usize = 4;
 
 /// IRQ names learnt from handler entries, for the exits whose entry the
 /// trace lost.
@@ -99,10 +96,15 @@ pub struct Classifier {
     /// known (met by its events, not by a switch); settled when its
     /// switch-out shows the priority.
     unsure: Option<Unsure>,
-    blind: heapless::Vec<(u64, u64), BLIND>,
-    /// The trace lost events since the last one: the gap to the next
-    /// event is [`UNTRACED_LOST`].
-    lost: bool,
+    /// The trace lost events since the last one (or before the first):
+    /// the gap to the next event is untraced, for this reason.
+    lost: Option<Loss>,
+    /// Events the trace says it lost inside the window
+    /// ([`Loss::Events`]): the count of the "trace lost" line.
+    lost_events: u64,
+    /// The trace was recording up to here (see
+    /// [`Classifier::recorded_to`]).
+    recorded_to: u64,
     /// Hard IRQ names seen in handler entries, by IRQ number.
     names: heapless::Vec<(u32, Name), NAMES>,
 }
@@ -123,28 +125,35 @@ impl Classifier {
             runnable: false,
             prio: PRIO_UNKNOWN,
             unsure: None,
-            blind: heapless::Vec::new(),
-            lost: false,
+            lost: None,
+            lost_events: 0,
+            recorded_to: 0,
             names: heapless::Vec::new(),
         }
     }
 
-    /// Declares `[from_ns, to_ns]` a stretch the trace did not record
-    /// (recording was paused or frozen, e.g. while an earlier spike was
-    /// read). Time of the window inside it is "trace paused"
-    /// ([`CauseKind::Untraced`], [`UNTRACED_PAUSED`]) and the result is
-    /// `partial`. Up to [`BLIND`] stretches are kept; more
-    /// are merged into the last one (covering the gap between them too).
-    pub fn set_blind(&mut self, from_ns: u64, to_ns: u64) {
-        if to_ns <= from_ns {
+    /// The events between the last one fed (or the window's start, before
+    /// the first) and the next are gone, as `loss` says: that stretch is
+    /// [`CauseKind::Untraced`] for its reason, and the result `partial`.
+    /// Losses before the next event add up: their counts sum, and a loss of
+    /// unknown count, or of what the history no longer holds, prevails.
+    pub fn lost(&mut self, loss: Loss) {
+        if self.done() {
             return;
         }
-        if let Err(b) = self.blind.push((from_ns, to_ns)) {
-            if let Some(last) = self.blind.last_mut() {
-                last.0 = last.0.min(b.0);
-                last.1 = last.1.max(b.1);
-            }
-        }
+        self.lost = Some(match (self.lost, loss) {
+            (Some(Loss::Events(a)), Loss::Events(b)) => Loss::Events(a.saturating_add(b)),
+            (Some(a), b) => a.max(b),
+            (None, b) => b,
+        });
+    }
+
+    /// The trace was recording up to `ns`: where the events end before the
+    /// wake-up and `ns` is past it, no event came (irqs or preemption off,
+    /// [`UNTRACED_OFF`]); without it the rest is beyond what was read
+    /// ([`UNTRACED_BEYOND`]).
+    pub fn recorded_to(&mut self, ns: u64) {
+        self.recorded_to = self.recorded_to.max(ns);
     }
 
     /// True once an event at or after the wake-up has been seen: later
@@ -157,10 +166,8 @@ impl Classifier {
     /// backwards are treated as equal to the previous one.
     pub fn feed(&mut self, e: &Event<'_>) {
         if e.kind == EventKind::Lost {
-            // The events between the last one seen and the next are gone.
-            if self.last_ts.is_some_and(|t| t < self.window.wake_ns) {
-                self.lost = true;
-            }
+            // The text says events are gone, not how many.
+            self.lost(Loss::Unknown);
             return;
         }
         if e.cpu != self.window.cpu {
@@ -172,13 +179,14 @@ impl Classifier {
         };
         match self.last_ts {
             None => {
-                // The buffer does not reach back to the deadline: its
-                // oldest events were overwritten.
-                self.add_time(self.window.deadline_ns, ts, Owner::Unknown(UNTRACED_LOST));
+                // The trace does not reach back to the deadline: its
+                // oldest events were overwritten, unless told otherwise.
+                let loss = self.lost.take().unwrap_or(Loss::Unknown);
+                self.add_loss(self.window.deadline_ns, ts, loss);
             }
-            Some(last) if self.lost => {
-                self.lost = false;
-                self.add_time(last, ts, Owner::Unknown(UNTRACED_LOST));
+            Some(last) if self.lost.is_some() => {
+                let loss = self.lost.take().unwrap_or(Loss::Unknown);
+                self.add_loss(last, ts, loss);
             }
             Some(last) => {
                 let owner = self.gap_owner(&e.kind);
@@ -196,25 +204,33 @@ impl Classifier {
         match self.last_ts {
             // Nothing of the window is in the trace: its events are gone
             // (or were never recorded; without events we cannot tell).
-            None => self.add_time(self.window.deadline_ns, end, Owner::Unknown(UNTRACED_LOST)),
+            None => {
+                let loss = self.lost.take().unwrap_or(Loss::Unknown);
+                self.add_loss(self.window.deadline_ns, end, loss);
+            }
             // The trace stops before the wake-up while the measuring thread
             // runs outside any IRQ: the rest is its own way out.
             Some(last) if last < end && self.own_way_out() => {
                 self.add_time(last, end, Owner::Current);
             }
-            // Otherwise recording was off (e.g. stopped by an earlier
-            // spike's marker).
-            Some(last) if last < end => {
-                let why = if self.lost {
-                    UNTRACED_LOST
-                } else {
-                    UNTRACED_PAUSED
-                };
-                self.add_time(last, end, Owner::Unknown(why));
-            }
+            // Otherwise: lost, or no event came while the trace recorded,
+            // or the trace as read ends before the wake-up.
+            Some(last) if last < end => match self.lost.take() {
+                Some(loss) => self.add_loss(last, end, loss),
+                None if self.recorded_to >= end => {
+                    self.add_time(last, end, Owner::Unknown(UNTRACED_OFF));
+                }
+                None => self.add_time(last, end, Owner::Unknown(UNTRACED_BEYOND)),
+            },
             Some(last) => self.add_time(last, end, Owner::Current),
         }
         let mut work = self.work;
+        if let Some(c) = work
+            .iter_mut()
+            .find(|c| c.kind == CauseKind::Untraced && c.id == UNTRACED_LOST)
+        {
+            c.count = u32::try_from(self.lost_events).unwrap_or(u32::MAX);
+        }
         // A handler met only by its exit has no name; another of its
         // entries may have told it: one line per handler, not two.
         while let Some(i) = work.iter().position(|c| {
@@ -260,7 +276,7 @@ impl Classifier {
         self.runnable
             && self.stack.is_empty()
             && self.overflow == 0
-            && !self.lost
+            && self.lost.is_none()
             && self.cur.as_ref().is_some_and(|c| self.is_ours(c.pid))
     }
 
@@ -451,33 +467,22 @@ impl Classifier {
         }
     }
 
-    /// Adds `[from, to]` clipped to the window to `owner`, except the part
-    /// in the blind stretch, which is untraced.
+    /// Adds `[from, to]` clipped to the window to `owner`.
     fn add_time(&mut self, from: u64, to: u64, owner: Owner) {
         let s = from.max(self.window.deadline_ns);
         let e = to.min(self.window.wake_ns);
-        if e <= s {
-            return;
-        }
-        // The first blind stretch that overlaps, if any; the rest of the
-        // interval is checked again for the others.
-        let hit = self
-            .blind
-            .iter()
-            .copied()
-            .filter(|&(bf, bt)| bf < e && bt > s)
-            .min_by_key(|&(bf, _)| bf);
-        if let Some((bf, bt)) = hit {
-            let bs = bf.max(s);
-            let be = bt.min(e);
-            self.add_clipped(s, bs, owner.clone());
-            self.add_clipped(bs, be, Owner::Unknown(UNTRACED_PAUSED));
-            if be < e {
-                self.add_time(be, e, owner);
-            }
-            return;
-        }
         self.add_clipped(s, e, owner);
+    }
+
+    /// Adds `[from, to]` clipped to the window as untraced for `loss`;
+    /// the events of a [`Loss::Events`] count if any of it was inside.
+    fn add_loss(&mut self, from: u64, to: u64, loss: Loss) {
+        if let Loss::Events(n) = loss {
+            if to > self.window.deadline_ns && from < self.window.wake_ns {
+                self.lost_events = self.lost_events.saturating_add(n);
+            }
+        }
+        self.add_time(from, to, Owner::Unknown(loss.id()));
     }
 
     /// Adds `[s, e]` (already clipped) to `owner`.
@@ -634,8 +639,7 @@ struct Unsure {
 enum Owner {
     /// The innermost context, else the current task or state.
     Current,
-    /// Nothing is known, for this reason ([`UNTRACED_PAUSED`],
-    /// [`UNTRACED_LOST`]).
+    /// Nothing is known, for this reason (an `UNTRACED_*` id).
     Unknown(u32),
     /// A context whose entry is missing.
     Orphan(CauseKind, u32, Name),
@@ -1077,39 +1081,6 @@ mod tests {
     }
 
     #[test]
-    fn blind_stretch_is_trace_paused_not_untraced() {
-        let text = include_str!("fixtures/netrx_flood_cpu0.txt");
-        let w = window_from_marker(text);
-        let mut c = Classifier::new(w);
-        // Pretend recording was off from the deadline until the timer.
-        c.set_blind(w.deadline_ns, 352_843_634_000);
-        // And a second stretch in the flooder's run.
-        c.set_blind(352_843_646_000, 352_843_648_000);
-        c.set_blind(5, 5);
-        for e in text.lines().filter_map(parse_line) {
-            c.feed(&e);
-        }
-        let a = c.finish();
-        print(&a);
-        assert!(a.partial);
-        assert_eq!(a.total_ns(), a.latency_ns);
-        assert_eq!(a.find(CauseKind::Softirq, "NET_RX").unwrap().ns, 2 * US);
-        // The stretches without recording are "trace paused", on a line of
-        // their own, not "untraced" (which says recording was on and
-        // nothing came): only the thread's own way out is that.
-        let paused = a.find(CauseKind::Untraced, "trace paused").unwrap();
-        assert_eq!(paused.ns, 9_523 + 2_000);
-        assert_eq!(a.paused_ns(), 9_523 + 2_000);
-        assert_eq!(
-            a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap().ns,
-            7_451
-        );
-        assert_eq!(a.lost_ns(), 0);
-        let t = a.causes.iter().find(|c| c.kind == CauseKind::Task).unwrap();
-        assert_eq!(t.ns, 2 * US);
-    }
-
-    #[test]
     fn lost_events_and_an_overwritten_start_are_trace_lost() {
         // The p80 board trace, cut so that it begins 30 us after the
         // deadline of cycle 4 (the ring buffer overwrote the rest), and
@@ -1143,7 +1114,11 @@ mod tests {
             a.lost_ns(),
             (first - w.deadline_ns) + (w.wake_ns.min(lost_to) - lost_from)
         );
-        assert_eq!(a.find(CauseKind::Untraced, "trace lost").unwrap().id, 2);
+        // Text does not carry the count as the pages do.
+        let lost = a
+            .find(CauseKind::Untraced, "trace lost (count unknown)")
+            .unwrap();
+        assert_eq!(lost.id, super::super::UNTRACED_LOST_UNKNOWN);
         // Nothing of it is called "untraced".
         assert!(a.find(CauseKind::Untraced, UNTRACED_LABEL).is_none());
         assert_eq!(a.paused_ns(), 0);

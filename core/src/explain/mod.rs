@@ -37,15 +37,20 @@
 //!    priority in [`Cause::prio`], if they ranked at or above the measuring
 //!    thread; an IRQ thread that ranked below it did not delay it but was
 //!    on its way off the CPU, and that time goes to rule 5;
-//! 5. whatever is left is [`CauseKind::Untraced`], by reason: recording was
-//!    on and no event came (the measuring thread itself on its way back to
-//!    user space, irqs or preemption off): "irqs or preemption off
-//!    (untraced)", [`UNTRACED_OFF`]; recording was off (paused while an
-//!    earlier window was read, stopped by an earlier marker): "trace
-//!    paused", [`UNTRACED_PAUSED`]; the events are gone (a `[LOST n
-//!    EVENTS]` line, or the buffer no longer reaches back to the
-//!    deadline): "trace lost", [`UNTRACED_LOST`]. The last two make the
-//!    attribution `partial`.
+//! 5. whatever is left is [`CauseKind::Untraced`], by reason ([`Loss`]
+//!    for the last three): recording was on and no event came (the
+//!    measuring thread itself on its way back to user space, irqs or
+//!    preemption off): "irqs or preemption off (untraced)",
+//!    [`UNTRACED_OFF`]; the kernel lost events and stored how many:
+//!    "trace lost", [`UNTRACED_LOST`], whose [`Cause::count`] is the
+//!    number of events; it lost events without a count (only the page's
+//!    flag, a `[LOST n EVENTS]` line of text, or a buffer that no longer
+//!    reaches back to the deadline): "trace lost (count unknown)",
+//!    [`UNTRACED_LOST_UNKNOWN`]; the window is older or longer than what
+//!    latscope kept of the trace: "beyond latscope's history",
+//!    [`UNTRACED_BEYOND`]. All but the first make the attribution
+//!    `partial`. Recordings of older versions may also hold "trace
+//!    paused", [`UNTRACED_PAUSED`].
 //!
 //! At most [`MAX_CAUSES`] lines are kept; the smallest are merged into one
 //! [`CauseKind::Other`] line, so the sum stays exact.
@@ -53,7 +58,7 @@
 mod classify;
 mod parse;
 
-pub use classify::{classify_text, Classifier, Window, BLIND};
+pub use classify::{classify_text, Classifier, Window};
 pub use parse::{parse_line, Event, EventKind, TaskRef};
 
 use postcard::experimental::max_size::MaxSize;
@@ -86,13 +91,52 @@ pub const UNTRACED_OFF: u32 = 0;
 
 /// [`Cause::id`] of an [`CauseKind::Untraced`] line: the trace was not
 /// recording (paused while an earlier window was read, or stopped by an
-/// earlier spike's marker). Printed "trace paused".
+/// earlier spike's marker). Printed "trace paused". Only targets before
+/// the continuous trace (0.9) sent it; the classifier no longer does.
 pub const UNTRACED_PAUSED: u32 = 1;
 
-/// [`Cause::id`] of an [`CauseKind::Untraced`] line: the trace was
-/// recording but the events are gone (the ring buffer lost them, or it no
-/// longer reaches back to the deadline). Printed "trace lost".
+/// [`Cause::id`] of an [`CauseKind::Untraced`] line: the kernel lost
+/// events and stored how many; [`Cause::count`] is that number (summed
+/// over the losses inside the window). Printed "trace lost".
 pub const UNTRACED_LOST: u32 = 2;
+
+/// [`Cause::id`] of an [`CauseKind::Untraced`] line: the kernel lost
+/// events without storing how many (a page with only its flag set, a
+/// `[LOST n EVENTS]` line of text), or the trace no longer reaches back to
+/// the deadline. Printed "trace lost (count unknown)".
+pub const UNTRACED_LOST_UNKNOWN: u32 = 3;
+
+/// [`Cause::id`] of an [`CauseKind::Untraced`] line: the window is older
+/// or longer than what latscope kept of the trace (its history, or the
+/// text read). Printed "beyond latscope's history".
+pub const UNTRACED_BEYOND: u32 = 4;
+
+/// Why part of a spike's window is not in the trace (see
+/// [`Classifier::lost`]). Ordered by how little is known: a loss that
+/// prevails over another sorts after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Loss {
+    /// The kernel lost this many events ([`UNTRACED_LOST`]).
+    Events(u64),
+    /// The kernel lost events, how many it did not say
+    /// ([`UNTRACED_LOST_UNKNOWN`]).
+    Unknown,
+    /// latscope no longer holds that part of the trace
+    /// ([`UNTRACED_BEYOND`]).
+    Beyond,
+}
+
+impl Loss {
+    /// The [`Cause::id`] of its untraced line.
+    pub const fn id(self) -> u32 {
+        match self {
+            Loss::Events(_) => UNTRACED_LOST,
+            Loss::Unknown => UNTRACED_LOST_UNKNOWN,
+            Loss::Beyond => UNTRACED_BEYOND,
+        }
+    }
+}
 
 /// What kind of thing a [`Cause`] line names.
 #[derive(Serialize, Deserialize, MaxSize, Schema, Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,8 +159,10 @@ pub enum CauseKind {
     /// priority.
     Task,
     /// Time no event explains; `id` says why: [`UNTRACED_OFF`] (irqs or
-    /// preemption off), [`UNTRACED_PAUSED`] (the trace was not recording)
-    /// or [`UNTRACED_LOST`] (its events were lost).
+    /// preemption off), [`UNTRACED_LOST`] and [`UNTRACED_LOST_UNKNOWN`]
+    /// (its events were lost), [`UNTRACED_BEYOND`] (latscope no longer
+    /// held them), or, from older targets, [`UNTRACED_PAUSED`] (the trace
+    /// was not recording).
     Untraced,
     /// Everything merged because the line table was full.
     Other,
@@ -183,6 +229,8 @@ impl Cause {
             CauseKind::Untraced => match self.id {
                 UNTRACED_PAUSED => "trace paused",
                 UNTRACED_LOST => "trace lost",
+                UNTRACED_LOST_UNKNOWN => "trace lost (count unknown)",
+                UNTRACED_BEYOND => "beyond latscope's history",
                 _ => UNTRACED_LABEL,
             },
             CauseKind::Other => "other",
@@ -263,9 +311,16 @@ impl Attribution {
         self.untraced_ns(UNTRACED_PAUSED)
     }
 
-    /// Time of the window whose events were lost ([`UNTRACED_LOST`]).
+    /// Time of the window whose events the kernel lost
+    /// ([`UNTRACED_LOST`] and [`UNTRACED_LOST_UNKNOWN`]).
     pub fn lost_ns(&self) -> u64 {
         self.untraced_ns(UNTRACED_LOST)
+            .saturating_add(self.untraced_ns(UNTRACED_LOST_UNKNOWN))
+    }
+
+    /// Time of the window beyond latscope's history ([`UNTRACED_BEYOND`]).
+    pub fn beyond_ns(&self) -> u64 {
+        self.untraced_ns(UNTRACED_BEYOND)
     }
 
     fn untraced_ns(&self, why: u32) -> u64 {

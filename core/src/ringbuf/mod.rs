@@ -30,6 +30,7 @@ mod decode;
 mod events;
 mod fields;
 mod header;
+mod history;
 mod page;
 
 pub use comms::{Comms, COMMS};
@@ -37,6 +38,7 @@ pub use decode::Decoder;
 pub use events::{EventFormats, KNOWN};
 pub use fields::{Field, Loc};
 pub use header::PageHeader;
+pub use history::History;
 pub use page::{Events, Missed, Page, RawEvent};
 
 /// Reads `n` (1 to 8) bytes at `at` as a little-endian unsigned integer,
@@ -62,6 +64,17 @@ mod tests {
     use std::string::String;
     use std::vec::Vec;
 
+    /// The format files of the fixture's seven events.
+    pub(super) const FIXTURE_FORMATS: [&str; 7] = [
+        include_str!("fixtures/x86_64-6.18/irq_handler_entry.format"),
+        include_str!("fixtures/x86_64-6.18/irq_handler_exit.format"),
+        include_str!("fixtures/x86_64-6.18/softirq_entry.format"),
+        include_str!("fixtures/x86_64-6.18/softirq_exit.format"),
+        include_str!("fixtures/x86_64-6.18/sched_switch.format"),
+        include_str!("fixtures/x86_64-6.18/sched_wakeup.format"),
+        include_str!("fixtures/x86_64-6.18/print.format"),
+    ];
+
     /// An event as text and pages can both say it: the microsecond the
     /// text prints (rounded to the nearest, as the kernel's `ns2usecs`
     /// does), the CPU, the current task's pid, and what happened.
@@ -78,15 +91,7 @@ mod tests {
         let header = PageHeader::parse(include_str!("fixtures/x86_64-6.18/header_page")).unwrap();
         assert_eq!(header, PageHeader::LONG_8);
         let mut formats = EventFormats::new();
-        for f in [
-            include_str!("fixtures/x86_64-6.18/irq_handler_entry.format"),
-            include_str!("fixtures/x86_64-6.18/irq_handler_exit.format"),
-            include_str!("fixtures/x86_64-6.18/softirq_entry.format"),
-            include_str!("fixtures/x86_64-6.18/softirq_exit.format"),
-            include_str!("fixtures/x86_64-6.18/sched_switch.format"),
-            include_str!("fixtures/x86_64-6.18/sched_wakeup.format"),
-            include_str!("fixtures/x86_64-6.18/print.format"),
-        ] {
+        for f in FIXTURE_FORMATS {
             assert_eq!(formats.add(f), Ok(true));
         }
         let mut dec = Decoder::new(formats);
