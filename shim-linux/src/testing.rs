@@ -97,7 +97,6 @@ pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) ->
             control: &control,
             spikes: tx,
             verbose: None,
-            marker: None,
             tracemark: None,
         };
         std::thread::Builder::new()

@@ -80,6 +80,10 @@ struct Stream {
     spikes: u64,
     /// Explanations, in order.
     tops: Vec<Top>,
+    /// Their time, and of it what the trace did not explain (untraced,
+    /// for any reason).
+    explained_ns: u64,
+    untraced_ns: u64,
 }
 
 /// One explanation: its spike's window and its largest cause line.
@@ -135,6 +139,13 @@ fn read_stream(bytes: &[u8], burster: u32) -> Stream {
             Body::Spike(r) if r.flags.spike => s.spikes += 1,
             Body::Explain(a) => {
                 s.explained_in.entry(epoch).or_default().push(a.cycle);
+                s.explained_ns += a.latency_ns;
+                s.untraced_ns += a
+                    .causes
+                    .iter()
+                    .filter(|c| c.kind == CauseKind::Untraced)
+                    .map(|c| c.ns)
+                    .sum::<u64>();
                 let top = a.causes.iter().max_by_key(|c| c.ns);
                 s.tops.push(Top {
                     from_ns: a.deadline_ns,
@@ -262,10 +273,21 @@ fn a_storm_on_a_serial_line_keeps_reporting_and_explains_the_worst() {
         "the reports stopped at {at} ns"
     );
 
+    // the trace is read continuously: under 10 % of the explained time is
+    // untraced (irqs or preemption off, lost, beyond the history)
+    let untraced = s.untraced_ns as f64 * 100.0 / s.explained_ns.max(1) as f64;
+    eprintln!(
+        "storm: untraced {untraced:.1} % of {} ns explained",
+        s.explained_ns
+    );
+    assert!(
+        untraced < 10.0,
+        "untraced {untraced:.1} % of the explained time"
+    );
+
     // the burster (by pid) is the top cause of at least 90 % of the spikes
-    // it caused, those whose window overlaps one of its bursts (the others:
-    // a spike whose window the frozen trace did not record, "trace
-    // paused"); it is never the top cause of a spike outside its bursts;
+    // it caused, those whose window overlaps one of its bursts; it is
+    // never the top cause of a spike outside its bursts;
     // and its spikes are most of the explained ones. The rest are this
     // machine's own, which a shared host makes now and then above 200 µs.
     let bursts = read_bursts(&log);

@@ -49,6 +49,9 @@ pub struct JsonDoc<'a> {
     /// What became of the run's spikes (the `"latscope"` object's
     /// `"spikes"`), where the run flagged spikes.
     pub spikes: Option<SpikeTotals>,
+    /// What the continuous trace of `--explain` did (the `"latscope"`
+    /// object's `"trace"`), where the run traced.
+    pub trace: Option<TraceTotals>,
 }
 
 /// What became of a run's spikes (samples above the spike threshold),
@@ -76,6 +79,50 @@ impl SpikeTotals {
         }
         self.explained as f64 * 100.0 / self.spikes as f64
     }
+}
+
+/// Whether the trace records `sched_wakeup` of the measuring threads only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wakeups {
+    /// Every task's (the measuring threads' ids were not known yet).
+    All,
+    /// Only the measuring threads', by a filter on the woken `pid`.
+    Filtered,
+    /// Every task's: the kernel refused the filter.
+    Refused,
+}
+
+impl Wakeups {
+    /// Its name in `--json` and the summary.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Wakeups::All => "all",
+            Wakeups::Filtered => "measuring threads",
+            Wakeups::Refused => "all (filter refused)",
+        }
+    }
+}
+
+/// What the continuous trace of a run did: its sizes, what was read and
+/// dropped, what it cost, what failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TraceTotals {
+    /// The kernel's buffer per measured CPU, KiB.
+    pub buffer_kb: u32,
+    /// latscope's history per measured CPU, KiB.
+    pub history_kb: u32,
+    /// Pages read from the kernel, all CPUs.
+    pub pages_read: u64,
+    /// Pages dropped from the history for newer ones.
+    pub pages_dropped: u64,
+    /// Reads of `trace_pipe_raw` that failed.
+    pub reads_failed: u64,
+    /// tracefs writes that failed (settings, filters).
+    pub writes_failed: u64,
+    /// The reader thread's CPU time, nanoseconds.
+    pub reader_cpu_ns: u64,
+    /// Whose wake-ups were recorded.
+    pub wakeups: Wakeups,
 }
 
 /// Write `s` as a JSON string literal. cyclictest prints its strings raw;
@@ -253,7 +300,7 @@ pub fn json<W: Write>(
     w.write_str("  },\n  \"latscope\": {\n")?;
     field(w, "    ", "version", doc.tool_version, false)?;
     let caveat = doc.wake.caveat();
-    let last = doc.spikes.is_none();
+    let last = doc.spikes.is_none() && doc.trace.is_none();
     field(
         w,
         "    ",
@@ -268,8 +315,29 @@ pub fn json<W: Write>(
         writeln!(
             w,
             "    \"spikes\": {{\"spikes\": {}, \"sent\": {}, \"explained\": {}, \
-             \"aggregated\": {}, \"dropped\": {}}}",
-            t.spikes, t.sent, t.explained, t.aggregated, t.dropped
+             \"aggregated\": {}, \"dropped\": {}}}{}",
+            t.spikes,
+            t.sent,
+            t.explained,
+            t.aggregated,
+            t.dropped,
+            if doc.trace.is_some() { "," } else { "" }
+        )?;
+    }
+    if let Some(t) = doc.trace {
+        writeln!(
+            w,
+            "    \"trace\": {{\"buffer_kb\": {}, \"history_kb\": {}, \"pages_read\": {}, \
+             \"pages_dropped\": {}, \"reads_failed\": {}, \"tracefs_writes_failed\": {}, \
+             \"reader_cpu_ms\": {:.3}, \"wakeups\": \"{}\"}}",
+            t.buffer_kb,
+            t.history_kb,
+            t.pages_read,
+            t.pages_dropped,
+            t.reads_failed,
+            t.writes_failed,
+            t.reader_cpu_ns as f64 / 1e6,
+            t.wakeups.name()
         )?;
     }
     w.write_str("  }\n}\n")

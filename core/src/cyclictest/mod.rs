@@ -11,7 +11,7 @@
 mod json;
 mod text;
 
-pub use json::{json, JsonDoc, SpikeTotals, Uname};
+pub use json::{json, JsonDoc, SpikeTotals, TraceTotals, Uname, Wakeups};
 pub use text::{
     end_text, histogram, live_header, spike_lines, status_block, status_line, verbose_line, EndText,
 };

@@ -188,6 +188,7 @@ fn doc_of(fixture: &str) -> JsonDoc<'_> {
         realtime: false,
         wake: WakeMode::Absolute,
         spikes: None,
+        trace: None,
     }
 }
 
@@ -333,6 +334,7 @@ fn json_names_a_wake_mode_and_what_it_gives_up() {
         let doc = JsonDoc {
             wake: mode,
             spikes: None,
+            trace: None,
             ..doc_of(Q_JSON)
         };
         let mut ours = String::new();

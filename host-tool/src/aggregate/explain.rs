@@ -2,7 +2,7 @@
 //! per-cause totals over all of them, in bounded memory.
 
 use latscope_core::explain::{
-    Attribution, Cause, CauseKind, Policy, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_PAUSED,
+    Attribution, Cause, CauseKind, Policy, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_OFF,
 };
 
 /// Explained spikes kept per run (the largest).
@@ -74,10 +74,11 @@ pub(crate) fn cause_label(c: &Cause) -> String {
 }
 
 /// The line a report prints on its own for a stretch of a spike's window
-/// the trace did not record or lost (`trace paused 1.2 ms`), or `None`
-/// for other lines.
+/// the trace lost or no longer held (`trace lost 12 events 1.2 ms`,
+/// `beyond latscope's history 5.0 ms`, `trace paused 1.2 ms` of older
+/// targets), or `None` for other lines.
 pub(crate) fn gap_line(c: &Cause) -> Option<String> {
-    if c.kind != CauseKind::Untraced || !matches!(c.id, UNTRACED_PAUSED | UNTRACED_LOST) {
+    if c.kind != CauseKind::Untraced || c.id == UNTRACED_OFF {
         return None;
     }
     let len = if c.ns >= 100_000 {
@@ -85,6 +86,9 @@ pub(crate) fn gap_line(c: &Cause) -> Option<String> {
     } else {
         format!("{:.1} µs", c.ns as f64 / 1e3)
     };
+    if c.id == UNTRACED_LOST && c.count > 0 {
+        return Some(format!("{} {} events {len}", c.label(), c.count));
+    }
     Some(format!("{} {len}", c.label()))
 }
 

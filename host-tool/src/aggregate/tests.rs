@@ -682,7 +682,8 @@ fn an_irq_thread_is_one_cause_in_the_totals_with_or_without_its_priority() {
 #[test]
 fn a_paused_or_lost_trace_is_a_line_of_its_own_and_a_late_timer_names_the_running_task() {
     use latscope_core::explain::{
-        Attribution, CauseKind, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_OFF, UNTRACED_PAUSED,
+        Attribution, CauseKind, PRIO_UNKNOWN, UNTRACED_BEYOND, UNTRACED_LOST,
+        UNTRACED_LOST_UNKNOWN, UNTRACED_OFF, UNTRACED_PAUSED,
     };
     let mut a = Attribution::new(0, 7, 5_000_000_000, 2_500_000);
     a.partial = true;
@@ -707,24 +708,35 @@ fn a_paused_or_lost_trace_is_a_line_of_its_own_and_a_late_timer_names_the_runnin
         UNTRACED_LOST,
         PRIO_UNKNOWN,
         "",
-        1,
+        12,
         40_000,
     );
+    for (id, ns) in [(UNTRACED_LOST_UNKNOWN, 30_000), (UNTRACED_BEYOND, 10_000)] {
+        a.add(CauseKind::Untraced, id, PRIO_UNKNOWN, "", 1, ns);
+    }
     a.add(
         CauseKind::Untraced,
         UNTRACED_OFF,
         PRIO_UNKNOWN,
         "",
         1,
-        200_000,
+        160_000,
     );
     assert_eq!(a.total_ns(), a.latency_ns);
     let (out, _) = report_of_explained(vec![a]);
     let lines: Vec<&str> = out.lines().map(str::trim).collect();
     assert!(lines.contains(&"trace paused 1.2 ms"), "{out}");
-    assert!(lines.contains(&"trace lost 40.0 µs"), "{out}");
+    assert!(lines.contains(&"trace lost 12 events 40.0 µs"), "{out}");
     assert!(
-        lines.contains(&"irqs or preemption off (untraced)  200.0 µs"),
+        lines.contains(&"trace lost (count unknown) 30.0 µs"),
+        "{out}"
+    );
+    assert!(
+        lines.contains(&"beyond latscope's history 10.0 µs"),
+        "{out}"
+    );
+    assert!(
+        lines.contains(&"irqs or preemption off (untraced)  160.0 µs"),
         "{out}"
     );
     assert!(

@@ -234,6 +234,8 @@ pub(crate) fn json(
         realtime: h.target.preempt_rt,
         wake: h.config.wake,
         spikes: spike_totals(run),
+        // the stream does not carry the trace's totals
+        trace: None,
     };
     let h = hists(run);
     let t = threads(run, &h);

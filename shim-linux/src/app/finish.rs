@@ -9,7 +9,7 @@
 
 use std::sync::atomic::Ordering;
 
-use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, Uname};
+use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, TraceTotals, Uname};
 use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine};
 
 use super::setup::Setup;
@@ -164,6 +164,9 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
             t.dropped
         ));
     }
+    if let Some(t) = ended.outcome.trace {
+        output::note(&trace_line(&t));
+    }
     let dropped = ended.outcome.frames_dropped;
     if dropped > 0 {
         let why = ended.outcome.loss_reason.as_deref().unwrap_or("unknown");
@@ -178,6 +181,23 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
              the recorder's report says whether it stored them"
         ));
     }
+}
+
+/// The summary's line on the continuous trace of `--explain`.
+fn trace_line(t: &TraceTotals) -> String {
+    format!(
+        "# trace: {} KiB kernel buffer and {} KiB history per CPU; {} pages read, {} dropped \
+         from the history; reader {:.1} ms CPU; wake-ups of {}; {} tracefs write(s) and {} \
+         read(s) failed",
+        t.buffer_kb,
+        t.history_kb,
+        t.pages_read,
+        t.pages_dropped,
+        t.reader_cpu_ns as f64 / 1e6,
+        t.wakeups.name(),
+        t.writes_failed,
+        t.reads_failed
+    )
 }
 
 /// `--json PATH` (`-`: standard output).
@@ -206,6 +226,7 @@ fn write_json(
         realtime: procfs::is_realtime(),
         wake: cfg.wake,
         spikes: ended.outcome.spikes,
+        trace: ended.outcome.trace,
     };
     let mut text = String::with_capacity(4096 + cfg.hist_us as usize * 24 * threads.len());
     // a String takes every write

@@ -15,7 +15,6 @@ use crate::config::{policy_upper, Config, ThreadPlan};
 use crate::error::Error;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::cpu_set;
-use crate::linux::tracefs::Marker;
 use crate::output;
 use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
 use crate::sender::{self, Outcome, SnapshotAnswer, View};
@@ -66,15 +65,25 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         rx.verbose.push(c);
     }
     verbose_tx.resize_with(n, || None);
-    let markers = std::mem::take(&mut h.markers);
     let (sink, tracer) = (&mut h.sink, &mut h.tracer);
     let mut deg = std::mem::take(&mut s.deg);
     let setup: &Setup = s;
     let ended = std::thread::scope(|scope| {
-        start_measuring(scope, setup, spike_tx, verbose_tx, markers)?;
+        start_measuring(scope, setup, spike_tx, verbose_tx)?;
         let views = views(cfg, setup).inspect_err(|_| setup.control.gate.cancel())?;
         announce(cfg, setup);
         collect_degradations(cfg, &setup.shared, &mut deg);
+        if let Some(t) = tracer.as_mut() {
+            // before the gate: from the first cycle on, only the
+            // measuring threads' wake-ups are recorded
+            let tids: Vec<u32> = setup
+                .shared
+                .iter()
+                .filter_map(|s| u32::try_from(s.tid.load(Ordering::SeqCst)).ok())
+                .filter(|&t| t != 0)
+                .collect();
+            t.filter_wakeups(&tids);
+        }
         let effective = effective_plans(&setup.plans, &setup.shared);
         let common = rt::common_start(cfg.align, setup.settings.clock);
         setup.control.start.store(common, Ordering::SeqCst);
@@ -133,12 +142,11 @@ fn start_measuring<'scope, 'env: 'scope>(
     s: &'env Setup,
     spike_tx: Vec<Producer<'env, SpikeSample>>,
     verbose_tx: Vec<Option<Producer<'env, VerboseSample>>>,
-    markers: Vec<Option<Marker>>,
 ) -> Result<(), Error> {
     let mut spawned = 0;
     let mut error = None;
-    let threads = s.plans.iter().zip(spike_tx).zip(verbose_tx).zip(markers);
-    for (i, (((plan, spikes), verbose), marker)) in threads.enumerate() {
+    let threads = s.plans.iter().zip(spike_tx).zip(verbose_tx);
+    for (i, ((plan, spikes), verbose)) in threads.enumerate() {
         let args = ThreadArgs {
             index: i,
             plan: *plan,
@@ -147,7 +155,6 @@ fn start_measuring<'scope, 'env: 'scope>(
             control: &s.control,
             spikes,
             verbose,
-            marker,
             tracemark: s.tracemark.as_ref(),
         };
         let r = std::thread::Builder::new()

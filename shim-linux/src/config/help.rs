@@ -145,6 +145,7 @@ const LAYOUT: &[Item] = &[
     Item::Opt(Opt::Breaktrace),
     Item::Opt(Opt::Tracemark),
     Item::Opt(Opt::Explain),
+    Item::Opt(Opt::TraceBufferSize),
     Item::Opt(Opt::Fifo),
     Item::Opt(Opt::DbgCyclictest),
     Heading("Stream (binary frames for latscope-host)"),

@@ -134,6 +134,9 @@ pub struct Config {
     pub dl_period_us: u64,
     /// `--explain` in µs (0 = off).
     pub explain_us: u64,
+    /// `--trace-buffer-size` in KiB (`None`: the default, see
+    /// [`crate::linux::tracefs::buffer_kb`]).
+    pub trace_buffer_kb: Option<u32>,
     /// `--self-check`.
     pub self_check: bool,
     /// `-r`, `-s`, `-x`: how each cycle waits.
@@ -212,6 +215,7 @@ impl Default for Config {
             dl_deadline_us: 0,
             dl_period_us: 0,
             explain_us: 0,
+            trace_buffer_kb: None,
             self_check: false,
             wake: WakeMode::Absolute,
             align: StartAlign::Own,

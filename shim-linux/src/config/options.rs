@@ -62,6 +62,7 @@ pub enum Opt {
     DeadlineDeadline,
     DeadlinePeriod,
     Explain,
+    TraceBufferSize,
     HistShape,
     SelfCheck,
     Version,
@@ -568,6 +569,16 @@ pub const OPTIONS: &[Spec] = &[
         "explain",
         Required("US"),
         Text("attribute samples above US to IRQs, softirqs and tasks"),
+    ),
+    own(
+        Opt::TraceBufferSize,
+        "trace-buffer-size",
+        Required("KB"),
+        Text(
+            "--explain: the kernel's trace buffer per measured CPU, in KiB,\n\
+             and as much history kept by latscope (default 1024, at most\n\
+             1/32 of MemTotal per CPU; halved on ENOMEM, and said)",
+        ),
     ),
     own(
         Opt::HistShape,

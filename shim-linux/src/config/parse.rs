@@ -20,12 +20,16 @@ use super::values::{parse_dest, parse_duration, parse_report_interval};
 use super::{checks, Action, Config, Threads};
 use crate::bench;
 use crate::error::Error;
+use crate::linux::tracefs::MIN_BUFFER_KB;
 use latscope_core::wire::MAX_THREADS;
 
 /// Largest `-h` range: the widest 1 µs range of a histogram.
 pub(super) const MAX_HIST_US: u32 = MAX_LINEAR_US;
 /// Largest interval (and other times in µs): 1 hour.
 const MAX_US: i64 = 3_600_000_000;
+
+/// Largest `--trace-buffer-size`, KiB (1 GiB per CPU).
+const MAX_TRACE_BUFFER_KB: u64 = 1 << 20;
 /// Most `--spike` samples listed.
 const MAX_SPIKE_NODES: i64 = 65_536;
 
@@ -135,6 +139,10 @@ impl Parser {
             Opt::DeadlineDeadline => self.cfg.dl_deadline_us = us(1)?,
             Opt::DeadlinePeriod => self.cfg.dl_period_us = us(1)?,
             Opt::Explain => self.cfg.explain_us = us(1)?,
+            Opt::TraceBufferSize => {
+                let kb = parse_u64(&g.spelled, v, u64::from(MIN_BUFFER_KB), MAX_TRACE_BUFFER_KB)?;
+                self.cfg.trace_buffer_kb = u32::try_from(kb).ok();
+            }
             Opt::HistShape => {
                 self.cfg.hist_shape = HistShape::parse(v)
                     .ok_or_else(|| Error::usage(format!("{} '{v}': not 2.4 or 2.7", g.spelled)))?;

@@ -264,7 +264,7 @@ fn fields(c: &Config) -> Vec<(&'static str, String)> {
         }};
     }
     named![
-        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, hist_shape, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, deepest_idle_state, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, self_check, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, cmdline;
+        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, hist_shape, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, deepest_idle_state, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, trace_buffer_kb, self_check, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, cmdline;
         bench: ballast_mib, no_exit_demote, self_check_probe
     ]
 }
@@ -350,6 +350,7 @@ fn effect(
             &["dl_period_us"],
         ),
         Opt::Explain => (&[], Some("50"), &["explain_us"]),
+        Opt::TraceBufferSize => (&[], Some("256"), &["trace_buffer_kb"]),
         Opt::HistShape => (&["-h", "10"], Some("2.7"), &["hist_shape"]),
         Opt::SelfCheck => (&[], None, &["self_check"]),
         // the probe proves the self-check, so it turns it on

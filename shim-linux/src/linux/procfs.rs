@@ -4,6 +4,18 @@
 use latscope_core::wire::{bounded, ClockKind, Platform, TargetInfo, NS_CLOCK_HZ};
 use rustix::fs::{Mode, OFlags};
 
+/// `MemTotal` of `/proc/meminfo`, in KiB.
+pub fn mem_total_kb() -> Option<u64> {
+    read_text("/proc/meminfo")?
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Minor and major faults of one thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Faults {

@@ -133,19 +133,6 @@ fn flagged(a: &mut ThreadArgs<'_>, sample: &Sample) {
             a.shared.spikes.lost();
         }
     }
-    if sample.flags.spike {
-        if let Some(m) = a.marker.as_mut() {
-            // an unpinned thread marks the CPU it runs on (one more
-            // syscall where getcpu has no vDSO, on spikes only)
-            let cpu = a.plan.cpu.unwrap_or_else(rustix::thread::sched_getcpu);
-            let _ = m.mark(
-                cpu,
-                sample.cycle,
-                sample.latency.max(0) as u64,
-                sample.wake.max(0) as u64,
-            );
-        }
-    }
 }
 
 /// `-v`: queue every sample (or count it as dropped).

@@ -29,7 +29,7 @@ use crate::error::Error;
 use crate::linux::clock::LinuxClock;
 use crate::linux::doorbell::Doorbell;
 use crate::linux::procfs::Faults;
-use crate::linux::tracefs::{Marker, Tracemark};
+use crate::linux::tracefs::Tracemark;
 use crate::linux::{exit, sys};
 
 pub use gate::{common_start, Phase, PhaseCell, StartGate};
@@ -348,8 +348,6 @@ pub struct ThreadArgs<'a> {
     pub spikes: Producer<'a, SpikeSample>,
     /// Every sample goes here with `-v`.
     pub verbose: Option<Producer<'a, VerboseSample>>,
-    /// Trace marker for spikes (`--explain`): one rate-limited write.
-    pub marker: Option<Marker>,
     /// `--tracemark`: written once on a break.
     pub tracemark: Option<&'a Tracemark>,
 }

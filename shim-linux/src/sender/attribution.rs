@@ -3,6 +3,7 @@
 //! each thread's worst spike of a report interval by the interrupt and
 //! softirq counts its CPU took meanwhile (coarse).
 
+use latscope_core::cyclictest::TraceTotals;
 use latscope_core::explain::Attribution;
 use latscope_core::wire::SpikeSample;
 
@@ -10,10 +11,9 @@ use crate::config::ThreadPlan;
 use crate::linux::interrupts::ProcInterrupts;
 use crate::linux::tracefs::Tracer;
 
-/// Ordinary spikes explained per drain (a kept read of a CPU's trace
-/// serves every spike it covers);
-/// a spike worse than any explained in its interval is explained beyond
-/// it, as far as the line's share has room.
+/// Ordinary spikes explained per drain; a spike worse than any explained
+/// in its interval is explained beyond it, as far as the line's share has
+/// room.
 const EXPLAIN_PER_TICK: usize = 8;
 
 /// The sender's attribution state.
@@ -28,8 +28,8 @@ pub struct Attributor {
     worst: Vec<Option<SpikeSample>>,
     /// Spikes explained in this drain.
     explained: usize,
-    /// Spikes not explained in this drain (their marker froze the trace).
-    skipped: bool,
+    /// What the trace did, once it is closed.
+    totals: Option<TraceTotals>,
 }
 
 impl Attributor {
@@ -53,7 +53,7 @@ impl Attributor {
             proc_prev,
             worst: vec![None; threads],
             explained: 0,
-            skipped: false,
+            totals: None,
         }
     }
 
@@ -83,23 +83,11 @@ impl Attributor {
 
     /// Whether the trace may still hold `r`'s window, on `cpu` (see
     /// [`Tracer::may_hold`]).
-    pub fn may_hold(&mut self, r: &SpikeSample, cpu: Option<usize>) -> bool {
+    pub fn may_hold(&self, r: &SpikeSample, cpu: Option<usize>) -> bool {
         let deadline = r.deadline_ns.max(0) as u64;
-        let wake = deadline + r.latency_ns.max(0) as u64;
-        self.tracer
-            .as_mut()
-            .is_none_or(|t| t.may_hold(cpu, deadline, wake))
-    }
-
-    /// Whether the trace did not record any of `r`'s window (see
-    /// [`Tracer::wholly_paused`]): explaining it would only say "trace
-    /// paused".
-    pub fn unrecorded(&self, r: &SpikeSample) -> bool {
-        let deadline = r.deadline_ns.max(0) as u64;
-        let wake = deadline + r.latency_ns.max(0) as u64;
         self.tracer
             .as_ref()
-            .is_some_and(|t| t.wholly_paused(deadline, wake))
+            .is_none_or(|t| t.may_hold(cpu, deadline))
     }
 
     /// Explain `r` from the trace (the caller asked [`Attributor::can_explain`]):
@@ -121,38 +109,9 @@ impl Attributor {
         })
     }
 
-    /// Keeps the window of a spike whose marker took a snapshot (see
-    /// [`Tracer::poll`]), before the spike's turn comes.
-    pub fn poll(&mut self) {
-        if let Some(tracer) = self.tracer.as_mut() {
-            tracer.poll();
-        }
-    }
-
-    /// A report interval begins: the markers mark its worst spikes.
-    pub fn new_interval(&mut self) {
-        if let Some(tracer) = self.tracer.as_ref() {
-            tracer.new_interval();
-        }
-    }
-
-    /// A spike not explained: its marker froze the trace, which this
-    /// drain's end turns back on.
-    pub fn skip(&mut self, r: &SpikeSample) {
-        if self.tracer.is_some() && r.flags.spike {
-            self.skipped = true;
-        }
-    }
-
-    /// The end of a drain: turn tracing back on if spikes were skipped.
+    /// The end of a drain: the next may explain as many again.
     pub fn drained(&mut self) {
-        if self.skipped {
-            if let Some(tracer) = self.tracer.as_mut() {
-                tracer.resume();
-            }
-        }
         self.explained = 0;
-        self.skipped = false;
     }
 
     /// Without tracefs, at each report: each thread's worst spike of the
@@ -174,11 +133,17 @@ impl Attributor {
         self.proc_prev = Some(now);
     }
 
-    /// The measuring threads (and their markers) are gone: remove the trace
-    /// instance.
+    /// The measuring threads are gone and their last spikes explained:
+    /// stop the reader, remove the trace instance, keep its totals.
     pub fn close(&mut self) {
         if let Some(t) = self.tracer.take() {
-            let _ = t.close();
+            let totals = t.totals();
+            self.totals = Some(t.close().unwrap_or(totals));
         }
+    }
+
+    /// What the trace did (after [`Attributor::close`]).
+    pub fn totals(&self) -> Option<TraceTotals> {
+        self.totals
     }
 }

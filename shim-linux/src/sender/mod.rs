@@ -23,8 +23,7 @@ mod view;
 use std::sync::atomic::Ordering;
 
 use heapless::spsc::Consumer;
-use latscope_core::cyclictest::{is_spike, SpikeTotals};
-use latscope_core::explain::Attribution;
+use latscope_core::cyclictest::{is_spike, SpikeTotals, TraceTotals};
 use latscope_core::protocol::Room;
 use latscope_core::tz::WallTime;
 use latscope_core::wire::{Body, Bye, ByeReason, Hello, SpikeSample};
@@ -145,6 +144,8 @@ pub struct Outcome {
     /// What became of the spikes, where the run flagged them (`--spike`,
     /// `--explain`) and streamed.
     pub spikes: Option<SpikeTotals>,
+    /// What the continuous trace of `--explain` did.
+    pub trace: Option<TraceTotals>,
 }
 
 struct Sender<'a> {
@@ -172,11 +173,6 @@ struct Sender<'a> {
     shown_max: Option<u64>,
     /// Per thread, what became of its spikes.
     tallies: Vec<Tally>,
-    /// Per thread, the interval's worst spike so far whose window the
-    /// trace did not record at all, explained ("trace paused") and held
-    /// back: sent at the report if no worse spike of the interval was
-    /// explained meanwhile.
-    held: Vec<Option<Attribution>>,
     /// Whether the run flags spikes (`--spike`, `--explain`).
     flags_spikes: bool,
 }
@@ -206,7 +202,6 @@ pub fn run(a: Args<'_>) -> Outcome {
         oscope: vec![verbose::Window::default(); n],
         shown_max: None,
         tallies: vec![Tally::new(); n],
-        held: vec![None; n],
         flags_spikes,
     };
     s.main_loop();
@@ -361,6 +356,7 @@ impl Sender<'_> {
         self.live.flush();
         Outcome {
             spikes: (self.flags_spikes && self.publish.has_stream()).then(|| self.spike_totals()),
+            trace: self.attrib.totals(),
             frames_dropped: self.publish.frames_dropped(),
             loss_reason: self.publish.loss_reason(),
             frames_unacknowledged: self.publish.frames_unacknowledged(),
@@ -419,7 +415,6 @@ impl Sender<'_> {
     /// Whether any spike record came.
     fn drain(&mut self, now: i64, limit: usize) -> bool {
         let mut any = false;
-        self.attrib.poll();
         for t in 0..self.spikes.len() {
             for _ in 0..limit {
                 let Some(r) = self.spikes[t].dequeue() else {
@@ -458,7 +453,6 @@ impl Sender<'_> {
             if r.flags.spike {
                 tally.aggregated();
             }
-            self.attrib.skip(r);
             return;
         }
         self.publish.send(Body::Spike(*r));
@@ -477,29 +471,11 @@ impl Sender<'_> {
             }
         };
         if !explain {
-            self.attrib.skip(r);
             return;
         }
         let tid = self.shared[t].tid.load(Ordering::SeqCst);
-        if self.attrib.unrecorded(r) {
-            // Its explanation can only say "trace paused": worth its frame
-            // only if it stays the interval's worst (the report decides).
-            let worse = self.held[t]
-                .as_ref()
-                .is_none_or(|h| h.latency_ns < r.latency_ns.max(0) as u64);
-            if tally.worst_unexplained(r.latency_ns) && worse {
-                self.held[t] = self.attrib.explain(r, self.plans[t].cpu, tid);
-            }
-            return;
-        }
         if let Some(a) = self.attrib.explain(r, self.plans[t].cpu, tid) {
             tally.explained(r.latency_ns);
-            if self.held[t]
-                .as_ref()
-                .is_some_and(|h| h.latency_ns <= a.latency_ns)
-            {
-                self.held[t] = None;
-            }
             self.publish.send(Body::Explain(a));
         }
     }
@@ -527,16 +503,6 @@ impl Sender<'_> {
         let publish = &mut self.publish;
         self.attrib
             .coarse(&self.plans, |a| publish.send(Body::Explain(a)));
-        // the interval's worst, if the trace did not record it
-        for (held, tally) in self.held.iter_mut().zip(&mut self.tallies) {
-            if let Some(a) = held.take() {
-                let ns = i64::try_from(a.latency_ns).unwrap_or(i64::MAX);
-                if tally.worst_unexplained(ns) {
-                    tally.explained(ns);
-                    self.publish.send(Body::Explain(a));
-                }
-            }
-        }
         let epoch = self.publish.epoch();
         let views = self.views.iter_mut().zip(self.shared);
         for (t, (v, shared)) in views.enumerate() {
@@ -557,6 +523,5 @@ impl Sender<'_> {
                 self.publish.send(Body::Aggregate(a));
             }
         }
-        self.attrib.new_interval();
     }
 }

@@ -26,7 +26,9 @@
 
 use std::process::ExitCode;
 
-use latscope_core::explain::{CauseKind, UNTRACED_LOST, UNTRACED_PAUSED};
+use latscope_core::explain::{
+    CauseKind, UNTRACED_BEYOND, UNTRACED_LOST, UNTRACED_LOST_UNKNOWN, UNTRACED_PAUSED,
+};
 use latscope_core::wire::{Body, Decoder, MAX_FRAME};
 use latscope_tests::kept_runs::{self, KeptRuns};
 
@@ -46,6 +48,7 @@ struct Figures {
     untraced_ns: u64,
     paused_ns: u64,
     lost_ns: u64,
+    beyond_ns: u64,
     irq_ns: u64,
     other_frames: u64,
 }
@@ -85,7 +88,8 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
                             f.untraced_ns += c.ns;
                             match c.id {
                                 UNTRACED_PAUSED => f.paused_ns += c.ns,
-                                UNTRACED_LOST => f.lost_ns += c.ns,
+                                UNTRACED_LOST | UNTRACED_LOST_UNKNOWN => f.lost_ns += c.ns,
+                                UNTRACED_BEYOND => f.beyond_ns += c.ns,
                                 _ => {}
                             }
                         }
@@ -141,7 +145,7 @@ fn row(name: &str, f: &Figures) -> String {
         _ => "-".into(),
     };
     format!(
-        "| {name} | {rate} | {gap} | {spikes} | {} | {} | {} | {aggregated} | {} | {} | {late} | {} | {} | {} | {} |",
+        "| {name} | {rate} | {gap} | {spikes} | {} | {} | {} | {aggregated} | {} | {} | {late} | {} | {} | {} | {} | {} |",
         f.spike_frames,
         f.explain_deadlines.len(),
         f.traced,
@@ -150,6 +154,7 @@ fn row(name: &str, f: &Figures) -> String {
         pct(f.untraced_ns, f.explained_ns),
         pct(f.paused_ns, f.explained_ns),
         pct(f.lost_ns, f.explained_ns),
+        pct(f.beyond_ns, f.explained_ns),
         pct(f.irq_ns, f.explained_ns),
     )
 }
@@ -164,7 +169,7 @@ fn main() -> ExitCode {
             }
         };
     println!(
-        "| run | reports/s | longest report gap | spikes | spike frames | explained | traced | aggregated | dropped | coverage | explained in the 2nd half | untraced | of it paused | of it lost | irq {irq} |"
+        "| run | reports/s | longest report gap | spikes | spike frames | explained | traced | aggregated | dropped | coverage | explained in the 2nd half | untraced | of it paused | of it lost | of it beyond the history | irq {irq} |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, file) in runs {

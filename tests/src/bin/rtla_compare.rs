@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use latscope_core::explain::{CauseKind, UNTRACED_LOST, UNTRACED_PAUSED};
+use latscope_core::explain::{CauseKind, UNTRACED_OFF};
 use latscope_tests::board::decode;
 use latscope_tests::kept_runs::{self, KeptRuns};
 use latscope_tests::rtla;
@@ -66,9 +66,11 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
         all += a.latency_ns;
         for c in &a.causes {
             let key = match (c.kind, c.id) {
-                (CauseKind::Untraced, UNTRACED_PAUSED) => "trace paused".to_string(),
-                (CauseKind::Untraced, UNTRACED_LOST) => "trace lost".to_string(),
-                (CauseKind::Untraced, _) => "irqs or preemption off (untraced)".to_string(),
+                (CauseKind::Untraced, UNTRACED_OFF) => {
+                    "irqs or preemption off (untraced)".to_string()
+                }
+                // trace paused, lost, lost (count unknown), beyond the history
+                (CauseKind::Untraced, _) => c.label().to_string(),
                 (CauseKind::Irq, id) => format!("irq {id} {}", c.name),
                 (CauseKind::Task, _) => format!("task {}", c.name),
                 (k, _) if c.name.is_empty() => format!("{k:?}"),

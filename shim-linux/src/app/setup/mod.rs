@@ -25,8 +25,8 @@ use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::status_files::Snapshot;
 use crate::linux::sys::{self, sig, sigbit};
-use crate::linux::tracefs::{Marker, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT_POINT};
-use crate::linux::{self, hold_dma_latency};
+use crate::linux::tracefs::{self, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT_POINT};
+use crate::linux::{self, hold_dma_latency, procfs};
 use crate::output::Console;
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
 
@@ -140,8 +140,6 @@ impl Files {
 pub struct Handoff {
     /// `--explain`: the trace instance, for the sender.
     pub tracer: Option<Tracer>,
-    /// `--explain`: one marker per measuring thread.
-    pub markers: Vec<Option<Marker>>,
     /// Per-thread spike queues.
     pub spike_queues: Vec<SpikeQueue>,
     /// Per-thread `-v` queues (none without `-v`).
@@ -188,7 +186,7 @@ impl Setup {
         let fifo = cyclictest::fifo(cfg);
         let tracefs = find_or_mount_tracefs(cfg, &mut deg);
         let tracemark = open_tracemark(cfg, tracefs.as_ref(), &mut deg);
-        let (tracer, markers) = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);
+        let tracer = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);
         let tracefs_mounted = tracefs.is_some_and(|t| t.is_ok_and(|t| t.mounted));
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
         let n = plans.len();
@@ -197,7 +195,6 @@ impl Setup {
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
         let handoff = Handoff {
             tracer,
-            markers,
             spike_queues: (0..n).map(|_| rt::spike_queue()).collect(),
             verbose_queues: (0..if cfg.verbose { n } else { 0 })
                 .map(|_| rt::verbose_queue())
@@ -408,18 +405,17 @@ fn open_tracemark(
     None
 }
 
-/// `--explain`: the trace instance and one marker per thread. It traces
-/// the pinned threads' CPUs, and every CPU the process may run on if a
-/// thread is unpinned (its spikes are explained on the CPU it woke on).
+/// `--explain`: the trace instance, read continuously. It traces the
+/// pinned threads' CPUs, and every CPU the process may run on if a thread
+/// is unpinned (its spikes are explained on the CPU it woke on).
 fn open_explain(
     cfg: &Config,
     plans: &[ThreadPlan],
     tracefs: Option<&Result<Tracefs, NoTracefs>>,
     deg: &mut Degradations,
-) -> (Option<Tracer>, Vec<Option<Marker>>) {
-    let none = || (0..plans.len()).map(|_| None).collect();
+) -> Option<Tracer> {
     if cfg.explain_us == 0 {
-        return (None, none());
+        return None;
     }
     let mut cpus: Vec<usize> = plans.iter().filter_map(|p| p.cpu).collect();
     if plans.iter().any(|p| p.cpu.is_none()) {
@@ -428,20 +424,28 @@ fn open_explain(
     cpus.sort_unstable();
     cpus.dedup();
     let opened = match tracefs {
-        Some(Ok(t)) => Tracer::open(&t.root, &cpus, cfg.explain_us * 1000),
+        Some(Ok(t)) => {
+            let kb = tracefs::buffer_kb(cfg.trace_buffer_kb, procfs::mem_total_kb(), cpus.len());
+            Tracer::open(&t.root, &cpus, cfg.explain_us * 1000, kb)
+        }
         Some(Err(e)) => Err(Error::Unavailable(e.to_string())),
         None => Err(Error::Internal("--explain without a tracefs lookup")),
     };
     match opened {
         Ok(t) => {
-            let markers = plans.iter().map(|_| t.marker()).collect();
-            (Some(t), markers)
+            let (asked, set) = t.buffer_kb();
+            if set < asked {
+                deg.warnings.push(format!(
+                    "--trace-buffer-size: {asked} KiB per CPU refused (ENOMEM); {set} KiB"
+                ));
+            }
+            Some(t)
         }
         Err(e) => {
             deg.warnings.push(format!(
                 "--explain: no trace instance: {e}; coarse attribution from /proc/interrupts and /proc/softirqs per report interval"
             ));
-            (None, none())
+            None
         }
     }
 }

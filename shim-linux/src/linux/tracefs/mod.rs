@@ -1,24 +1,22 @@
-//! Spike attribution through tracefs: a private trace instance, the
-//! measuring thread's marker, and cyclictest's `--tracemark`.
+//! Spike attribution through tracefs: a private trace instance read
+//! continuously, and cyclictest's `--tracemark`.
 //!
 //! * [`Tracer`] owns the trace instance `instances/latscope-PID`: it creates
-//!   it (removing stale instances of dead latscope processes first), enables
-//!   the irq, softirq, irq_vectors, hrtimer, idle and sched events for the
-//!   measured CPUs only, sets `trace_clock` to `mono` so event times compare
-//!   with `CLOCK_MONOTONIC` deadlines, and sizes the buffers small. A
-//!   marker keeps its spike's window: by the `snapshot:1` trigger (live
-//!   recording goes on; the sender copies the snapshot at its next drain
-//!   and arms the trigger again) where the kernel has snapshots, else by
-//!   the `traceoff` trigger (recording stops until the window is read).
-//!   The non-RT sender thread calls [`Tracer::explain`] after a spike; it
-//!   explains the window from a kept copy that covers it or reads
-//!   `per_cpu/cpuN/trace`, and runs the core classifier
-//!   ([`latscope_core::explain`]). Dropping the tracer (or
-//!   [`Tracer::close`]) removes the instance. The user's top-level buffer
-//!   and settings are never touched, so there is nothing else to restore.
-//! * [`Marker`] is the pre-opened `trace_marker` fd of the instance. The
-//!   measuring thread owns it and, on a spike, makes its one rate-limited
-//!   `write(2)`: no allocation, no other syscall.
+//!   it (removing stale instances of dead latscope processes first), sets
+//!   `trace_clock` to `mono` so event times compare with
+//!   `CLOCK_MONOTONIC` deadlines, records only the events the classifier
+//!   reads on the measured CPUs only (and `sched_wakeup` only of the
+//!   measuring threads, [`Tracer::filter_wakeups`]), and sizes their
+//!   buffers ([`buffer_kb`]). A reader thread copies every measured
+//!   CPU's `trace_pipe_raw`, binary pages, into a bounded history in
+//!   memory every 100 ms, without ever blocking; nothing pauses
+//!   or stops recording. The non-RT sender thread calls
+//!   [`Tracer::explain`] after a spike: it reads the CPU once more and
+//!   explains the window from the history with core's decoder and
+//!   classifier ([`latscope_core::ringbuf`], [`latscope_core::explain`]).
+//!   Closing the tracer (or dropping it) stops the reader and removes the
+//!   instance. The user's top-level buffer and settings are never
+//!   touched, so there is nothing else to restore.
 //! * [`Tracemark`] is `--tracemark`: the top-level marker and switch, which
 //!   a `-b` break writes once, as cyclictest does.
 //!
@@ -26,9 +24,9 @@
 //! and none is mounted, [`Tracefs::find_or_mount`] mounts it at
 //! `/sys/kernel/tracing`. Nothing here forks, execs or needs `unsafe`.
 
-mod marker;
-mod marks;
+mod instance;
 mod mount;
+mod reader;
 #[cfg(test)]
 mod tests;
 mod tracer;
@@ -42,48 +40,22 @@ use core::fmt::Write as _;
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 
-pub use marker::Marker;
+pub use instance::remove_stale_instances;
 pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
-pub use tracer::{remove_stale_instances, Tracer};
+pub use tracer::{buffer_kb, Tracer};
 
-/// Per-CPU buffer of the instance for each measured CPU, in KiB. At a
-/// loopback flood's ~250 000 events/s this holds about 6 ms of history
-/// before the marker froze it (a spike's window plus what was running at
-/// its deadline), and reads in a few milliseconds; unmeasured CPUs get the
-/// minimum.
-pub const BUFFER_KB: u32 = 64;
+/// The kernel buffer of each measured CPU by default, in KiB: about 5 s
+/// of the emulated board's console flood at ~200 KB/s (the six events at
+/// 4,000–4,800 events/s), at least the 2 s the reader needs to fall
+/// behind before anything is lost (`docs/explain.md`).
+pub const DEFAULT_BUFFER_KB: u32 = 1024;
 
-/// Default shortest time between two marker writes (100 per second).
-pub const MARK_MIN_INTERVAL_NS: u64 = 10_000_000;
-
-/// The events enabled in the instance, as `(system, event)`; the ones the
-/// kernel lacks are skipped.
-pub const EVENTS: &[(&str, &str)] = &[
-    ("irq", "irq_handler_entry"),
-    ("irq", "irq_handler_exit"),
-    ("irq", "softirq_entry"),
-    ("irq", "softirq_exit"),
-    ("irq_vectors", "local_timer_entry"),
-    ("irq_vectors", "local_timer_exit"),
-    ("irq_vectors", "reschedule_entry"),
-    ("irq_vectors", "reschedule_exit"),
-    ("irq_vectors", "call_function_entry"),
-    ("irq_vectors", "call_function_exit"),
-    ("irq_vectors", "call_function_single_entry"),
-    ("irq_vectors", "call_function_single_exit"),
-    ("irq_vectors", "irq_work_entry"),
-    ("irq_vectors", "irq_work_exit"),
-    ("timer", "hrtimer_expire_entry"),
-    ("power", "cpu_idle"),
-    ("sched", "sched_switch"),
-    ("sched", "sched_wakeup"),
-];
+/// The smallest buffer per measured CPU, in KiB, after `ENOMEM` or when
+/// memory is short; CPUs not measured get the kernel's minimum.
+pub const MIN_BUFFER_KB: u32 = 64;
 
 /// Prefix of our instances' names; the pid follows.
 const INSTANCE_PREFIX: &str = "latscope-";
-
-/// Text the marker starts with.
-const MARK_PREFIX: &str = "latscope spike";
 
 /// Where tracefs is mounted: `/sys/kernel/tracing`, another tracefs mount
 /// from `/proc/mounts`, or `tracing/` under a debugfs mount. `None` if
@@ -166,8 +138,12 @@ fn cpumask(cpus: &[usize]) -> String {
     s
 }
 
-fn write_file(path: &Path, value: &str) -> io::Result<()> {
-    fs::write(path, value)
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds.
+fn mono_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    let s = u64::try_from(t.tv_sec).unwrap_or(0);
+    let n = u64::try_from(t.tv_nsec).unwrap_or(0);
+    s.saturating_mul(1_000_000_000).saturating_add(n)
 }
 
 /// cyclictest's `--tracemark`: the top-level `trace_marker` and

@@ -1,0 +1,191 @@
+//! The reader: every measured CPU's `trace_pipe_raw`, copied page by
+//! page into that CPU's history, on a timer, never blocking.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use latscope_core::ringbuf::{History, PageHeader};
+use rustix::fd::OwnedFd;
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+
+use crate::linux::cpu_set;
+
+/// How often the reader empties the kernel's buffers when they fill
+/// slowly. A buffer of the default size holds seconds of the board's
+/// console flood (see `docs/explain.md`), so a read every 100 ms leaves it
+/// nearly empty. A spike's window is in the history by the time the sender
+/// explains it (which reads the CPU once more first).
+pub(super) const READ_PERIOD: Duration = Duration::from_millis(100);
+
+/// The shortest wait between reads, under a flood that fills a quarter of
+/// the kernel's buffer faster than [`READ_PERIOD`].
+pub(super) const MIN_READ_PERIOD: Duration = Duration::from_millis(5);
+
+/// The wait before the next read, after one that took `pages` pages of a
+/// kernel buffer of `buffer_pages`: [`READ_PERIOD`], shortened so that
+/// at this rate the buffer is read when it is a quarter full (never
+/// shorter than [`MIN_READ_PERIOD`]). A flood never wraps the buffer
+/// while it lasts a quarter-buffer's time at least.
+pub(super) fn next_wait(pages: usize, buffer_pages: usize) -> Duration {
+    let quarter = (buffer_pages / 4).max(1) as u128;
+    let Some(pages) = core::num::NonZeroU128::new(pages as u128) else {
+        return READ_PERIOD;
+    };
+    let ns = READ_PERIOD.as_nanos() * quarter / pages;
+    let ns = ns.clamp(MIN_READ_PERIOD.as_nanos(), READ_PERIOD.as_nanos());
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+/// One measured CPU: its `trace_pipe_raw` and the pages read from it.
+#[derive(Debug)]
+pub(super) struct CpuTrace {
+    pub(super) cpu: usize,
+    /// `per_cpu/cpuN/trace_pipe_raw`, non-blocking.
+    pipe: OwnedFd,
+    pub(super) history: History<Vec<u8>>,
+    /// `CLOCK_MONOTONIC` when the last read began that emptied the
+    /// kernel's buffer: events before it are in the history.
+    pub(super) recorded_to_ns: u64,
+    /// Reads that failed other than with `EAGAIN`.
+    pub(super) failed_reads: u64,
+}
+
+impl CpuTrace {
+    /// `open(per_cpu/cpuN/trace_pipe_raw, O_RDONLY | O_NONBLOCK)` of the
+    /// instance at `dir`, and a history of `history_bytes` (whole pages
+    /// of `page_size`, written through once so that they are resident).
+    pub(super) fn open(
+        dir: &Path,
+        cpu: usize,
+        header: PageHeader,
+        page_size: usize,
+        history_bytes: usize,
+    ) -> std::io::Result<CpuTrace> {
+        let pipe = rustix::fs::open(
+            dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        let pages = history_bytes.div_ceil(page_size).max(1) + 1;
+        // not zero: a zeroed allocation is mapped lazily, this one is
+        // touched page by page now (and locked under mlockall)
+        let store = vec![0xa5u8; pages * page_size];
+        let history = History::new(store, header, page_size)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e.to_string()))?;
+        Ok(CpuTrace {
+            cpu,
+            pipe,
+            history,
+            recorded_to_ns: 0,
+            failed_reads: 0,
+        })
+    }
+
+    /// `read(trace_pipe_raw)` page by page into the history until the
+    /// kernel's buffer is empty (`EAGAIN`), at most a history's worth, or
+    /// (with `past_ns`) until a page begins after that time: a spike's
+    /// window is then whole in the history, and no later page pushes it
+    /// out. Returns the pages read. A read never blocks: a blocked reader
+    /// would have the writing CPU wake it through `irq_work`, on
+    /// `PREEMPT_RT` a self-IPI and a thread.
+    pub(super) fn drain(&mut self, past_ns: Option<u64>) -> usize {
+        let start = super::mono_ns();
+        let mut pages = 0;
+        while pages <= self.history.capacity() {
+            match rustix::io::read(&self.pipe, self.history.slot()) {
+                Ok(0) | Err(Errno::AGAIN) => {
+                    self.recorded_to_ns = start;
+                    break;
+                }
+                Ok(n) => {
+                    self.history.keep(n);
+                    pages += 1;
+                    let newest = self.history.newest_ns().unwrap_or(0);
+                    if past_ns.is_some_and(|p| newest > p) {
+                        // what came before this page is read
+                        self.recorded_to_ns = self.recorded_to_ns.max(newest);
+                        break;
+                    }
+                }
+                Err(Errno::INTR) => {}
+                Err(_) => {
+                    self.failed_reads += 1;
+                    break;
+                }
+            }
+        }
+        pages
+    }
+}
+
+/// What the reader and the sender share.
+#[derive(Debug)]
+pub(super) struct Shared {
+    /// Each measured CPU, and its trace.
+    cpus: Vec<(usize, Mutex<CpuTrace>)>,
+    stop: AtomicBool,
+    /// The reader thread's CPU time, nanoseconds.
+    pub(super) cpu_ns: AtomicU64,
+    /// Pages of each CPU's kernel buffer.
+    buffer_pages: usize,
+}
+
+impl Shared {
+    pub(super) fn new(cpus: Vec<CpuTrace>, buffer_pages: usize) -> Shared {
+        Shared {
+            buffer_pages,
+            cpus: cpus.into_iter().map(|t| (t.cpu, Mutex::new(t))).collect(),
+            stop: AtomicBool::new(false),
+            cpu_ns: AtomicU64::new(0),
+        }
+    }
+
+    /// The trace of measured CPU `cpu`, locked (the reader holds it only
+    /// while it drains that CPU).
+    pub(super) fn lock(&self, cpu: usize) -> Option<MutexGuard<'_, CpuTrace>> {
+        let (_, m) = self.cpus.iter().find(|(c, _)| *c == cpu)?;
+        Some(m.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Every measured CPU's trace, one at a time.
+    pub(super) fn each(&self, mut f: impl FnMut(&mut CpuTrace)) {
+        for (_, m) in &self.cpus {
+            f(&mut m.lock().unwrap_or_else(PoisonError::into_inner));
+        }
+    }
+}
+
+/// Starts the reader thread (`latscope-trace`, `SCHED_OTHER`) on `run_on`
+/// (the CPUs not measured; empty: wherever the scheduler puts it). It
+/// drains every CPU each [`READ_PERIOD`], or sooner under a flood
+/// ([`next_wait`]), until [`stop`].
+pub(super) fn spawn(shared: Arc<Shared>, run_on: Vec<usize>) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("latscope-trace".into())
+        .stack_size(64 * 1024)
+        .spawn(move || {
+            if !run_on.is_empty() {
+                let _ = rustix::thread::sched_setaffinity(None, &cpu_set(&run_on));
+            }
+            while !shared.stop.load(Ordering::Acquire) {
+                let mut most = 0;
+                shared.each(|t| most = most.max(t.drain(None)));
+                let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+                let ns = u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000
+                    + u64::try_from(t.tv_nsec).unwrap_or(0);
+                shared.cpu_ns.store(ns, Ordering::Relaxed);
+                std::thread::park_timeout(next_wait(most, shared.buffer_pages));
+            }
+        })
+}
+
+/// Stops the reader thread and waits for it.
+pub(super) fn stop(shared: &Shared, reader: JoinHandle<()>) {
+    shared.stop.store(true, Ordering::Release);
+    reader.thread().unpark();
+    let _ = reader.join();
+}
