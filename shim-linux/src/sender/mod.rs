@@ -519,6 +519,24 @@ impl Sender<'_> {
                     dropped,
                     peak: shared.spikes.take_peak(v.counters.cycles),
                 };
+                // the interval's largest is explained, even if the line
+                // had no room for its record when it came
+                let tally = &mut self.tallies[t];
+                if let Some((r, sent)) = tally.peak_unexplained(exact.peak) {
+                    let tid = shared.tid.load(Ordering::SeqCst);
+                    let a = self
+                        .attrib
+                        .can_explain(&r)
+                        .and_then(|_| self.attrib.explain(&r, self.plans[t].cpu, tid));
+                    if let Some(a) = a {
+                        if !sent {
+                            self.publish.send(Body::Spike(r));
+                            tally.sent_after_all(r.latency_ns);
+                        }
+                        tally.explained(r.latency_ns);
+                        self.publish.send(Body::Explain(a));
+                    }
+                }
                 let a = self.tallies[t].aggregate(t as u16, epoch, exact, last);
                 self.publish.send(Body::Aggregate(a));
             }

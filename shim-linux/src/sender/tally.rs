@@ -143,6 +143,24 @@ impl Tally {
         self.worst_explained = self.worst_explained.max(latency_ns);
     }
 
+    /// The interval's largest spike (`peak`: its latency and cycle), if
+    /// the sender took its record from the queue and no spike as bad was
+    /// explained: the record, and whether it was sent.
+    pub fn peak_unexplained(&self, peak: Option<(u64, u64)>) -> Option<(SpikeSample, bool)> {
+        let (_, cycle) = peak?;
+        let r = self.seen[0].filter(|r| r.cycle == cycle)?;
+        self.worst_unexplained(r.latency_ns)
+            .then_some((r, r.latency_ns <= self.worst_sent))
+    }
+
+    /// A spike only counted this interval, sent after all (as its
+    /// interval's largest, to be explained).
+    pub fn sent_after_all(&mut self, latency_ns: i64) {
+        self.interval.aggregated = self.interval.aggregated.saturating_sub(1);
+        self.total.aggregated = self.total.aggregated.saturating_sub(1);
+        self.sent(latency_ns);
+    }
+
     /// A spike only counted.
     pub fn aggregated(&mut self) {
         self.interval.aggregated += 1;
@@ -230,5 +248,36 @@ mod tests {
             aggregated: 1,
         };
         assert_eq!(t.total, want);
+    }
+
+    #[test]
+    fn an_intervals_worst_not_sent_or_not_explained_is_found_and_counted_once() {
+        let mut t = Tally::new();
+        // 900 came when the line had no room: only counted
+        t.seen(&record(1, 300));
+        t.sent(300);
+        t.explained(300);
+        t.seen(&record(2, 900));
+        t.aggregated();
+        assert_eq!(t.peak_unexplained(None), None);
+        assert_eq!(t.peak_unexplained(Some((900, 3))), None, "another cycle");
+        let (r, sent) = t.peak_unexplained(Some((900, 2))).expect("the worst");
+        assert_eq!((r.cycle, sent), (2, false));
+        // sent and explained at the report: moved from aggregated to sent
+        t.sent_after_all(r.latency_ns);
+        t.explained(r.latency_ns);
+        assert_eq!(t.peak_unexplained(Some((900, 2))), None);
+        let now = Exact {
+            spikes: 2,
+            dropped: 0,
+            peak: Some((900, 2)),
+        };
+        let a = t.aggregate(0, 1, now, false);
+        assert!(a.is_consistent(), "{a:?}");
+        assert_eq!((a.sent, a.explained, a.aggregated, a.queued), (2, 2, 0, 0));
+        // sent but not explained: explained only
+        t.seen(&record(3, 700));
+        t.sent(700);
+        assert_eq!(t.peak_unexplained(Some((700, 3))).map(|p| p.1), Some(true));
     }
 }

@@ -51,6 +51,10 @@ struct Figures {
     beyond_ns: u64,
     irq_ns: u64,
     other_frames: u64,
+    /// Report intervals with a spike, per thread, and of them those whose
+    /// largest spike (the aggregate's exact one) was explained.
+    worsts: u64,
+    worsts_explained: u64,
 }
 
 fn figures(bytes: &[u8], irq: u32) -> Figures {
@@ -58,6 +62,8 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
     let mut f = Figures::default();
     let mut dropped = std::collections::BTreeMap::new();
     let mut aggregates = std::collections::BTreeMap::new();
+    let mut peaks = Vec::new();
+    let mut explained_cycles = std::collections::BTreeSet::new();
     for frame in dec.frames(bytes).flatten() {
         match frame.body {
             Body::Stats(s) => {
@@ -75,9 +81,13 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
                 );
             }
             Body::Aggregate(a) => {
+                if a.above > 0 {
+                    peaks.push((a.thread, a.max_cycle));
+                }
                 aggregates.insert(a.thread, a);
             }
             Body::Explain(a) => {
+                explained_cycles.insert((a.cpu, a.cycle));
                 f.explain_deadlines.push(a.deadline_ns);
                 let top = a.causes.iter().max_by_key(|c| c.ns);
                 f.traced += u64::from(top.is_some_and(|c| c.kind != CauseKind::Untraced));
@@ -101,6 +111,12 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
             _ => f.other_frames += 1,
         }
     }
+    f.worsts = peaks.len() as u64;
+    // pinned threads: thread t measures CPU t in these runs (-a 0,1)
+    f.worsts_explained = peaks
+        .iter()
+        .filter(|&&(t, c)| explained_cycles.contains(&(u32::from(t), c)))
+        .count() as u64;
     f.dropped = dropped.values().sum();
     if !aggregates.is_empty() {
         let sum = |g: fn(&latscope_core::wire::Aggregate) -> u64| aggregates.values().map(g).sum();
@@ -145,12 +161,14 @@ fn row(name: &str, f: &Figures) -> String {
         _ => "-".into(),
     };
     format!(
-        "| {name} | {rate} | {gap} | {spikes} | {} | {} | {} | {aggregated} | {} | {} | {late} | {} | {} | {} | {} | {} |",
+        "| {name} | {rate} | {gap} | {spikes} | {} | {} | {} | {aggregated} | {} | {} | {late} | {}/{} | {} | {} | {} | {} | {} |",
         f.spike_frames,
         f.explain_deadlines.len(),
         f.traced,
         f.dropped,
         pct(f.explain_deadlines.len() as u64, spikes),
+        f.worsts_explained,
+        f.worsts,
         pct(f.untraced_ns, f.explained_ns),
         pct(f.paused_ns, f.explained_ns),
         pct(f.lost_ns, f.explained_ns),
@@ -169,9 +187,9 @@ fn main() -> ExitCode {
             }
         };
     println!(
-        "| run | reports/s | longest report gap | spikes | spike frames | explained | traced | aggregated | dropped | coverage | explained in the 2nd half | untraced | of it paused | of it lost | of it beyond the history | irq {irq} |"
+        "| run | reports/s | longest report gap | spikes | spike frames | explained | traced | aggregated | dropped | coverage | explained in the 2nd half | interval worsts explained | untraced | of it paused | of it lost | of it beyond the history | irq {irq} |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (name, file) in runs {
         match std::fs::read(&file) {
             Ok(bytes) => println!("{}", row(&name, &figures(&bytes, irq))),
