@@ -144,6 +144,32 @@ const FORMATS: [&str; 7] = [
     include_str!("../../core/src/ringbuf/fixtures/x86_64-6.18/print.format"),
 ];
 
+/// The same bytes as the pages of a history (of 512-byte pages): a window
+/// explained from them adds up to the spike, whatever they hold.
+fn history(dec: &mut latscope_core::ringbuf::Decoder, header: latscope_core::ringbuf::PageHeader, pick: u8, bytes: &[u8]) {
+    use latscope_core::explain::Window;
+    use latscope_core::ringbuf::History;
+    const PAGE: usize = 512;
+    let Ok(mut h) = History::new(vec![0u8; 4 * PAGE], header, PAGE) else {
+        panic!("a history of four pages is refused");
+    };
+    for chunk in bytes.chunks(PAGE) {
+        h.slot()[..chunk.len()].copy_from_slice(chunk);
+        h.keep(chunk.len());
+    }
+    let base = h.oldest_ns().unwrap_or(0);
+    let deadline_ns = base.saturating_add(u64::from(pick) * 1_000);
+    let w = Window {
+        cpu: 0,
+        cycle: 1,
+        deadline_ns,
+        wake_ns: deadline_ns.saturating_add(50_000),
+        pid: u32::from(pick),
+    };
+    let a = h.explain(dec, w, w.wake_ns);
+    assert_eq!(a.total_ns(), a.latency_ns, "{a:?}");
+}
+
 /// The binary trace decoder: the same bytes, read as a format file, parse
 /// or are refused; read as a page (after a first byte that picks the
 /// 64-bit or the 32-bit header), they decode or give an error that names
@@ -176,6 +202,7 @@ pub fn ringbuf(data: &[u8]) {
         other => panic!("a page gave {other:?}"),
     };
     let mut dec = Decoder::new(formats);
+    history(&mut dec, header, pick, page);
     match Page::new(header, page) {
         Err(e) => inside(e),
         Ok(p) => {

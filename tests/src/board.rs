@@ -28,6 +28,9 @@ pub struct Summary {
     pub stats: BTreeMap<u16, ThreadStats>,
     /// The latest spike aggregate of each thread (by thread index).
     pub aggregates: BTreeMap<u16, Aggregate>,
+    /// Each report interval's largest spike, of each thread that had one:
+    /// (thread, epoch, cycle, deadline; 0 if the sender never took it).
+    pub peaks: Vec<(u16, u32, u64, i64)>,
     pub bye: Option<Bye>,
     /// The explained spikes, in stream order.
     pub explained: Vec<Attribution>,
@@ -58,6 +61,10 @@ pub fn decode(stream: &[u8]) -> Summary {
                 Body::Log(l) => sum.logs.push(format!("{:?}: {}", l.level, l.text)),
                 Body::Explain(a) => sum.explained.push(a),
                 Body::Aggregate(a) => {
+                    if a.above > 0 {
+                        sum.peaks
+                            .push((a.thread, a.epoch, a.max_cycle, a.max_deadline_ns));
+                    }
                     sum.aggregates.insert(a.thread, a);
                 }
                 Body::Spike(s) => {
@@ -297,6 +304,20 @@ impl Summary {
     /// Explained spikes whose deadline is in the second half of the spike
     /// frames' time span: explanations that kept coming while the spikes
     /// did, not only at the start.
+    /// The report intervals' largest spikes that no explanation in the
+    /// stream is of (by cycle and deadline), as in [`Summary::peaks`].
+    pub fn worsts_unexplained(&self) -> Vec<(u16, u32, u64, i64)> {
+        self.peaks
+            .iter()
+            .copied()
+            .filter(|&(_, _, cycle, deadline)| {
+                !self.explained.iter().any(|a| {
+                    a.cycle == cycle && i64::try_from(a.deadline_ns).is_ok_and(|d| d == deadline)
+                })
+            })
+            .collect()
+    }
+
     pub fn explained_late(&self) -> usize {
         let Some((lo, hi)) = self.spike_span else {
             return 0;

@@ -406,6 +406,27 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         "nothing flooded"
     );
     side_by_side_with_rtla(irq, &below, &above);
+    // The trace is read continuously: under 10 % of the explained time is
+    // untraced (irqs or preemption off, lost, beyond the history), and
+    // each thread's largest spike of every report interval is explained.
+    for (name, run, s) in [
+        ("control", &control, &c),
+        ("flood -p 40", &below, &b),
+        ("flood -p 80", &above, &a),
+    ] {
+        assert!(
+            s.share(s.untraced_ns) < 0.10,
+            "{name}: {:.1} % of the explained time untraced: {}",
+            100.0 * s.share(s.untraced_ns),
+            s.line(irq)
+        );
+        let missed = run.sum.worsts_unexplained();
+        assert!(
+            missed.is_empty(),
+            "{name}: interval worsts not explained (thread, epoch, cycle, deadline): {missed:?} of {}",
+            run.sum.peaks.len()
+        );
+    }
     // Spikes are explained all through the flood, not only at its start.
     for (name, run) in [("flood -p 40", &below), ("flood -p 80", &above)] {
         assert!(

@@ -325,10 +325,12 @@ impl Sender<'_> {
     fn finish(mut self) -> Outcome {
         // the measuring threads are done: their queues only empty now
         self.drain(monotonic_ns(), usize::MAX);
-        self.attrib.close();
         let now = monotonic_ns();
         self.publish.last_report(now);
+        // the final interval's worst is explained too (a last read of the
+        // trace), then the trace goes
         self.report(true);
+        self.attrib.close();
         let reason = self.reason();
         let ended = self.zone.now();
         let bye = Bye {

@@ -82,7 +82,7 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
             }
             Body::Aggregate(a) => {
                 if a.above > 0 {
-                    peaks.push((a.thread, a.max_cycle));
+                    peaks.push((a.thread, a.max_cycle, a.epoch, a.max_ns, a.max_deadline_ns));
                 }
                 aggregates.insert(a.thread, a);
             }
@@ -115,8 +115,13 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
     // pinned threads: thread t measures CPU t in these runs (-a 0,1)
     f.worsts_explained = peaks
         .iter()
-        .filter(|&&(t, c)| explained_cycles.contains(&(u32::from(t), c)))
+        .filter(|&&(t, c, ..)| explained_cycles.contains(&(u32::from(t), c)))
         .count() as u64;
+    for &(t, c, epoch, ns, deadline) in &peaks {
+        if !explained_cycles.contains(&(u32::from(t), c)) {
+            eprintln!("interval {epoch} of thread {t}: worst {ns} ns at cycle {c} (deadline {deadline}) not explained");
+        }
+    }
     f.dropped = dropped.values().sum();
     if !aggregates.is_empty() {
         let sum = |g: fn(&latscope_core::wire::Aggregate) -> u64| aggregates.values().map(g).sum();
