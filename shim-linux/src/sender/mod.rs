@@ -318,6 +318,8 @@ impl Sender<'_> {
         if !self.publish.report_due(now) {
             return;
         }
+        // every record of the interval taken first, its worst among them
+        self.drain(now, usize::MAX);
         self.report(false);
     }
 
