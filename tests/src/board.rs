@@ -347,8 +347,12 @@ pub struct Shares {
     pub irq_ns: u64,
     /// The part of `irq_ns` its thread ran (lines named `irq/N-...`).
     pub irq_thread_ns: u64,
-    /// "irqs or preemption off (untraced)".
+    /// Every untraced line: irqs or preemption off, and the trace's own
+    /// losses.
     pub untraced_ns: u64,
+    /// Of it, the trace's own losses: events lost, beyond latscope's
+    /// history, or (older targets) not recorded.
+    pub trace_loss_ns: u64,
     /// Task lines named after the IRQ's thread (`irq/N-...`): IRQ thread
     /// time counted as some task's.
     pub irq_as_task_ns: u64,
@@ -378,7 +382,12 @@ impl Shares {
                         }
                     }
                     CauseKind::Task if c.name.starts_with(&thread) => s.irq_as_task_ns += c.ns,
-                    CauseKind::Untraced => s.untraced_ns += c.ns,
+                    CauseKind::Untraced => {
+                        s.untraced_ns += c.ns;
+                        if c.id != latscope_core::explain::UNTRACED_OFF {
+                            s.trace_loss_ns += c.ns;
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -396,7 +405,8 @@ impl Shares {
     pub fn line(&self, irq: u32) -> String {
         format!(
             "{} explained spikes ({} coarse, {} all untraced, {} with irq {irq}), {:.1} ms: \
-             irq {irq} {:.2} % (its thread {:.2} %), untraced {:.1} %, irq thread as task {:.2} %",
+             irq {irq} {:.2} % (its thread {:.2} %), untraced {:.1} % (lost by the trace {:.1} %), \
+             irq thread as task {:.2} %",
             self.spikes,
             self.coarse,
             self.blind,
@@ -405,6 +415,7 @@ impl Shares {
             100.0 * self.share(self.irq_ns),
             100.0 * self.share(self.irq_thread_ns),
             100.0 * self.share(self.untraced_ns),
+            100.0 * self.share(self.trace_loss_ns),
             100.0 * self.share(self.irq_as_task_ns),
         )
     }

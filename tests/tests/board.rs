@@ -417,18 +417,26 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         "nothing flooded"
     );
     side_by_side_with_rtla(irq, &below, &above);
-    // The trace is read continuously: under the flood less than 10 % of
-    // the explained time is untraced (irqs or preemption off, lost, beyond
-    // the history; the control's small spikes are mostly the emulator's
-    // own, which no guest trace sees), and each thread's largest spike of
-    // every report interval is explained.
+    // The trace is read continuously: it loses nothing (under 1 % of the
+    // explained time lost or beyond the history), under the flood at most
+    // 12 % is untraced in all (4 boots: 6.9 to 9.9 % at -p 40; what is left
+    // is irqs or preemption off, and the host descheduling the emulated
+    // CPUs, which no guest trace sees; the control's small spikes are
+    // mostly that), and each thread's largest spike of every report
+    // interval is explained.
     for (name, run, s) in [
         ("control", &control, &c),
         ("flood -p 40", &below, &b),
         ("flood -p 80", &above, &a),
     ] {
         assert!(
-            name == "control" || s.share(s.untraced_ns) < 0.10,
+            s.share(s.trace_loss_ns) < 0.01,
+            "{name}: {:.1} % of the explained time lost by the trace: {}",
+            100.0 * s.share(s.trace_loss_ns),
+            s.line(irq)
+        );
+        assert!(
+            name == "control" || s.share(s.untraced_ns) < 0.12,
             "{name}: {:.1} % of the explained time untraced: {}",
             100.0 * s.share(s.untraced_ns),
             s.line(irq)
