@@ -146,7 +146,12 @@ const FORMATS: [&str; 7] = [
 
 /// The same bytes as the pages of a history (of 512-byte pages): a window
 /// explained from them adds up to the spike, whatever they hold.
-fn history(dec: &mut latscope_core::ringbuf::Decoder, header: latscope_core::ringbuf::PageHeader, pick: u8, bytes: &[u8]) {
+fn history(
+    dec: &mut latscope_core::ringbuf::Decoder,
+    header: latscope_core::ringbuf::PageHeader,
+    pick: u8,
+    bytes: &[u8],
+) {
     use latscope_core::explain::Window;
     use latscope_core::ringbuf::History;
     const PAGE: usize = 512;
