@@ -575,9 +575,9 @@ pub const OPTIONS: &[Spec] = &[
         "trace-buffer-size",
         Required("KB"),
         Text(
-            "--explain: the kernel's trace buffer per measured CPU, in KiB,\n\
-             and as much history kept by latscope (default 1024, at most\n\
-             1/32 of MemTotal per CPU; halved on ENOMEM, and said)",
+            "--explain: the kernel's trace buffer per measured CPU, in KiB;\n\
+             latscope keeps twice as much history (default 1024, capped so\n\
+             both take at most 3/64 of MemTotal; halved on ENOMEM, and said)",
         ),
     ),
     own(
