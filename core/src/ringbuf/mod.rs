@@ -64,16 +64,114 @@ mod tests {
     use std::string::String;
     use std::vec::Vec;
 
-    /// The format files of the fixture's seven events.
-    pub(super) const FIXTURE_FORMATS: [&str; 7] = [
-        include_str!("fixtures/x86_64-6.18/irq_handler_entry.format"),
-        include_str!("fixtures/x86_64-6.18/irq_handler_exit.format"),
-        include_str!("fixtures/x86_64-6.18/softirq_entry.format"),
-        include_str!("fixtures/x86_64-6.18/softirq_exit.format"),
-        include_str!("fixtures/x86_64-6.18/sched_switch.format"),
-        include_str!("fixtures/x86_64-6.18/sched_wakeup.format"),
-        include_str!("fixtures/x86_64-6.18/print.format"),
-    ];
+    /// One kernel's own pages and text of the same events
+    /// (`fixtures/README.md`).
+    pub(super) struct Fixture {
+        pub header_page: &'static str,
+        pub formats: [&'static str; 7],
+        pub pages: &'static [u8],
+        pub text: &'static str,
+    }
+
+    /// The fixture in `fixtures/$dir`.
+    macro_rules! fixture {
+        ($dir:literal) => {
+            Fixture {
+                header_page: include_str!(concat!("fixtures/", $dir, "/header_page")),
+                formats: [
+                    include_str!(concat!("fixtures/", $dir, "/irq_handler_entry.format")),
+                    include_str!(concat!("fixtures/", $dir, "/irq_handler_exit.format")),
+                    include_str!(concat!("fixtures/", $dir, "/softirq_entry.format")),
+                    include_str!(concat!("fixtures/", $dir, "/softirq_exit.format")),
+                    include_str!(concat!("fixtures/", $dir, "/sched_switch.format")),
+                    include_str!(concat!("fixtures/", $dir, "/sched_wakeup.format")),
+                    include_str!(concat!("fixtures/", $dir, "/print.format")),
+                ],
+                pages: include_bytes!(concat!("fixtures/", $dir, "/cpu0.pages")),
+                text: include_str!(concat!("fixtures/", $dir, "/cpu0.trace")),
+            }
+        };
+    }
+
+    pub(super) const X86_64: Fixture = fixture!("x86_64-6.18");
+    const AARCH64: Fixture = fixture!("aarch64-6.12");
+    const ARMV7: Fixture = fixture!("armv7-6.1");
+
+    /// The format files of the x86-64 fixture's seven events.
+    pub(super) const FIXTURE_FORMATS: [&str; 7] = X86_64.formats;
+
+    /// A number of a CPU's `stats` (`overrun: 6279`).
+    fn stat(stats: &str, key: &str) -> u64 {
+        stats
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap()
+    }
+
+    /// Decodes every page of `f` (laid out as `header` says) and checks
+    /// each event against the kernel's text of it; returns what each page
+    /// says was lost before it, and the events.
+    fn decodes_to_its_text(f: &Fixture, header: PageHeader) -> (Vec<Missed>, usize) {
+        assert_eq!(PageHeader::parse(f.header_page), Ok(header));
+        let mut formats = EventFormats::new();
+        for text in f.formats {
+            assert_eq!(formats.add(text), Ok(true));
+        }
+        let mut dec = Decoder::new(formats);
+        let want: Vec<String> = f
+            .text
+            .lines()
+            .filter_map(parse_line)
+            .map(|e| said(&e))
+            .collect();
+        let mut got = Vec::new();
+        let mut missed = Vec::new();
+        for bytes in f.pages.chunks(4096) {
+            let page = Page::new(header, bytes).unwrap();
+            missed.push(page.missed());
+            for raw in page.events() {
+                got.push(said(&dec.decode(0, &raw.unwrap()).unwrap()));
+            }
+        }
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "event {i}");
+        }
+        assert_eq!(got.len(), want.len());
+        (missed, got.len())
+    }
+
+    /// The boards' pages (a 64-bit `PREEMPT_RT` kernel's, and a 32-bit
+    /// kernel's with its 4-byte commit word), captured on the emulated
+    /// boards: every event decodes to what the kernel's text says, and
+    /// the counts the pages store add up to the overrun of its `stats`.
+    #[test]
+    fn the_boards_pages_decode_to_their_kernels_own_text() {
+        for (f, header, stats) in [
+            (
+                AARCH64,
+                PageHeader::LONG_8,
+                include_str!("fixtures/aarch64-6.12/cpu0.stats"),
+            ),
+            (
+                ARMV7,
+                PageHeader::LONG_4,
+                include_str!("fixtures/armv7-6.1/cpu0.stats"),
+            ),
+        ] {
+            let (missed, events) = decodes_to_its_text(&f, header);
+            assert_eq!(events as u64, stat(stats, "entries"));
+            let stored: u64 = missed
+                .iter()
+                .map(|m| match m {
+                    Missed::Events(n) => *n,
+                    _ => 0,
+                })
+                .sum();
+            assert!(missed.iter().all(|m| *m != Missed::Unknown), "{missed:?}");
+            assert_eq!(stored, stat(stats, "overrun"), "{missed:?}");
+        }
+    }
 
     /// An event as text and pages can both say it: the microsecond the
     /// text prints (rounded to the nearest, as the kernel's `ns2usecs`
@@ -88,39 +186,14 @@ mod tests {
     /// and the first page carries the count of those overwritten.
     #[test]
     fn x86_64_pages_decode_to_the_kernels_own_text() {
-        let header = PageHeader::parse(include_str!("fixtures/x86_64-6.18/header_page")).unwrap();
-        assert_eq!(header, PageHeader::LONG_8);
-        let mut formats = EventFormats::new();
-        for f in FIXTURE_FORMATS {
-            assert_eq!(formats.add(f), Ok(true));
-        }
-        let mut dec = Decoder::new(formats);
-        let text = include_str!("fixtures/x86_64-6.18/cpu0.trace");
-        let want: Vec<String> = text
-            .lines()
-            .filter_map(parse_line)
-            .map(|e| said(&e))
-            .collect();
-        let mut got = Vec::new();
-        let mut missed = Vec::new();
-        for bytes in include_bytes!("fixtures/x86_64-6.18/cpu0.pages").chunks(4096) {
-            let page = Page::new(header, bytes).unwrap();
-            missed.push(page.missed());
-            for raw in page.events() {
-                got.push(said(&dec.decode(0, &raw.unwrap()).unwrap()));
-            }
-        }
+        let (missed, events) = decodes_to_its_text(&X86_64, PageHeader::LONG_8);
         // The kernel's per_cpu/cpu0/stats: overrun 139, entries 170.
         assert_eq!(missed[0], Missed::Events(139));
         assert!(
             missed[1..].iter().all(|m| *m == Missed::Nothing),
             "{missed:?}"
         );
-        assert_eq!(got.len(), 170);
-        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-            assert_eq!(g, w, "event {i}");
-        }
-        assert_eq!(got.len(), want.len());
+        assert_eq!(events, 170);
     }
 
     #[test]
