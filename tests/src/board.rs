@@ -304,18 +304,26 @@ impl Summary {
     /// Explained spikes whose deadline is in the second half of the spike
     /// frames' time span: explanations that kept coming while the spikes
     /// did, not only at the start.
-    /// The report intervals' largest spikes that no explanation in the
+    /// The report intervals' largest spikes whose record the sender took
+    /// (the aggregate names its deadline) that no explanation in the
     /// stream is of (by cycle and deadline), as in [`Summary::peaks`].
     pub fn worsts_unexplained(&self) -> Vec<(u16, u32, u64, i64)> {
         self.peaks
             .iter()
             .copied()
+            .filter(|&(_, _, _, deadline)| deadline != 0)
             .filter(|&(_, _, cycle, deadline)| {
                 !self.explained.iter().any(|a| {
                     a.cycle == cycle && i64::try_from(a.deadline_ns).is_ok_and(|d| d == deadline)
                 })
             })
             .collect()
+    }
+
+    /// The report intervals' largest spikes whose record the sender had
+    /// not taken by the report (deadline 0 in the aggregate).
+    pub fn worsts_not_taken(&self) -> usize {
+        self.peaks.iter().filter(|p| p.3 == 0).count()
     }
 
     pub fn explained_late(&self) -> usize {
