@@ -15,6 +15,7 @@ use crate::config::{policy_upper, Config, ThreadPlan};
 use crate::error::Error;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::cpu_set;
+use crate::linux::tracefs::Tracer;
 use crate::output;
 use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
 use crate::sender::{self, Outcome, SnapshotAnswer, View};
@@ -73,17 +74,7 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         let views = views(cfg, setup).inspect_err(|_| setup.control.gate.cancel())?;
         announce(cfg, setup);
         collect_degradations(cfg, &setup.shared, &mut deg);
-        if let Some(t) = tracer.as_mut() {
-            // before the gate: from the first cycle on, only the
-            // measuring threads' wake-ups are recorded
-            let tids: Vec<u32> = setup
-                .shared
-                .iter()
-                .filter_map(|s| u32::try_from(s.tid.load(Ordering::SeqCst)).ok())
-                .filter(|&t| t != 0)
-                .collect();
-            t.filter_wakeups(&tids);
-        }
+        filter_wakeups(tracer.as_mut(), &setup.shared);
         let effective = effective_plans(&setup.plans, &setup.shared);
         let common = rt::common_start(cfg.align, setup.settings.clock);
         setup.control.start.store(common, Ordering::SeqCst);
@@ -132,6 +123,19 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
     });
     s.deg = deg;
     ended
+}
+
+/// `--explain`, before the gate: from the first cycle on, only the
+/// measuring threads' wake-ups are recorded.
+fn filter_wakeups(tracer: Option<&mut Tracer>, shared: &[Shared]) {
+    if let Some(t) = tracer {
+        let tids: Vec<u32> = shared
+            .iter()
+            .filter_map(|s| u32::try_from(s.tid.load(Ordering::SeqCst)).ok())
+            .filter(|&t| t != 0)
+            .collect();
+        t.filter_wakeups(&tids);
+    }
 }
 
 /// Start one measuring thread per plan and wait until each is set up. On

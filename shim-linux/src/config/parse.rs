@@ -139,10 +139,7 @@ impl Parser {
             Opt::DeadlineDeadline => self.cfg.dl_deadline_us = us(1)?,
             Opt::DeadlinePeriod => self.cfg.dl_period_us = us(1)?,
             Opt::Explain => self.cfg.explain_us = us(1)?,
-            Opt::TraceBufferSize => {
-                let kb = parse_u64(&g.spelled, v, u64::from(MIN_BUFFER_KB), MAX_TRACE_BUFFER_KB)?;
-                self.cfg.trace_buffer_kb = u32::try_from(kb).ok();
-            }
+            Opt::TraceBufferSize => self.trace_buffer_size(g, v)?,
             Opt::HistShape => {
                 self.cfg.hist_shape = HistShape::parse(v)
                     .ok_or_else(|| Error::usage(format!("{} '{v}': not 2.4 or 2.7", g.spelled)))?;
@@ -269,6 +266,13 @@ impl Parser {
     }
 
     /// `--spike-nodes N`.
+    /// `--trace-buffer-size KB`.
+    fn trace_buffer_size(&mut self, g: &Given, v: &str) -> Result<(), Error> {
+        let kb = parse_u64(&g.spelled, v, u64::from(MIN_BUFFER_KB), MAX_TRACE_BUFFER_KB)?;
+        self.cfg.trace_buffer_kb = u32::try_from(kb).ok();
+        Ok(())
+    }
+
     fn spike_nodes(&mut self, g: &Given) -> Result<(), Error> {
         self.cfg.spike_nodes = self.int(g, 1, MAX_SPIKE_NODES)? as usize;
         self.saw.spike_nodes = true;

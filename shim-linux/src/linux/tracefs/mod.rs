@@ -138,12 +138,10 @@ fn cpumask(cpus: &[usize]) -> String {
     s
 }
 
-/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds.
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds, as the trace's
+/// `mono` clock counts.
 fn mono_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-    let s = u64::try_from(t.tv_sec).unwrap_or(0);
-    let n = u64::try_from(t.tv_nsec).unwrap_or(0);
-    s.saturating_mul(1_000_000_000).saturating_add(n)
+    u64::try_from(crate::linux::clock::monotonic_ns()).unwrap_or(0)
 }
 
 /// cyclictest's `--tracemark`: the top-level `trace_marker` and
