@@ -65,6 +65,8 @@ use postcard::experimental::max_size::MaxSize;
 use postcard_schema::Schema;
 use serde::{Deserialize, Serialize};
 
+use crate::wire::bounded;
+
 /// Most cause lines one [`Attribution`] carries (the last may be "other").
 pub const MAX_CAUSES: usize = 16;
 
@@ -392,17 +394,6 @@ pub(crate) fn add_to<const N: usize>(
     }
 }
 
-/// Copies `s` into a [`Name`], cut at a character boundary if too long.
-pub fn bounded(s: &str) -> Name {
-    let mut n = Name::new();
-    for ch in s.chars() {
-        if n.push(ch).is_err() {
-            break;
-        }
-    }
-    n
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,12 +455,5 @@ mod tests {
         assert_eq!(c.policy(), Policy::Deadline);
         c.prio = PRIO_UNKNOWN;
         assert_eq!(c.policy(), Policy::Unknown);
-    }
-
-    #[test]
-    fn bounded_cuts_on_char_boundary() {
-        let n = bounded("ééééééééééééééééééééééééé");
-        assert!(n.len() <= NAME_LEN);
-        assert!(n.chars().all(|c| c == 'é'));
     }
 }

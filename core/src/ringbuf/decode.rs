@@ -1,6 +1,6 @@
 //! Raw events to the classifier's [`Event`]s.
 
-use super::events::{EventFormats, Shape};
+use super::events::{EventFormats, Known, Shape};
 use super::fields::Field;
 use super::{Comms, RawEvent};
 use crate::explain::{Event, EventKind, TaskRef};
@@ -38,74 +38,23 @@ impl Decoder {
     /// too short for its fields, or a pid, IRQ or priority is out of
     /// range.
     pub fn decode<'a>(&'a mut self, cpu: u32, raw: &RawEvent<'a>) -> Result<Event<'a>, Error> {
-        let p = raw.payload;
         let bad = |why| Error::BadTracePage {
             offset: raw.offset,
             why,
         };
-        let short = bad("event payload shorter than its fields");
-        let id = Field::fixed(0, 2, false).int(p).ok_or(short)?;
-        let pid = self.formats.common_pid.int(p).ok_or(short)?;
+        let p = raw.payload;
+        let id = int(Field::fixed(0, 2, false), p).map_err(bad)?;
+        let pid = int(self.formats.common_pid, p).map_err(bad)?;
         let pid = u32::try_from(pid).map_err(|_| bad("pid out of range"))?;
-        let int = |f: Field| f.int(p).ok_or(short);
-        let u = |f: Field| u32::try_from(int(f)?).map_err(|_| bad("field out of range"));
-        let i = |f: Field| i32::try_from(int(f)?).map_err(|_| bad("field out of range"));
-        let text = |f: Field| f.text(p).ok_or(short);
         let known = u16::try_from(id).ok().and_then(|id| self.formats.find(id));
         // Names first, so that the event's own task is named by it.
         for (pid, comm) in named_tasks(known.map(|k| k.shape)) {
-            self.comms.learn(u(pid)?, text(comm)?);
+            self.comms
+                .learn(unsigned(pid, p).map_err(bad)?, text(comm, p).map_err(bad)?);
         }
-        let Some(known) = known else {
-            return Ok(self.event(cpu, raw.ts_ns, pid, EventKind::Other { name: "" }));
-        };
-        let kind = match known.shape {
-            Shape::IrqEntry { irq, name } => EventKind::IrqEntry {
-                irq: u(irq)?,
-                name: text(name)?,
-            },
-            Shape::IrqExit { irq } => EventKind::IrqExit { irq: u(irq)? },
-            Shape::SoftirqEntry { vec } => EventKind::SoftirqEntry { vec: u(vec)? },
-            Shape::SoftirqExit { vec } => EventKind::SoftirqExit { vec: u(vec)? },
-            Shape::VectorEntry { vector } => EventKind::VectorEntry {
-                name: known.name.as_str(),
-                vector: u(vector)?,
-            },
-            Shape::VectorExit { vector } => EventKind::VectorExit {
-                name: known.name.as_str(),
-                vector: u(vector)?,
-            },
-            Shape::Switch {
-                prev_comm,
-                prev_pid,
-                prev_prio,
-                prev_state,
-                next_comm,
-                next_pid,
-                next_prio,
-            } => EventKind::Switch {
-                prev: TaskRef {
-                    comm: text(prev_comm)?,
-                    pid: u(prev_pid)?,
-                },
-                prev_prio: i(prev_prio)?,
-                prev_state: state_text(int(prev_state)?),
-                next: TaskRef {
-                    comm: text(next_comm)?,
-                    pid: u(next_pid)?,
-                },
-                next_prio: i(next_prio)?,
-            },
-            Shape::Wakeup { comm, pid, prio } => EventKind::Wakeup {
-                task: TaskRef {
-                    comm: text(comm)?,
-                    pid: u(pid)?,
-                },
-                prio: i(prio)?,
-            },
-            Shape::Print { buf } => EventKind::Marker {
-                text: text(buf)?.trim_end_matches('\n'),
-            },
+        let kind = match known {
+            Some(known) => kind_of(known, p).map_err(bad)?,
+            None => EventKind::Other { name: "" },
         };
         Ok(self.event(cpu, raw.ts_ns, pid, kind))
     }
@@ -121,6 +70,88 @@ impl Decoder {
             kind,
         }
     }
+}
+
+/// What the fields of `known`'s shape hold in payload `p`; the error is
+/// why they do not read.
+fn kind_of<'a>(known: &'a Known, p: &'a [u8]) -> Result<EventKind<'a>, &'static str> {
+    Ok(match known.shape {
+        Shape::IrqEntry { irq, name } => EventKind::IrqEntry {
+            irq: unsigned(irq, p)?,
+            name: text(name, p)?,
+        },
+        Shape::IrqExit { irq } => EventKind::IrqExit {
+            irq: unsigned(irq, p)?,
+        },
+        Shape::SoftirqEntry { vec } => EventKind::SoftirqEntry {
+            vec: unsigned(vec, p)?,
+        },
+        Shape::SoftirqExit { vec } => EventKind::SoftirqExit {
+            vec: unsigned(vec, p)?,
+        },
+        Shape::VectorEntry { vector } => EventKind::VectorEntry {
+            name: known.name.as_str(),
+            vector: unsigned(vector, p)?,
+        },
+        Shape::VectorExit { vector } => EventKind::VectorExit {
+            name: known.name.as_str(),
+            vector: unsigned(vector, p)?,
+        },
+        Shape::Switch {
+            prev_comm,
+            prev_pid,
+            prev_prio,
+            prev_state,
+            next_comm,
+            next_pid,
+            next_prio,
+        } => EventKind::Switch {
+            prev: TaskRef {
+                comm: text(prev_comm, p)?,
+                pid: unsigned(prev_pid, p)?,
+            },
+            prev_prio: signed(prev_prio, p)?,
+            prev_state: state_text(int(prev_state, p)?),
+            next: TaskRef {
+                comm: text(next_comm, p)?,
+                pid: unsigned(next_pid, p)?,
+            },
+            next_prio: signed(next_prio, p)?,
+        },
+        Shape::Wakeup { comm, pid, prio } => EventKind::Wakeup {
+            task: TaskRef {
+                comm: text(comm, p)?,
+                pid: unsigned(pid, p)?,
+            },
+            prio: signed(prio, p)?,
+        },
+        Shape::Print { buf } => EventKind::Marker {
+            text: text(buf, p)?.trim_end_matches('\n'),
+        },
+    })
+}
+
+const SHORT: &str = "event payload shorter than its fields";
+const RANGE: &str = "field out of range";
+
+/// Field `f` of payload `p` as an integer.
+fn int(f: Field, p: &[u8]) -> Result<i64, &'static str> {
+    f.int(p).ok_or(SHORT)
+}
+
+/// Field `f` of payload `p` as a `u32`.
+fn unsigned(f: Field, p: &[u8]) -> Result<u32, &'static str> {
+    u32::try_from(int(f, p)?).map_err(|_| RANGE)
+}
+
+/// Field `f` of payload `p` as an `i32`.
+fn signed(f: Field, p: &[u8]) -> Result<i32, &'static str> {
+    i32::try_from(int(f, p)?).map_err(|_| RANGE)
+}
+
+/// Field `f` of payload `p` as text.
+fn text(f: Field, p: &[u8]) -> Result<&str, &'static str> {
+    f.text(p).ok_or(SHORT)
 }
 
 /// The (pid, comm) fields of the tasks an event names in full: both of

@@ -2,7 +2,8 @@
 //! them.
 
 use super::fields::{find_field, Field};
-use crate::explain::{bounded, Name};
+use crate::explain::Name;
+use crate::wire::bounded;
 use crate::Error;
 
 /// Most events an [`EventFormats`] holds: the seven below, and the
@@ -149,55 +150,82 @@ impl EventFormats {
     }
 }
 
+/// Most fields one shape reads (`sched_switch`'s).
+const MOST_FIELDS: usize = 7;
+
+/// A shape from its fields, in the order [`SHAPES`] names them.
+type Build = fn(&[Field; MOST_FIELDS]) -> Shape;
+
+/// The events the classifier reads by name (but the vectors), the fields
+/// each reads, and its shape from them.
+const SHAPES: [(&str, &[&str], Build); 7] = [
+    ("irq_handler_entry", &["irq", "name"], |f| Shape::IrqEntry {
+        irq: f[0],
+        name: f[1],
+    }),
+    ("irq_handler_exit", &["irq"], |f| Shape::IrqExit {
+        irq: f[0],
+    }),
+    ("softirq_entry", &["vec"], |f| Shape::SoftirqEntry {
+        vec: f[0],
+    }),
+    ("softirq_exit", &["vec"], |f| Shape::SoftirqExit {
+        vec: f[0],
+    }),
+    (
+        "sched_switch",
+        &[
+            "prev_comm",
+            "prev_pid",
+            "prev_prio",
+            "prev_state",
+            "next_comm",
+            "next_pid",
+            "next_prio",
+        ],
+        |f| Shape::Switch {
+            prev_comm: f[0],
+            prev_pid: f[1],
+            prev_prio: f[2],
+            prev_state: f[3],
+            next_comm: f[4],
+            next_pid: f[5],
+            next_prio: f[6],
+        },
+    ),
+    ("sched_wakeup", &["comm", "pid", "prio"], |f| {
+        Shape::Wakeup {
+            comm: f[0],
+            pid: f[1],
+            prio: f[2],
+        }
+    }),
+    ("print", &["buf"], |f| Shape::Print { buf: f[0] }),
+];
+
 /// The shape of event `name` (and a vector's name), if the classifier
 /// reads it.
 fn shape_of<'a>(name: &'a str, format: &str) -> Result<Option<(&'a str, Shape)>, Error> {
-    let need = |f: &str| {
-        find_field(format, f).ok_or(Error::BadTraceFormat(
+    let Some((_, names, build)) = SHAPES.iter().find(|(n, ..)| *n == name) else {
+        // An interrupt vector: `<name>_entry` or `_exit` with a `vector`
+        // field, as the text parser reads them.
+        let Some(vector) = find_field(format, "vector") else {
+            return Ok(None);
+        };
+        return Ok(if let Some(v) = name.strip_suffix("_entry") {
+            Some((v, Shape::VectorEntry { vector }))
+        } else {
+            name.strip_suffix("_exit")
+                .map(|v| (v, Shape::VectorExit { vector }))
+        });
+    };
+    let mut fields = [Field::fixed(0, 0, false); MOST_FIELDS];
+    for (slot, field) in fields.iter_mut().zip(names.iter()) {
+        *slot = find_field(format, field).ok_or(Error::BadTraceFormat(
             "an event's format lacks a field the classifier reads",
-        ))
-    };
-    let shape = match name {
-        "irq_handler_entry" => Shape::IrqEntry {
-            irq: need("irq")?,
-            name: need("name")?,
-        },
-        "irq_handler_exit" => Shape::IrqExit { irq: need("irq")? },
-        "softirq_entry" => Shape::SoftirqEntry { vec: need("vec")? },
-        "softirq_exit" => Shape::SoftirqExit { vec: need("vec")? },
-        "sched_switch" => Shape::Switch {
-            prev_comm: need("prev_comm")?,
-            prev_pid: need("prev_pid")?,
-            prev_prio: need("prev_prio")?,
-            prev_state: need("prev_state")?,
-            next_comm: need("next_comm")?,
-            next_pid: need("next_pid")?,
-            next_prio: need("next_prio")?,
-        },
-        "sched_wakeup" => Shape::Wakeup {
-            comm: need("comm")?,
-            pid: need("pid")?,
-            prio: need("prio")?,
-        },
-        "print" => Shape::Print { buf: need("buf")? },
-        _ => {
-            // An interrupt vector: `<name>_entry` or `_exit` with a
-            // `vector` field, as the text parser reads them.
-            let vector = find_field(format, "vector");
-            return Ok(
-                match (
-                    name.strip_suffix("_entry"),
-                    name.strip_suffix("_exit"),
-                    vector,
-                ) {
-                    (Some(v), _, Some(vector)) => Some((v, Shape::VectorEntry { vector })),
-                    (_, Some(v), Some(vector)) => Some((v, Shape::VectorExit { vector })),
-                    _ => None,
-                },
-            );
-        }
-    };
-    Ok(Some((name, shape)))
+        ))?;
+    }
+    Ok(Some((name, build(&fields))))
 }
 
 #[cfg(test)]

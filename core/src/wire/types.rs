@@ -704,10 +704,38 @@ impl Aggregate {
 /// Truncate `s` at a char boundary into a bounded string.
 pub fn bounded<const N: usize>(s: &str) -> String<N> {
     let mut out = String::new();
-    for ch in s.chars() {
-        if out.push(ch).is_err() {
-            break;
-        }
-    }
+    // never fails: at most N bytes
+    let _ = out.push_str(cut(s, N));
     out
+}
+
+/// The longest start of `s` of at most `max` bytes that ends on a char
+/// boundary (one function for every `N` of [`bounded`]).
+fn cut(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s.get(..end).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_keeps_the_longest_start_that_ends_on_a_char_boundary() {
+        let s = "aé€😀b";
+        for max in 0..=s.len() + 1 {
+            let want = (0..=max.min(s.len()))
+                .rev()
+                .find(|&e| s.is_char_boundary(e))
+                .unwrap();
+            assert_eq!(cut(s, max), &s[..want], "max {max}");
+        }
+        assert_eq!(bounded::<4>(s).as_str(), "aé");
+        assert_eq!(bounded::<3>(s).as_str(), "aé");
+        assert_eq!(bounded::<2>(s).as_str(), "a");
+        assert_eq!(bounded::<32>(s).as_str(), s);
+    }
 }
