@@ -45,9 +45,12 @@ fn line(removed: &[(u32, String)]) -> Option<String> {
     if removed.is_empty() {
         return None;
     }
-    let mut pids: Vec<u32> = removed.iter().map(|&(p, _)| p).collect();
-    pids.sort_unstable();
-    pids.dedup();
+    let mut pids: Vec<u32> = Vec::new();
+    for &(p, _) in removed {
+        if !pids.contains(&p) {
+            pids.push(p);
+        }
+    }
     let what: Vec<&str> = removed.iter().map(|(_, w)| w.as_str()).collect();
     let procs = if pids.len() == 1 {
         "an ended latscope process".to_string()

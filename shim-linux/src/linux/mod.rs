@@ -53,6 +53,18 @@ pub fn numa_node(cpu: usize) -> Option<i32> {
         .map(|m| m as i32)
 }
 
+/// `cpus` in ascending order, each once. CPU lists are short: an
+/// insertion keeps the binary free of a sort routine for them.
+pub fn ascending(cpus: impl IntoIterator<Item = usize>) -> Vec<usize> {
+    let mut v: Vec<usize> = Vec::new();
+    for c in cpus {
+        if let Err(at) = v.binary_search(&c) {
+            v.insert(at, c);
+        }
+    }
+    v
+}
+
 /// `cpus` as a kernel CPU set (CPUs beyond its size are left out).
 pub fn cpu_set(cpus: &[usize]) -> CpuSet {
     let mut set = CpuSet::new();
@@ -114,4 +126,13 @@ pub fn random_u64() -> u64 {
         return u64::from_ne_bytes(b);
     }
     (clock::monotonic_ns() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ clock::realtime_s() as u64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn ascending_sorts_and_keeps_each_cpu_once() {
+        assert_eq!(super::ascending([3, 1, 3, 0, 2, 1]), [0, 1, 2, 3]);
+        assert_eq!(super::ascending([]), Vec::<usize>::new());
+    }
 }

@@ -281,12 +281,10 @@ fn idle_limit(
     let Some(deepest) = cfg.deepest_idle_state else {
         return Ok(None);
     };
-    let mut cpus: Vec<usize> = match plans.iter().map(|p| p.cpu).collect::<Option<Vec<_>>>() {
-        Some(pinned) => pinned,
-        None => available.to_vec(),
+    let cpus = match plans.iter().map(|p| p.cpu).collect::<Option<Vec<_>>>() {
+        Some(pinned) => linux::ascending(pinned),
+        None => linux::ascending(available.iter().copied()),
     };
-    cpus.sort_unstable();
-    cpus.dedup();
     let limit = IdleLimit::apply(
         Path::new(cpuidle::SYSFS),
         Path::new(cpuidle::SAVE_DIR),
@@ -421,8 +419,7 @@ fn open_explain(
     if plans.iter().any(|p| p.cpu.is_none()) {
         cpus.extend(linux::available_cpus());
     }
-    cpus.sort_unstable();
-    cpus.dedup();
+    let cpus = linux::ascending(cpus);
     let opened = match tracefs {
         Some(Ok(t)) => {
             let kb = tracefs::buffer_kb(cfg.trace_buffer_kb, procfs::mem_total_kb(), cpus.len());
@@ -456,10 +453,7 @@ fn coarse_cpus(cfg: &Config, plans: &[ThreadPlan], traced: bool) -> Vec<usize> {
     if cfg.explain_us == 0 || traced {
         return Vec::new();
     }
-    let mut c: Vec<usize> = plans.iter().filter_map(|p| p.cpu).collect();
-    c.sort_unstable();
-    c.dedup();
-    c
+    linux::ascending(plans.iter().filter_map(|p| p.cpu))
 }
 
 /// What every measuring thread shares (the interval is set per thread).

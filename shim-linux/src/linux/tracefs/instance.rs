@@ -179,7 +179,7 @@ impl Instance {
             .map(String::as_str)
             .chain([EventFormats::MARKER])
         {
-            let text = fs::read_to_string(self.dir.join(format!("events/{e}/format")))?;
+            let text = self.read_once(&format!("events/{e}/format"))?;
             formats.add(&text).map_err(bad)?;
         }
         Ok((header, Decoder::new(formats)))
@@ -219,17 +219,16 @@ impl Drop for Instance {
 
 /// The events to record, as paths under `events/`: what the classifier
 /// reads ([`EventFormats::ENABLE`]) and, where the kernel has them (x86),
-/// the interrupt vectors' entries and exits. Nothing else.
+/// the interrupt vectors' entries and exits, in the directory's order.
+/// Nothing else.
 fn events(dir: &Path) -> Vec<String> {
     let mut all: Vec<String> = EventFormats::ENABLE.iter().map(|e| e.to_string()).collect();
     if let Ok(rd) = fs::read_dir(dir.join("events/irq_vectors")) {
-        let mut v: Vec<String> = rd
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
-            .filter(|n| n.ends_with("_entry") || n.ends_with("_exit"))
-            .map(|n| format!("irq_vectors/{n}"))
-            .collect();
-        v.sort();
-        all.extend(v);
+        all.extend(
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with("_entry") || n.ends_with("_exit"))
+                .map(|n| format!("irq_vectors/{n}")),
+        );
     }
     all
 }
