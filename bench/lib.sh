@@ -185,12 +185,12 @@ pair_stats() {
 	}'
 }
 
-# hist_summary FILE H: "min avg p99 p99.9 max" (us) from a cyclictest-format
+# hist_summary FILE H: "min avg p99 p99.9 max p50" (us) from a cyclictest-format
 # histogram file (rows "%06d count...", then "# Min/Avg/Max Latencies" and
 # "# Histogram Overflows"), as both cyclictest and latscope write it with
 # `-h H --histfile FILE`. Every sample there is truncated to whole
 # microseconds, so figures from two programs compare like for like.
-# p99, p99.9 and max: the worse thread; min: the better. avg: the mean of
+# p50, p99, p99.9 and max: the worse thread; min: the better. avg: the mean of
 # the threads' bucket means (overflows counted at the thread's max), not
 # the "# Avg Latencies" line, which cyclictest truncates once more to an
 # integer (about 0.5 us low on average).
@@ -206,15 +206,16 @@ hist_summary() {
 			return maxs[t]
 		}
 		END {
-			if (!T) { print "- - - - -"; exit }
-			mn = mins[1]; p = 0; pp = 0; mx = 0; av = 0
+			if (!T) { print "- - - - - -"; exit }
+			mn = mins[1]; p = 0; pp = 0; mx = 0; av = 0; med = 0
 			for (t = 1; t <= T; t++) {
 				if (mins[t] < mn) mn = mins[t]
 				tot = n[t] + ov[t]; av += tot ? (s[t] + ov[t] * maxs[t]) / tot : 0
 				if (q(t, .99) > p) p = q(t, .99); if (q(t, .999) > pp) pp = q(t, .999)
 				if (maxs[t] > mx) mx = maxs[t]
+				if (q(t, .5) > med) med = q(t, .5)
 			}
-			printf "%.1f %.2f %.1f %.1f %.1f\n", mn, av / T, p, pp, mx
+			printf "%.1f %.2f %.1f %.1f %.1f %.1f\n", mn, av / T, p, pp, mx, med
 		}' "$1"
 }
 
