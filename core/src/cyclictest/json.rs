@@ -117,6 +117,12 @@ pub struct TraceTotals {
     pub pages_dropped: u64,
     /// Reads of `trace_pipe_raw` that failed.
     pub reads_failed: u64,
+    /// Events the kernel recorded on the measured CPUs
+    /// ([`BufferStats::recorded`](crate::ringbuf::BufferStats::recorded)).
+    pub events: u64,
+    /// Of them, lost before they were read
+    /// ([`BufferStats::lost`](crate::ringbuf::BufferStats::lost)).
+    pub events_lost: u64,
     /// tracefs writes that failed (settings, filters).
     pub writes_failed: u64,
     /// The reader thread's CPU time, nanoseconds.
@@ -328,13 +334,15 @@ pub fn json<W: Write>(
         writeln!(
             w,
             "    \"trace\": {{\"buffer_kb\": {}, \"history_kb\": {}, \"pages_read\": {}, \
-             \"pages_dropped\": {}, \"reads_failed\": {}, \"tracefs_writes_failed\": {}, \
-             \"reader_cpu_ms\": {:.3}, \"wakeups\": \"{}\"}}",
+             \"pages_dropped\": {}, \"reads_failed\": {}, \"events\": {}, \"events_lost\": {}, \
+             \"tracefs_writes_failed\": {}, \"reader_cpu_ms\": {:.3}, \"wakeups\": \"{}\"}}",
             t.buffer_kb,
             t.history_kb,
             t.pages_read,
             t.pages_dropped,
             t.reads_failed,
+            t.events,
+            t.events_lost,
             t.writes_failed,
             t.reader_cpu_ns as f64 / 1e6,
             t.wakeups.name()

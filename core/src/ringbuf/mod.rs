@@ -2,10 +2,10 @@
 //! `per_cpu/cpuN/trace_pipe_raw` hands them out, decoded into the
 //! [`Event`](crate::explain::Event)s the classifier reads.
 //!
-//! Reading pages is 15–20 times cheaper than reading the same events as
-//! text, and a page read consumes what it returns, so a reader that keeps
-//! up never races the writer. This module is the decoding half; the Linux
-//! target's reader does the I/O.
+//! Reading pages costs a fraction of reading the same events as text
+//! (`bench/results/trace-rates.md`), and a page read consumes what it
+//! returns, so a reader that keeps up never races the writer. This module
+//! is the decoding half; the Linux target's reader does the I/O.
 //!
 //! * [`PageHeader`] comes from `events/header_page`: where a page's
 //!   timestamp and commit word lie and where its data starts (offset 16 on
@@ -17,7 +17,8 @@
 //!   ([`Missed`]);
 //! * [`Decoder`] turns each [`RawEvent`] into an
 //!   [`Event`](crate::explain::Event), naming tasks from the `sched_switch`
-//!   and `sched_wakeup` events it has seen ([`Comms`]).
+//!   and `sched_wakeup` events it has seen ([`Comms`]);
+//! * [`BufferStats`] reads a CPU's `stats`: events recorded and lost.
 //!
 //! Every field is read byte-wise, little-endian, never by a cast: on armv7
 //! the kernel aligns events to 4 bytes, so a `u64` may be unaligned. Big-
@@ -25,6 +26,7 @@
 //! that are not what the kernel writes give an [`Error`](crate::Error)
 //! (naming the byte offset in the page), never a panic.
 
+mod buffer_stats;
 mod comms;
 mod decode;
 mod events;
@@ -33,6 +35,7 @@ mod header;
 mod history;
 mod page;
 
+pub use buffer_stats::BufferStats;
 pub use comms::{Comms, COMMS};
 pub use decode::Decoder;
 pub use events::{EventFormats, KNOWN};

@@ -186,11 +186,13 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
 /// The summary's line on the continuous trace of `--explain`.
 fn trace_line(t: &TraceTotals) -> String {
     format!(
-        "# trace: {} KiB kernel buffer and {} KiB history per CPU; {} pages read, {} dropped \
-         from the history; reader {:.1} ms CPU; wake-ups of {}; {} tracefs write(s) and {} \
-         read(s) failed",
+        "# trace: {} KiB kernel buffer and {} KiB history per CPU; {} events recorded, {} lost \
+         by the kernel; {} pages read, {} dropped from the history; reader {:.1} ms CPU; \
+         wake-ups of {}; {} tracefs write(s) and {} read(s) failed",
         t.buffer_kb,
         t.history_kb,
+        t.events,
+        t.events_lost,
         t.pages_read,
         t.pages_dropped,
         t.reader_cpu_ns as f64 / 1e6,

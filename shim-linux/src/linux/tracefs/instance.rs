@@ -6,7 +6,7 @@ use std::io::{self, Read as _};
 use std::path::{Path, PathBuf};
 
 use latscope_core::cyclictest::Wakeups;
-use latscope_core::ringbuf::{Decoder, EventFormats, PageHeader};
+use latscope_core::ringbuf::{BufferStats, Decoder, EventFormats, PageHeader};
 use rustix::io::Errno;
 
 use super::{cpumask, INSTANCE_PREFIX, MIN_BUFFER_KB};
@@ -165,6 +165,13 @@ impl Instance {
             Ok(()) => Wakeups::Filtered,
             Err(_) => Wakeups::Refused,
         }
+    }
+
+    /// `per_cpu/cpuN/stats`: CPU `cpu`'s ring-buffer counters, if they
+    /// read.
+    pub(super) fn buffer_stats(&self, cpu: usize) -> Option<BufferStats> {
+        let text = self.read_once(&format!("per_cpu/cpu{cpu}/stats")).ok()?;
+        Some(BufferStats::parse(&text))
     }
 
     /// The page layout and the decoder of this kernel's events, from

@@ -123,6 +123,9 @@ fn live_instance_reads_continuously_and_explains() {
     let t = tracer.totals();
     eprintln!("{t:?}");
     assert!(t.pages_read > 0);
+    // the kernel's own count: every page read held at least one event
+    assert!(t.events >= t.pages_read, "{t:?}");
+    assert!(t.events_lost <= t.events, "{t:?}");
     assert_eq!((t.writes_failed, t.reads_failed), (0, 0));
     assert_eq!(t.wakeups, Wakeups::Filtered);
     assert_eq!(t.buffer_kb, DEFAULT_BUFFER_KB);

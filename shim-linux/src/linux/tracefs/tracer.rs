@@ -150,6 +150,8 @@ impl Tracer {
             pages_read: 0,
             pages_dropped: 0,
             reads_failed: 0,
+            events: 0,
+            events_lost: 0,
             writes_failed: self.instance.failed_writes(),
             reader_cpu_ns: self.shared.cpu_ns.load(Ordering::Relaxed),
             wakeups: self.wakeups,
@@ -160,6 +162,10 @@ impl Tracer {
             t.pages_read += c.history.kept();
             t.pages_dropped += c.history.dropped();
             t.reads_failed += c.failed_reads;
+            if let Some(stats) = self.instance.buffer_stats(c.cpu) {
+                t.events += stats.recorded();
+                t.events_lost += stats.lost();
+            }
         });
         t
     }
