@@ -23,7 +23,7 @@ pub const INIT: &str = include_str!("../image/init");
 const APPLETS: &[&str] = &[
     "sh", "awk", "cat", "echo", "ls", "mkdir", "mount", "umount", "stty", "sync", "poweroff",
     "reboot", "ps", "grep", "sleep", "taskset", "setpriv", "nc", "ip", "insmod", "dmesg",
-    "timeout", "base64", "rmdir",
+    "timeout", "base64", "rmdir", "dd",
 ];
 
 /// Debian's architecture name for `arch`.
