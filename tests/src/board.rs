@@ -36,6 +36,8 @@ pub struct Summary {
     pub explained: Vec<Attribution>,
     /// The earliest and latest deadline of the spike frames (clock ns).
     pub spike_span: Option<(i64, i64)>,
+    /// Each spike frame's deadline, by thread and cycle.
+    pub spike_deadlines: BTreeMap<(u16, u64), i64>,
     /// Log and warning lines the target sent.
     pub logs: Vec<String>,
     pub link: LinkStats,
@@ -69,6 +71,7 @@ pub fn decode(stream: &[u8]) -> Summary {
                 }
                 Body::Spike(s) => {
                     let d = s.deadline_ns;
+                    sum.spike_deadlines.insert((s.thread, s.cycle), d);
                     sum.spike_span = Some(
                         sum.spike_span
                             .map_or((d, d), |(lo, hi)| (lo.min(d), hi.max(d))),
@@ -304,14 +307,21 @@ impl Summary {
     /// Explained spikes whose deadline is in the second half of the spike
     /// frames' time span: explanations that kept coming while the spikes
     /// did, not only at the start.
-    /// The report intervals' largest spikes whose record the sender took
-    /// (the aggregate names its deadline) that no explanation in the
-    /// stream is of (by cycle and deadline), as in [`Summary::peaks`].
+    /// The report intervals' largest spikes, as in [`Summary::peaks`],
+    /// that no explanation in the stream is of (by cycle and deadline).
+    /// The deadline of one whose record the sender had not taken by the
+    /// report comes from its spike frame, which follows later; one with
+    /// no spike frame at all is left out ([`Summary::worsts_never_sent`]).
     pub fn worsts_unexplained(&self) -> Vec<(u16, u32, u64, i64)> {
         self.peaks
             .iter()
-            .copied()
-            .filter(|&(_, _, _, deadline)| deadline != 0)
+            .filter_map(|&(t, epoch, cycle, deadline)| {
+                let deadline = match deadline {
+                    0 => *self.spike_deadlines.get(&(t, cycle))?,
+                    d => d,
+                };
+                Some((t, epoch, cycle, deadline))
+            })
             .filter(|&(_, _, cycle, deadline)| {
                 !self.explained.iter().any(|a| {
                     a.cycle == cycle && i64::try_from(a.deadline_ns).is_ok_and(|d| d == deadline)
@@ -321,9 +331,13 @@ impl Summary {
     }
 
     /// The report intervals' largest spikes whose record the sender had
-    /// not taken by the report (deadline 0 in the aggregate).
-    pub fn worsts_not_taken(&self) -> usize {
-        self.peaks.iter().filter(|p| p.3 == 0).count()
+    /// not taken by the report (deadline 0 in the aggregate) and never
+    /// sent: their record was lost to a full queue, which is counted.
+    pub fn worsts_never_sent(&self) -> usize {
+        self.peaks
+            .iter()
+            .filter(|p| p.3 == 0 && !self.spike_deadlines.contains_key(&(p.0, p.2)))
+            .count()
     }
 
     pub fn explained_late(&self) -> usize {

@@ -427,6 +427,11 @@ impl Sender<'_> {
                 any = true;
                 self.keep_for_summary(t, &r);
                 self.attrib.note(t, &r);
+                if r.flags.spike && self.tallies[t].take_awaited(&r) {
+                    // not this interval's: not among its records seen
+                    self.publish_late_worst(t, &r);
+                    continue;
+                }
                 if r.flags.spike {
                     self.tallies[t].seen(&r);
                 }
@@ -484,6 +489,25 @@ impl Sender<'_> {
         }
     }
 
+    /// The record of an earlier interval's largest spike, which came
+    /// after that interval's report: sent and explained whatever the
+    /// line's room, as the report would have.
+    fn publish_late_worst(&mut self, t: usize, r: &SpikeSample) {
+        self.publish.send(Body::Spike(*r));
+        let tid = self.shared[t].tid.load(Ordering::SeqCst);
+        let a = self
+            .attrib
+            .can_explain(r)
+            .and_then(|_| self.attrib.explain(r, self.plans[t].cpu, tid));
+        match a {
+            Some(a) => {
+                self.tallies[t].sent_and_explained_late();
+                self.publish.send(Body::Explain(a));
+            }
+            None => self.tallies[t].sent_late(),
+        }
+    }
+
     /// What the final summary lists: the cycle numbers (from 0, as
     /// cyclictest) of the first `-h` overflows, and the `--spike` lines.
     fn keep_for_summary(&mut self, t: usize, r: &SpikeSample) {
@@ -526,6 +550,8 @@ impl Sender<'_> {
                 // the interval's largest is explained, even if the line
                 // had no room for its record when it came
                 let tally = &mut self.tallies[t];
+                // one still queued is explained when it comes
+                tally.await_peak(exact.peak);
                 if let Some((r, sent)) = tally.peak_unexplained(exact.peak) {
                     let tid = shared.tid.load(Ordering::SeqCst);
                     let a = self

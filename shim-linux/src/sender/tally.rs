@@ -33,6 +33,10 @@ pub struct Tally {
     /// The largest records taken from the queue this interval and the one
     /// before (their deadlines, for the aggregate's largest spike).
     seen: [Option<SpikeSample>; 2],
+    /// The cycle of the last interval's largest spike if its record was
+    /// still in the queue at the report: it is sent and explained when it
+    /// comes.
+    awaited: Option<u64>,
 }
 
 /// Spike counts of one span.
@@ -68,6 +72,7 @@ impl Tally {
                 peak: None,
             },
             seen: [None, None],
+            awaited: None,
         }
     }
 
@@ -159,6 +164,41 @@ impl Tally {
         self.interval.aggregated = self.interval.aggregated.saturating_sub(1);
         self.total.aggregated = self.total.aggregated.saturating_sub(1);
         self.sent(latency_ns);
+    }
+
+    /// At a report: the interval's largest spike (`peak`: its latency and
+    /// cycle) is awaited if the sender has not taken its record yet, so
+    /// that it is explained when it comes. A peak awaited before and never
+    /// taken (its record lost to a full queue, which is counted) is
+    /// forgotten.
+    pub fn await_peak(&mut self, peak: Option<(u64, u64)>) {
+        self.awaited = peak
+            .map(|(_, cycle)| cycle)
+            .filter(|&c| self.seen.iter().flatten().all(|r| r.cycle != c));
+    }
+
+    /// Whether `r` is the record of an earlier interval's largest spike
+    /// that came after that interval's report (then no longer awaited).
+    pub fn take_awaited(&mut self, r: &SpikeSample) -> bool {
+        let late = self.awaited == Some(r.cycle);
+        if late {
+            self.awaited = None;
+        }
+        late
+    }
+
+    /// An earlier interval's largest spike, sent late: in this interval's
+    /// counts, but not its worst, which is still to come.
+    pub fn sent_late(&mut self) {
+        self.interval.sent += 1;
+        self.total.sent += 1;
+    }
+
+    /// [`Tally::sent_late`], and explained.
+    pub fn sent_and_explained_late(&mut self) {
+        self.sent_late();
+        self.interval.explained += 1;
+        self.total.explained += 1;
     }
 
     /// A spike only counted.
@@ -279,5 +319,29 @@ mod tests {
         t.seen(&record(3, 700));
         t.sent(700);
         assert_eq!(t.peak_unexplained(Some((700, 3))).map(|p| p.1), Some(true));
+    }
+
+    #[test]
+    fn a_worst_whose_record_comes_after_its_report_is_awaited() {
+        let mut t = Tally::new();
+        t.seen(&record(1, 300));
+        t.sent(300);
+        t.explained(300);
+        // the report: the peak, cycle 2, is still in the queue
+        t.await_peak(Some((900, 2)));
+        let _ = t.aggregate(0, 1, Exact::default(), false);
+        assert!(!t.take_awaited(&record(3, 900)), "another cycle");
+        assert!(t.take_awaited(&record(2, 900)));
+        assert!(!t.take_awaited(&record(2, 900)), "taken once");
+        // counted, but the new interval's worst is still to come
+        t.sent_and_explained_late();
+        assert_eq!((t.interval.sent, t.interval.explained), (1, 1));
+        assert!(t.worst_yet(1) && t.worst_unexplained(1));
+        // a peak whose record was taken is not awaited
+        t.seen(&record(4, 500));
+        t.await_peak(Some((500, 4)));
+        assert!(!t.take_awaited(&record(4, 500)));
+        t.await_peak(None);
+        assert!(!t.take_awaited(&record(5, 1)));
     }
 }
