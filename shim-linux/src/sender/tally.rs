@@ -31,13 +31,21 @@ pub struct Tally {
     /// The exact count as of the last report.
     last: Exact,
     /// The largest records taken from the queue this interval and the one
-    /// before (their deadlines, for the aggregate's largest spike).
-    seen: [Option<SpikeSample>; 2],
+    /// before (their deadlines, for the aggregate's largest spike). Several:
+    /// a record of an earlier interval taken late may be larger than this
+    /// interval's largest.
+    seen: [Seen; 2],
     /// The cycle of the last interval's largest spike if its record was
     /// still in the queue at the report: it is sent and explained when it
     /// comes.
     awaited: Option<u64>,
 }
+
+/// How many of an interval's largest records the tally keeps.
+const SEEN: usize = 8;
+
+/// An interval's largest records taken, in no order.
+type Seen = [Option<SpikeSample>; SEEN];
 
 /// Spike counts of one span.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -71,17 +79,35 @@ impl Tally {
                 dropped: 0,
                 peak: None,
             },
-            seen: [None, None],
+            seen: [[None; SEEN]; 2],
             awaited: None,
         }
     }
 
     /// A spike record taken from the queue.
     pub fn seen(&mut self, r: &SpikeSample) {
-        let s = &mut self.seen[0];
-        if s.is_none_or(|s| s.latency_ns < r.latency_ns) {
+        let smallest = self.seen[0]
+            .iter_mut()
+            .min_by_key(|s| s.map_or(i64::MIN, |s| s.latency_ns));
+        if let Some(s) = smallest.filter(|s| s.is_none_or(|s| s.latency_ns < r.latency_ns)) {
             *s = Some(*r);
         }
+    }
+
+    /// The record of `cycle` among those kept, this interval's only or the
+    /// one before's too.
+    fn kept(&self, cycle: u64, before_too: bool) -> Option<SpikeSample> {
+        let spans = if before_too {
+            &self.seen[..]
+        } else {
+            &self.seen[..1]
+        };
+        spans
+            .iter()
+            .flatten()
+            .flatten()
+            .find(|r| r.cycle == cycle)
+            .copied()
     }
 
     /// The aggregate of the interval that ends with report `epoch` of
@@ -89,11 +115,9 @@ impl Tally {
     /// starts. `last`: the final report's.
     pub fn aggregate(&mut self, thread: u16, epoch: u32, now: Exact, last: bool) -> Aggregate {
         let (max_ns, max_cycle) = now.peak.unwrap_or((0, 0));
-        let max_deadline_ns = self
-            .seen
-            .iter()
-            .flatten()
-            .find(|r| now.peak.is_some() && r.cycle == max_cycle)
+        let max_deadline_ns = now
+            .peak
+            .and_then(|_| self.kept(max_cycle, true))
             .map_or(0, |r| r.deadline_ns);
         let t = &self.total;
         let a = Aggregate {
@@ -118,7 +142,7 @@ impl Tally {
             last_report: last,
         };
         self.last = now;
-        self.seen = [None, self.seen[0]];
+        self.seen = [[None; SEEN], self.seen[0]];
         self.next_interval();
         a
     }
@@ -153,7 +177,7 @@ impl Tally {
     /// explained: the record, and whether it was sent.
     pub fn peak_unexplained(&self, peak: Option<(u64, u64)>) -> Option<(SpikeSample, bool)> {
         let (_, cycle) = peak?;
-        let r = self.seen[0].filter(|r| r.cycle == cycle)?;
+        let r = self.kept(cycle, false)?;
         self.worst_unexplained(r.latency_ns)
             .then_some((r, r.latency_ns <= self.worst_sent))
     }
@@ -174,7 +198,7 @@ impl Tally {
     pub fn await_peak(&mut self, peak: Option<(u64, u64)>) {
         self.awaited = peak
             .map(|(_, cycle)| cycle)
-            .filter(|&c| self.seen.iter().flatten().all(|r| r.cycle != c));
+            .filter(|&c| self.kept(c, true).is_none());
     }
 
     /// Whether `r` is the record of an earlier interval's largest spike
@@ -343,5 +367,36 @@ mod tests {
         assert!(!t.take_awaited(&record(4, 500)));
         t.await_peak(None);
         assert!(!t.take_awaited(&record(5, 1)));
+    }
+
+    #[test]
+    fn a_larger_record_of_an_earlier_interval_does_not_hide_the_worst() {
+        let mut t = Tally::new();
+        // taken this interval: two late records of the last one, larger
+        // than this interval's worst (cycle 30), and smaller ones
+        for (c, lat) in [(10, 3_900), (11, 1_700), (30, 1_600), (31, 200), (32, 300)] {
+            t.seen(&record(c, lat));
+        }
+        t.aggregated();
+        let (r, sent) = t.peak_unexplained(Some((1_600, 30))).expect("kept");
+        assert_eq!((r.cycle, sent), (30, false));
+        t.await_peak(Some((1_600, 30)));
+        assert!(!t.take_awaited(&record(30, 1_600)), "taken, not awaited");
+        let a = t.aggregate(
+            0,
+            1,
+            Exact {
+                spikes: 5,
+                dropped: 0,
+                peak: Some((1_600, 30)),
+            },
+            false,
+        );
+        assert_eq!(a.max_deadline_ns, 30_000);
+        // only the SEEN largest are kept
+        for c in 100..100 + SEEN as u64 + 1 {
+            t.seen(&record(c, 5_000 + c as i64));
+        }
+        assert!(t.kept(100, false).is_none() && t.kept(101, false).is_some());
     }
 }
