@@ -13,7 +13,8 @@ use std::io;
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::qemu::{cache_dir, pack_initramfs, unavailable, Arch};
+use crate::boot::{Board, Boot, Console, Port, Spec};
+use crate::qemu::{cache_dir, latscope_binary, pack_initramfs, unavailable, Arch, Scratch};
 
 /// The image's `/init`.
 pub const INIT: &str = include_str!("../image/init");
@@ -84,6 +85,34 @@ pub fn build(
     let out = dir.join("image.cpio.gz");
     pack_initramfs(&root, &out)?;
     Ok(out)
+}
+
+/// Boots `arch`'s board with the busybox image (no rtla) and the kernel
+/// command line's `args`, its console as `console`, the stream port a
+/// socket: the board, and what the boot gave. The error names the tool or
+/// the step that failed (for the benches and capture tools, which report
+/// it and stop).
+pub fn boot(
+    arch: Arch,
+    args: &str,
+    console: Console,
+    timeout: std::time::Duration,
+) -> Result<(Board, Boot), String> {
+    let board = Board::find(arch).ok_or(format!("no {arch:?} board"))?;
+    let bin = latscope_binary(arch).ok_or(format!("no {arch:?} latscope build"))?;
+    let busybox = busybox(arch).ok_or("no busybox")?;
+    let scratch = Scratch::new("image").map_err(|e| e.to_string())?;
+    let initrd = build(&busybox, &bin, None, scratch.path()).map_err(|e| e.to_string())?;
+    let boot = board
+        .run(&Spec {
+            initrd: &initrd,
+            args,
+            console,
+            port: Port::Socket,
+            timeout,
+        })
+        .map_err(|e| format!("boot: {e}"))?;
+    Ok((board, boot))
 }
 
 /// Debian's rtla for arm64 and the libraries it needs, unpacked by

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use latscope_tests::boot::{Board, Console, Port, Spec};
+use latscope_tests::boot::Console;
 use latscope_tests::image;
-use latscope_tests::qemu::{latscope_binary, Arch, Scratch};
+use latscope_tests::qemu::Arch;
 
 /// The files between `image: fixture NAME` and `image: fixture end`.
 fn files(console: &str) -> Vec<(String, String)> {
@@ -73,21 +73,12 @@ fn release(kernel: &Path) -> String {
 }
 
 fn capture(arch: Arch, dir: &Path, secs: u64) -> Result<PathBuf, String> {
-    let board = Board::find(arch).ok_or("no board")?;
-    let bin = latscope_binary(arch).ok_or("no latscope build")?;
-    let busybox = image::busybox(arch).ok_or("no busybox")?;
-    let scratch = Scratch::new("fixtures").map_err(|e| e.to_string())?;
-    let initrd = image::build(&busybox, &bin, None, scratch.path()).map_err(|e| e.to_string())?;
-    let args = format!("fixture={secs}");
-    let boot = board
-        .run(&Spec {
-            initrd: &initrd,
-            args: &args,
-            console: Console::Socket { flood: false },
-            port: Port::Socket,
-            timeout: Duration::from_secs(120 + 4 * secs),
-        })
-        .map_err(|e| format!("boot: {e}"))?;
+    let (board, boot) = image::boot(
+        arch,
+        &format!("fixture={secs}"),
+        Console::Socket { flood: false },
+        Duration::from_secs(120 + 4 * secs),
+    )?;
     let name = match arch {
         Arch::Aarch64 => "aarch64",
         Arch::Armv7 => "armv7",

@@ -22,9 +22,9 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use latscope_tests::boot::{Board, Console, Port, Spec};
+use latscope_tests::boot::Console;
 use latscope_tests::image;
-use latscope_tests::qemu::{latscope_binary, Arch, Scratch};
+use latscope_tests::qemu::Arch;
 
 /// What the console said, as numbers.
 #[derive(Debug, Default, PartialEq)]
@@ -172,21 +172,14 @@ impl Rates {
 }
 
 fn boot(secs: u64, prio: u8) -> Result<String, String> {
-    let board = Board::find(Arch::Aarch64).ok_or("no aarch64 board")?;
-    let bin = latscope_binary(Arch::Aarch64).ok_or("no aarch64 latscope build")?;
-    let busybox = image::busybox(Arch::Aarch64).ok_or("no busybox")?;
-    let scratch = Scratch::new("rates").map_err(|e| e.to_string())?;
-    let initrd = image::build(&busybox, &bin, None, scratch.path()).map_err(|e| e.to_string())?;
     let args = format!("rates={secs} -t 2 -a 0,1 -i 1000 -q -p {prio}");
-    let boot = board
-        .run(&Spec {
-            initrd: &initrd,
-            args: &args,
-            console: Console::Socket { flood: true },
-            port: Port::Socket,
-            timeout: Duration::from_secs(180 + 10 * secs),
-        })
-        .map_err(|e| format!("boot: {e}"))?;
+    let timeout = Duration::from_secs(180 + 10 * secs);
+    let (_, boot) = image::boot(
+        Arch::Aarch64,
+        &args,
+        Console::Socket { flood: true },
+        timeout,
+    )?;
     Ok(boot.console)
 }
 
