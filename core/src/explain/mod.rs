@@ -173,10 +173,12 @@ pub enum CauseKind {
     Masked,
 }
 
-/// Scheduling policy as far as the trace can tell from a kernel priority.
+/// The class of scheduling a kernel priority implies, as far as the trace
+/// can tell: it cannot tell `SCHED_FIFO` from `SCHED_RR`, nor
+/// `SCHED_OTHER` from `SCHED_BATCH` (not a [`wire::Policy`](crate::wire::Policy)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub enum Policy {
+pub enum PrioClass {
     /// `SCHED_DEADLINE` (kernel priority below 0).
     Deadline,
     /// `SCHED_FIFO` or `SCHED_RR` with this real-time priority (1..=99).
@@ -209,14 +211,14 @@ pub struct Cause {
 }
 
 impl Cause {
-    /// The scheduling policy [`Cause::prio`] implies.
-    pub fn policy(&self) -> Policy {
+    /// The class of scheduling [`Cause::prio`] implies.
+    pub fn prio_class(&self) -> PrioClass {
         match self.prio {
-            PRIO_UNKNOWN => Policy::Unknown,
-            p if p < 0 => Policy::Deadline,
-            p if p < 100 => Policy::RealTime(u8::try_from(99 - p).unwrap_or(0)),
-            p if p < 140 => Policy::Normal(i8::try_from(p - 120).unwrap_or(0)),
-            _ => Policy::Unknown,
+            PRIO_UNKNOWN => PrioClass::Unknown,
+            p if p < 0 => PrioClass::Deadline,
+            p if p < 100 => PrioClass::RealTime(u8::try_from(99 - p).unwrap_or(0)),
+            p if p < 140 => PrioClass::Normal(i8::try_from(p - 120).unwrap_or(0)),
+            _ => PrioClass::Unknown,
         }
     }
 
@@ -439,7 +441,7 @@ mod tests {
     }
 
     #[test]
-    fn policy_from_prio() {
+    fn prio_class_from_prio() {
         let mut c = Cause {
             kind: CauseKind::Task,
             id: 1,
@@ -448,12 +450,12 @@ mod tests {
             count: 1,
             ns: 1,
         };
-        assert_eq!(c.policy(), Policy::RealTime(80));
+        assert_eq!(c.prio_class(), PrioClass::RealTime(80));
         c.prio = 120;
-        assert_eq!(c.policy(), Policy::Normal(0));
+        assert_eq!(c.prio_class(), PrioClass::Normal(0));
         c.prio = -1;
-        assert_eq!(c.policy(), Policy::Deadline);
+        assert_eq!(c.prio_class(), PrioClass::Deadline);
         c.prio = PRIO_UNKNOWN;
-        assert_eq!(c.policy(), Policy::Unknown);
+        assert_eq!(c.prio_class(), PrioClass::Unknown);
     }
 }

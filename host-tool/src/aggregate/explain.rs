@@ -2,7 +2,7 @@
 //! per-cause totals over all of them, in bounded memory.
 
 use latscope_core::explain::{
-    Attribution, Cause, CauseKind, Policy, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_OFF,
+    Attribution, Cause, CauseKind, PrioClass, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_OFF,
 };
 
 /// Explained spikes kept per run (the largest).
@@ -37,14 +37,14 @@ pub(crate) struct Explained {
     pub causes: Vec<CauseTotal>,
 }
 
-/// The policy of a task cause in words.
-fn policy(c: &Cause) -> String {
-    match c.policy() {
-        Policy::Deadline => "SCHED_DEADLINE".into(),
-        Policy::RealTime(p) => format!("SCHED_FIFO/RR {p}"),
-        Policy::Normal(0) => "SCHED_OTHER".into(),
-        Policy::Normal(n) => format!("SCHED_OTHER nice {n}"),
-        Policy::Unknown => "policy unknown".into(),
+/// The scheduling class of a task cause in words.
+fn prio_class(c: &Cause) -> String {
+    match c.prio_class() {
+        PrioClass::Deadline => "SCHED_DEADLINE".into(),
+        PrioClass::RealTime(p) => format!("SCHED_FIFO/RR {p}"),
+        PrioClass::Normal(0) => "SCHED_OTHER".into(),
+        PrioClass::Normal(n) => format!("SCHED_OTHER nice {n}"),
+        PrioClass::Unknown => "policy unknown".into(),
     }
 }
 
@@ -55,19 +55,19 @@ pub(crate) fn cause_label(c: &Cause) -> String {
     match c.kind {
         // A PREEMPT_RT IRQ thread's line: its name and priority.
         CauseKind::Irq if c.prio != PRIO_UNKNOWN => {
-            format!("irq {} {} ({})", c.id, c.name, policy(c))
+            format!("irq {} {} ({})", c.id, c.name, prio_class(c))
         }
         CauseKind::Irq => format!("irq {} {}", c.id, c.name),
         CauseKind::Softirq => format!("softirq {}", c.name),
         CauseKind::Vector => format!("irq {}", c.name),
-        CauseKind::Task => format!("task {} (pid {}, {})", c.name, c.id, policy(c)),
+        CauseKind::Task => format!("task {} (pid {}, {})", c.name, c.id, prio_class(c)),
         // What ran on the CPU while the timer interrupt was late.
         CauseKind::TimerDelay if !c.name.is_empty() => format!(
             "{}, {} running (pid {}, {})",
             c.label(),
             c.name,
             c.id,
-            policy(c)
+            prio_class(c)
         ),
         _ => c.label().to_string(),
     }
@@ -97,7 +97,7 @@ fn total_label(c: &Cause) -> (String, String) {
     match c.kind {
         // Totals group tasks by name: pids differ between spikes.
         CauseKind::Task => {
-            let l = format!("task {} ({})", c.name, policy(c));
+            let l = format!("task {} ({})", c.name, prio_class(c));
             (l.clone(), l)
         }
         // Timer delays are one cause, whatever ran meanwhile.
