@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use latscope_core::explain::CauseKind;
-use latscope_core::wire::{ByeReason, Level, LinkStats, Platform, Policy, TargetInfo};
+use latscope_core::wire::{ByeReason, Level, LinkStats, Platform, Policy, RunConfig, TargetInfo};
 
 use crate::aggregate::Run;
 use crate::summary::{avg_us, or_dash, summarize, us, us_opt, Summary, QUANTILES};
@@ -147,7 +147,6 @@ pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
     }
     let h = &run.hello;
     let t = &h.target;
-    let c = &h.config;
     if t.platform == Platform::BareMetal {
         bare_metal_header(out, name, run);
         tail(out, run, link);
@@ -168,6 +167,21 @@ pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
     if !t.model.is_empty() {
         let _ = writeln!(out, "model:    {}", model_line(t));
     }
+    config_line(out, &h.config);
+    let _ = writeln!(out, "command:  {}", t.argv);
+    let _ = writeln!(
+        out,
+        "system:   clocksource {}, sched_rt_runtime_us {}, cmdline {}",
+        t.clocksource,
+        t.rt_runtime_us,
+        clip(&t.cmdline, 120)
+    );
+    mode_lines(out, run);
+    tail(out, run, link);
+}
+
+/// The `config:` line: how the run measured.
+fn config_line(out: &mut String, c: &RunConfig) {
     let _ = writeln!(
         out,
         "config:   {}, interval {} µs, distance {} µs, clock {}, mlock {}, dma latency {}, duration {}, report every {:.1} s",
@@ -189,18 +203,16 @@ pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
         },
         c.report_ns as f64 / 1e9
     );
-    let _ = writeln!(out, "command:  {}", t.argv);
-    let _ = writeln!(
-        out,
-        "system:   clocksource {}, sched_rt_runtime_us {}, cmdline {}",
-        t.clocksource,
-        t.rt_runtime_us,
-        clip(&t.cmdline, 120)
-    );
-    if let Some(caveat) = c.wake.caveat() {
-        let _ = writeln!(out, "MODE:     {} ({caveat})", c.wake.name());
+}
+
+/// The lines that say where the run did not measure as asked or as usual:
+/// its wake mode, `--smi`, degradations, devices the kernel lacks, and a
+/// tracefs latscope mounted.
+fn mode_lines(out: &mut String, run: &Run) {
+    if let Some(caveat) = run.hello.config.wake.caveat() {
+        let _ = writeln!(out, "MODE:     {} ({caveat})", run.hello.config.wake.name());
     }
-    if c.smi {
+    if run.hello.config.smi {
         let _ = writeln!(
             out,
             "MODE:     --smi (one MSR read, a second system call, per cycle)"
@@ -223,7 +235,6 @@ pub(crate) fn header(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
             "tracefs:  mounted by latscope at /sys/kernel/tracing (none was mounted; left in place)"
         );
     }
-    tail(out, run, link);
 }
 
 /// The model and the measuring clock: `mps2-an386 (Cortex-M4F, bare
@@ -341,6 +352,8 @@ fn tail(out: &mut String, run: &Run, link: &LinkStats) {
     }
 }
 
+/// The per-thread tables: latencies and quantiles, then the shape of the
+/// distribution and the counts.
 fn table(out: &mut String, rows: &[&Summary]) {
     let _ = write!(
         out,
@@ -381,6 +394,11 @@ fn table(out: &mut String, rows: &[&Summary]) {
         }
         let _ = writeln!(out, " {:>10}", us_opt(s.max_ns));
     }
+    shape_table(out, rows);
+}
+
+/// The second table: each thread's distribution shape and its counts.
+fn shape_table(out: &mut String, rows: &[&Summary]) {
     let _ = writeln!(
         out,
         "\n{:<6} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6}",
