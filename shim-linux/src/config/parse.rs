@@ -115,17 +115,13 @@ impl Parser {
             Opt::Histogram => self.cfg.hist_us = self.hist(g)?,
             Opt::Histofall => self.histofall(g)?,
             Opt::Interval => self.cfg.interval_us = self.int(g, 1, MAX_US)? as u64,
-            Opt::Loops => {
-                self.cfg.loops = self.int_meaning(g, 0, i64::MAX / 4, Some("no limit"))? as u64
-            }
+            Opt::Loops => self.loops(g)?,
             Opt::Oscope => self.cfg.oscope = self.int(g, 1, 1 << 30)? as u32,
             Opt::Priority => self.priority(g)?,
             Opt::Spike => self.cfg.spike_us = self.int(g, 0, MAX_US)? as u64,
             Opt::SpikeNodes => self.spike_nodes(g)?,
             Opt::Latency => self.latency(g)?,
-            Opt::DeepestIdleState => {
-                self.cfg.deepest_idle_state = Some(self.int(g, -1, MAX_IDLE_STATE)? as i32);
-            }
+            Opt::DeepestIdleState => self.deepest_idle_state(g)?,
             Opt::Policy => self.cfg.policy = policy(v)?,
             Opt::Fifo => self.cfg.fifo = Some(nonempty(&g.spelled, v)?),
             Opt::Histfile => self.cfg.histfile = Some(nonempty(&g.spelled, v)?),
@@ -140,22 +136,41 @@ impl Parser {
             Opt::DeadlinePeriod => self.cfg.dl_period_us = us(1)?,
             Opt::Explain => self.cfg.explain_us = us(1)?,
             Opt::TraceBufferSize => self.trace_buffer_size(g, v)?,
-            Opt::HistShape => {
-                self.cfg.hist_shape = HistShape::parse(v)
-                    .ok_or_else(|| Error::usage(format!("{} '{v}': not 2.4 or 2.7", g.spelled)))?;
-            }
+            Opt::HistShape => self.hist_shape(g, v)?,
             // the proof scripts'
             Opt::BallastMib => {
                 self.cfg.bench.ballast_mib = parse_u64(&g.spelled, v, 0, bench::MAX_BALLAST_MIB)?;
             }
             Opt::NoExitDemote => self.cfg.bench.no_exit_demote = true,
-            Opt::SelfCheckProbe => {
-                self.cfg.bench.self_check_probe = true;
-                // the probe proves the self-check, so it needs one
-                self.cfg.self_check = true;
-            }
+            Opt::SelfCheckProbe => self.self_check_probe(),
         }
         Ok(None)
+    }
+
+    /// `-l`: loops, 0 for no limit.
+    fn loops(&mut self, g: &Given) -> Result<(), Error> {
+        self.cfg.loops = self.int_meaning(g, 0, i64::MAX / 4, Some("no limit"))? as u64;
+        Ok(())
+    }
+
+    /// `--deepest-idle-state N`, -1 for none.
+    fn deepest_idle_state(&mut self, g: &Given) -> Result<(), Error> {
+        self.cfg.deepest_idle_state = Some(self.int(g, -1, MAX_IDLE_STATE)? as i32);
+        Ok(())
+    }
+
+    /// `--hist-shape 2.4|2.7`.
+    fn hist_shape(&mut self, g: &Given, v: &str) -> Result<(), Error> {
+        self.cfg.hist_shape = HistShape::parse(v)
+            .ok_or_else(|| Error::usage(format!("{} '{v}': not 2.4 or 2.7", g.spelled)))?;
+        Ok(())
+    }
+
+    /// `--self-check-probe` (the proof scripts'): the probe proves the
+    /// self-check, so it turns one on.
+    fn self_check_probe(&mut self) {
+        self.cfg.bench.self_check_probe = true;
+        self.cfg.self_check = true;
     }
 
     /// `-A`, `--secaligned`: the offset in µs, 0 without one.
