@@ -218,28 +218,7 @@ pub fn run(
     let epoch = reporter.begin_final(end);
     while record.snapshot(&mut snap, 16).is_err() {}
     reporter.report(&mut log_, &snap, extra(), &mut line);
-    let mut text: heapless::String<160> = heapless::String::new();
-    let _ = write!(
-        text,
-        "irq {} {}: {} entries; disturbance {} (D {} us, offset {} us, every {} periods): ran {} times",
-        Handler::Disturb.irq() as u16,
-        Handler::Disturb.name(),
-        trace::entries(Handler::Disturb),
-        config::DISTURB.name(),
-        config::DISTURB_US,
-        config::OFFSET_US,
-        config::DISTURB_EVERY,
-        DISTURB_RUNS.load(Relaxed),
-    );
-    log(reporter, &mut line, &text);
-    text.clear();
-    let _ = write!(
-        text,
-        "stack: {} of {} bytes used",
-        crate::device::stack_used(),
-        STACK_BYTES
-    );
-    log(reporter, &mut line, &text);
+    closing_logs(reporter, &mut line);
     let stats = *log_.stats();
     reporter.send(
         Body::Bye(Bye {
@@ -258,6 +237,33 @@ pub fn run(
     TIMER_0.stop();
     TIMER_1.stop();
     finish()
+}
+
+/// The run's last log lines: the disturbance's IRQ and runs, and the
+/// stack used.
+fn closing_logs(reporter: &mut Reporter, line: &mut Line) {
+    let mut text: heapless::String<160> = heapless::String::new();
+    let _ = write!(
+        text,
+        "irq {} {}: {} entries; disturbance {} (D {} us, offset {} us, every {} periods): ran {} times",
+        Handler::Disturb.irq() as u16,
+        Handler::Disturb.name(),
+        trace::entries(Handler::Disturb),
+        config::DISTURB.name(),
+        config::DISTURB_US,
+        config::OFFSET_US,
+        config::DISTURB_EVERY,
+        DISTURB_RUNS.load(Relaxed),
+    );
+    log(reporter, line, &text);
+    text.clear();
+    let _ = write!(
+        text,
+        "stack: {} of {} bytes used",
+        crate::device::stack_used(),
+        STACK_BYTES
+    );
+    log(reporter, line, &text);
 }
 
 /// After the bye: end the emulation (semihosting), else sleep.
