@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use latscope_core::wire::{Ack, MAX_ACK_FRAME};
 
 use super::fleet::{Fleet, Item, Link, WriteFailed};
+use super::lock;
 use super::split::{Kind, Peeker, Piece, Splitter};
 use crate::budget::Budget;
 use crate::console;
@@ -160,7 +161,7 @@ impl Conn {
     /// target resumed on a new one. Nothing for a run that ended.
     fn taken_over(&self) -> Option<String> {
         let l = self.link.as_ref()?;
-        let g = l.run.lock().unwrap_or_else(|e| e.into_inner());
+        let g = lock(&l.run);
         (g.session.is_some() && !g.is_gen(l.gen)).then(|| {
             format!(
                 "run {:016x} resumed on a newer connection; this one closed",
@@ -173,7 +174,7 @@ impl Conn {
     /// retired).
     fn detached(&self) -> bool {
         self.link.as_ref().is_some_and(|l| {
-            let g = l.run.lock().unwrap_or_else(|e| e.into_inner());
+            let g = lock(&l.run);
             !g.is_gen(l.gen)
         })
     }
@@ -183,7 +184,7 @@ impl Conn {
         let Some(link) = &self.link else {
             return Ok(());
         };
-        let mut g = link.run.lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = lock(&link.run);
         if !g.is_gen(link.gen) || !g.dirty() {
             return Ok(());
         }
@@ -294,7 +295,7 @@ impl Conn {
         };
         let items = &self.items[from..];
         let taken = {
-            let mut g = link.run.lock().unwrap_or_else(|e| e.into_inner());
+            let mut g = lock(&link.run);
             g.take(link.gen, items, &self.bytes, &mut self.out)
         };
         let taken = taken.map_err(|w| self.write_failed(w))?;
@@ -314,10 +315,7 @@ impl Conn {
     }
 
     fn run_id(&self) -> u64 {
-        self.link
-            .as_ref()
-            .map(|l| l.run.lock().unwrap_or_else(|e| e.into_inner()).id)
-            .unwrap_or(0)
+        self.link.as_ref().map(|l| lock(&l.run).id).unwrap_or(0)
     }
 
     fn ack(&mut self, seq: u32) {

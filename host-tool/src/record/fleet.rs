@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::lock;
 use super::recordings::{self, Store};
 use super::split::{newer, Kind, Peeked};
 use super::targets::{TargetTable, TargetView};
@@ -61,11 +62,6 @@ pub(crate) struct RunRec {
     /// Its decoding's fixed part, charged to the connection that opened
     /// it.
     _charge: Charge,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panicked holder leaves usable data behind.
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A connection's hold on its run.

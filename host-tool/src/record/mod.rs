@@ -18,7 +18,7 @@ use std::fs::{self, File};
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -33,6 +33,12 @@ use crate::error::{Error, Result};
 use crate::input::{pump, Source};
 use crate::report::{self, Decoded, Format, Options};
 use crate::session::Session;
+
+/// `m` locked; the data a panicked holder left is used as it is (every
+/// structure the recorder shares stays consistent between statements).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// What `record` was asked to do.
 #[derive(Debug, Clone)]

@@ -223,8 +223,7 @@ impl TargetTable {
     }
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Entry>> {
-        // A panicked publisher leaves a usable map behind.
-        self.views.lock().unwrap_or_else(|e| e.into_inner())
+        super::lock(&self.views)
     }
 
     /// Publish a target's view.
