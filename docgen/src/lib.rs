@@ -3,7 +3,7 @@
 //! the parsers, `--help`, the pages and the completions cannot disagree.
 //!
 //! * `latscope.8` from the target's option table and `--help` layout
-//!   ([`latscope::options`]), written as roff here;
+//!   ([`latscope::option_docs`]), written as roff here;
 //! * `latscope-host.1` and one page per subcommand through clap_mangen
 //!   from the host's clap command ([`latscope_host::cli::command`]);
 //! * bash, zsh and fish completions through clap_complete: for the host
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use clap::{Arg, ArgAction, Command, ValueHint};
 pub use clap_complete::Shell;
 
-use latscope::options::{self, Entry, Item};
+use latscope::option_docs::{self as options, Entry, Item};
 
 /// The version the pages name (the workspace's, the programs' own).
 const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -7,7 +7,7 @@
 //!   measuring thread runs where;
 //! * `app`: the main thread: set-up, start, signals, the end;
 //! * `rt`: the measuring threads: set-up, start handshake, hot loop;
-//! * `report`: the sender thread: publishing the frame stream, the live
+//! * `sender`: the sender thread: publishing the frame stream, the live
 //!   view, spike attribution, `-v`;
 //! * `output`: cyclictest's text and `--json`, and which standard stream
 //!   the human output goes to;
@@ -21,8 +21,8 @@
 //!
 //! The binary is a thin `main` over [`main`]. The only other public items
 //! are the [`testing`] interface, for the integration tests and the fuzz
-//! targets, and [`options`], the option table read-only, for the generator
-//! of the man page and the shell completions.
+//! targets, and [`option_docs`], the option table read-only, for the
+//! generator of the man page and the shell completions.
 #![deny(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -32,7 +32,7 @@ mod config;
 mod error;
 mod link;
 mod linux;
-pub mod options;
+pub mod option_docs;
 mod output;
 mod rt;
 mod sender;
