@@ -36,6 +36,13 @@ pub enum Error {
         /// The underlying error.
         source: io::Error,
     },
+    /// A thread could not be started.
+    Spawn {
+        /// The thread's name.
+        thread: &'static str,
+        /// The underlying error.
+        source: io::Error,
+    },
     /// The input held no latscope frame at all.
     NotAStream {
         /// The input.
@@ -100,6 +107,9 @@ impl fmt::Display for Error {
                 write!(f, "cannot open serial port {device}: {message}")
             }
             Error::Bind { addr, source } => write!(f, "cannot listen on {addr}: {source}"),
+            Error::Spawn { thread, source } => {
+                write!(f, "cannot start the {thread} thread: {source}")
+            }
             Error::NotAStream { what, bytes } => write!(
                 f,
                 "{what}: not a latscope stream ({bytes} bytes read, no valid frame found)"
@@ -134,7 +144,8 @@ impl std::error::Error for Error {
         match self {
             Error::Input { source, .. }
             | Error::Output { source, .. }
-            | Error::Bind { source, .. } => Some(source),
+            | Error::Bind { source, .. }
+            | Error::Spawn { source, .. } => Some(source),
             _ => None,
         }
     }

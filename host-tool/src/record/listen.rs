@@ -100,7 +100,10 @@ pub(crate) fn listen(
     thread::Builder::new()
         .name("accept".into())
         .spawn(move || accept_loop(listener, f2, fw2))
-        .map_err(bind_err)?;
+        .map_err(|source| Error::Spawn {
+            thread: "accept",
+            source,
+        })?;
     let shown = Arc::new(AtomicBool::new(false));
     let display = (!plan.quiet).then(|| spawn_display(Arc::clone(&targets), Arc::clone(&shown)));
     let mut tally = Tally::default();

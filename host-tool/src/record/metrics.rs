@@ -637,7 +637,10 @@ pub(crate) fn serve(
                     answer(stream, &req, &targets, &server, &mut body);
                 }
             })
-            .map_err(bind)?;
+            .map_err(|source| Error::Spawn {
+                thread: "metrics worker",
+                source,
+            })?;
     }
     thread::Builder::new()
         .name("metrics".into())
@@ -654,7 +657,10 @@ pub(crate) fn serve(
                 |why| FleetStats::bump(server.refused(why)),
             );
         })
-        .map_err(bind)?;
+        .map_err(|source| Error::Spawn {
+            thread: "metrics",
+            source,
+        })?;
     Ok(local)
 }
 
