@@ -507,6 +507,16 @@ mod tests {
         let size = size_of::<Rec>();
         assert!(size <= DEFAULT_BUCKETS * 4 + 8 * 8 + 24, "{size}");
         assert!(size <= 16 * 1024);
+        // as the manual states it
+        let doc = include_str!("../../docs/histogram.md").replace('\n', " ");
+        let said = std::format!(
+            "{:.1} KiB at the default layout ({DEFAULT_BUCKETS} buckets)",
+            size as f64 / 1024.0
+        );
+        assert!(
+            doc.contains(&said),
+            "docs/histogram.md does not say {said:?}"
+        );
     }
 
     #[test]

@@ -21,9 +21,9 @@ use crate::rt::{self, Phase, Shared, ThreadArgs, VerboseSample};
 use crate::sender::{self, Outcome, SnapshotAnswer, View};
 
 /// Stack of the sender thread (unoptimised builds need far more). The
-/// release sender touches at most 52 KiB of it (measured with --explain,
-/// --json, -h, --spike, -v and --self-check, unlocked); all of it is locked
-/// and resident under mlockall, so it is no larger than that plus margin.
+/// release sender touches about half of it with every output it serves
+/// (`bench/results/sender-stack.md`); all of it is locked and resident
+/// under mlockall, so it is no larger than that plus margin.
 const SENDER_STACK: usize = if cfg!(debug_assertions) {
     1024 * 1024
 } else {

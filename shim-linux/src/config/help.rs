@@ -320,8 +320,14 @@ mod tests {
     /// The memory figures of `--help`, as `docs/histogram.md` quotes them.
     #[test]
     fn help_states_the_histogram_memory() {
-        for (us, kib) in [(1000, 67), (3500, 131), (20_000, 576)] {
+        let doc = include_str!("../../../docs/histogram.md").replace('\n', " ");
+        for (us, kib, words) in [(1000, 67, "up to"), (3500, 131, "at"), (20_000, 576, "at")] {
             assert_eq!(hist_bytes_per_thread(us).div_ceil(1024), kib, "-h {us}");
+            let said = format!("{kib} KiB {words} `-h {us}`");
+            assert!(
+                doc.contains(&said),
+                "docs/histogram.md does not say {said:?}"
+            );
         }
         let h = help();
         assert!(h.contains("memory per thread: 67 KiB up to 1000, 131 KiB\n                          at 3500, 576 KiB at 20000 (20 bytes"), "{h}");

@@ -25,8 +25,8 @@
 
 use std::collections::VecDeque;
 
-/// Bytes of unacknowledged frames kept (about 8 minutes of a 2-thread run
-/// at the default report interval).
+/// Bytes of unacknowledged frames kept: about 10 minutes of a 4-thread
+/// run's default stream (840 B/s, `bench/results/link-budget.md`).
 pub const RESEND_BYTES: usize = 512 * 1024;
 /// Unacknowledged frames kept.
 pub const RESEND_FRAMES: usize = 16 * 1024;
