@@ -32,6 +32,11 @@ impl Ledger {
     /// or a write not attempted because of an earlier one, is counted;
     /// `errno` gives a failure's error number. A write not attempted
     /// returns `Err(None)`, a failed one `Err(Some(error))`.
+    ///
+    /// # Errors
+    ///
+    /// `Err(Some(error))`: this write failed; `Err(None)`: an earlier one
+    /// did, and this one was not attempted.
     pub fn write<T, E>(
         &self,
         write: impl FnOnce() -> Result<T, E>,

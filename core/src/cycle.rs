@@ -53,6 +53,11 @@ pub trait Clock {
     fn now(&mut self) -> i64;
     /// Sleep until the absolute time `deadline` (ns); may return late or
     /// early.
+    ///
+    /// # Errors
+    ///
+    /// [`SleepError::Interrupted`] (a signal: [`Cycle::sleep`] sleeps again)
+    /// or [`SleepError::Os`] with the system's error number.
     fn sleep_until(&mut self, deadline: i64) -> Result<(), SleepError>;
 }
 
@@ -205,6 +210,10 @@ pub struct Cycle {
 impl Cycle {
     /// A cycle that starts at `start` (ns); the first deadline is
     /// `start + interval`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadConfig`] for an interval of 0 or beyond `i64::MAX / 4` ns.
     pub const fn new(cfg: CycleConfig, start: i64) -> Result<Cycle, Error> {
         if cfg.interval_ns == 0 || cfg.interval_ns > i64::MAX as u64 / 4 {
             return Err(Error::BadConfig(
@@ -290,6 +299,11 @@ impl Cycle {
     /// A cycle whose first deadline is aligned to a multiple of `align_ns`
     /// plus `offset_ns` (like cyclictest's `--secaligned`), at least one
     /// interval after `now`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadConfig`], as [`Cycle::new`], and for an alignment of 0 or
+    /// beyond `i64::MAX / 4` ns, or an offset not below it.
     pub const fn aligned(
         cfg: CycleConfig,
         now: i64,
@@ -453,6 +467,11 @@ impl Cycle {
     /// Sleep until the deadline (retrying EINTR with the same deadline)
     /// and read the clock: the time of the wake-up, to account with
     /// [`Cycle::plain_wake`] or [`Cycle::on_wake`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Sleep`] with the clock's error number; an interrupted sleep is
+    /// retried.
     #[inline]
     pub fn sleep<C: Clock>(&self, clock: &mut C) -> Result<i64, Error> {
         loop {

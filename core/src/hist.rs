@@ -133,6 +133,10 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
     }
 
     /// Add `n` to bucket `i` (decoding a delta); fails on a bad index.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BucketOutOfRange`] for an index past the layout's buckets.
     pub fn add_bucket(&mut self, i: usize, n: u64) -> Result<(), Error> {
         let c = self
             .counts
@@ -149,6 +153,10 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
     }
 
     /// Add another histogram of the same layout into this one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::LayoutMismatch`] if the layouts differ (nothing is added).
     pub fn merge<C: AsRef<[u64]>>(&mut self, other: &HistogramIn<C>) -> Result<(), Error> {
         if other.layout != self.layout {
             return Err(Error::LayoutMismatch);

@@ -25,9 +25,50 @@
 //!
 //! All memory is sized at compile time and every type that a measuring
 //! thread holds is const-constructible.
+//!
+//! ## Example
+//!
+//! A frame as a target sends it, and back as a host decodes it:
+//!
+//! ```
+//! use latscope_core::wire::{
+//!     self, Body, Decoder, Frame, Level, LogLine, MAX_FRAME, PROTOCOL_VERSION,
+//! };
+//!
+//! let frame = Frame {
+//!     version: PROTOCOL_VERSION,
+//!     seq: 1,
+//!     body: Body::Log(LogLine {
+//!         level: Level::Info,
+//!         text: wire::bounded("hello from the target"),
+//!     }),
+//! };
+//! let mut line = [0u8; MAX_FRAME];
+//! let n = wire::encode(&frame, &mut line)?;
+//! let mut decoder = Decoder::<MAX_FRAME>::new();
+//! let mut frames = decoder.frames(&line[..n]);
+//! assert_eq!(frames.next().map(|f| f.map(|f| f.body)), Some(Ok(frame.body)));
+//! assert!(frames.next().is_none());
+//! # Ok::<(), latscope_core::Error>(())
+//! ```
+//!
+//! ## Features
+//!
+//! * `defmt`: `defmt::Format` on the public types, for bare-metal targets
+//!   that log with defmt;
+//! * `std`: the decoder's CRC picks the CPU's carry-less multiply at run
+//!   time (hosts).
+//!
+//! Neither is on by default: the crate builds for `thumbv7em-none-eabihf`
+//! as it is.
+//!
+//! ## Minimum Rust
+//!
+//! Rust 1.88 (the workspace's `rust-version`).
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
+#![warn(clippy::missing_errors_doc)]
 
 #[cfg(target_has_atomic = "64")]
 pub mod console;

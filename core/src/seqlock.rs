@@ -255,6 +255,11 @@ impl<B: AsRef<[AtomicU32]>> SharedHistogramIn<B> {
     /// An empty shared histogram of `layout` whose counters live in the caller's
     /// `buckets`: one zeroed counter per bucket, allocated (and touched)
     /// before measuring. Fails on any other length or a non-zero counter.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BucketMemory`] for another length, an invalid layout or a
+    /// counter that is not zero.
     pub fn with_buckets(layout: Layout, buckets: B) -> Result<Self, Error> {
         let b = buckets.as_ref();
         if b.len() != layout.len() || !layout.is_valid() || b.iter().any(|c| c.load(Relaxed) != 0) {
@@ -343,6 +348,11 @@ impl<B: AsRef<[AtomicU32]>> SharedHistogramIn<B> {
     ///
     /// The writer holds its section for a few dozen instructions once per
     /// period, so a handful of tries always suffices in practice.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::SnapshotBusy`] if the writer was inside its section at each of
+    /// the `tries`; `out` then holds no consistent copy.
     pub fn snapshot<C: AsMut<[u32]>>(
         &self,
         out: &mut SnapshotIn<C>,

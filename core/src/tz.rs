@@ -45,6 +45,10 @@ pub enum Zone<'a> {
 
 impl Zone<'_> {
     /// Offset from UTC in seconds (east positive) at `unix_s`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadTimeZone`] if the TZif data or the POSIX rule does not read.
     pub fn utc_offset(&self, unix_s: i64) -> Result<i32, Error> {
         match self {
             Zone::Utc => Ok(0),

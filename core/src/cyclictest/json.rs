@@ -287,6 +287,10 @@ fn thread<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options, last: bool) -> Re
 }
 
 /// The whole `--json` document, ending in a newline.
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn json<W: Write>(
     w: &mut W,
     doc: &JsonDoc<'_>,

@@ -148,6 +148,10 @@ pub const MAX_COMMAND_LINE: usize = 4096;
 /// argv from `argv[0]` as typed, each followed by a blank except the last,
 /// stopping at the first word that would reach [`MAX_COMMAND_LINE`] bytes
 /// (the blank before it stays).
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn cmdline<'a, W: fmt::Write>(
     w: &mut W,
     argv: impl IntoIterator<Item = &'a str>,

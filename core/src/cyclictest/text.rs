@@ -8,12 +8,20 @@ use crate::wire::SpikeSample;
 
 /// The live view's header and blank line:
 /// `policy: fifo: loadavg: 0.40 0.18 0.07 1/98 5206          `.
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn live_header<W: Write>(w: &mut W, policy: &str, loadavg: &str) -> Result {
     write!(w, "policy: {policy}: loadavg: {loadavg}          \n\n")
 }
 
 /// One `T:` status line with its newline, in µs (or ns with `nsecs`):
 /// `T: 0 (13913) P:80 I:1000 C:      3 Min:     12 Act:   22 Avg:   21 Max:      30`.
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn status_line<W: Write>(w: &mut W, t: &Thread<'_>, nsecs: bool) -> Result {
     let c = &t.counters;
     write!(
@@ -44,6 +52,10 @@ pub fn status_line<W: Write>(w: &mut W, t: &Thread<'_>, nsecs: bool) -> Result {
 
 /// The status block cyclictest writes on SIGUSR1 (to stderr) and on
 /// SIGUSR2 (into `/dev/shm/cyclictest<PID>`).
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn status_block<W: Write>(w: &mut W, threads: &[Thread<'_>], nsecs: bool) -> Result {
     const RULE: &str = "#---------------------------\n";
     w.write_str(RULE)?;
@@ -98,6 +110,10 @@ fn summary_row<W: Write>(
 /// numbers of the first overflows, then a blank line; the all-threads
 /// column (`-H`) needs more than one thread. 2.7: the rows with samples
 /// only, no `# Total:`, the rows' all-threads column with `-H` alone.
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn histogram<W: Write>(w: &mut W, threads: &[Thread<'_>], opts: &Options) -> Result {
     let us = opts.hist_us;
     let shape = opts.hist_shape;
@@ -198,6 +214,10 @@ fn overflow_lines<W: Write>(w: &mut W, threads: &[Thread<'_>], opts: &Options) -
 }
 
 /// One `-v` line: `thread:cycle:value`, value in µs (ns with `nsecs`).
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn verbose_line<W: Write>(
     w: &mut W,
     thread: u16,
@@ -213,6 +233,10 @@ pub fn verbose_line<W: Write>(
 /// µs, or ns with `nsecs`; the wake-up time stamp always in µs of the
 /// clock), and `spikes = N` with a blank line. Nothing at all when no
 /// sample was over the threshold, as cyclictest.
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn spike_lines<W: Write>(w: &mut W, spikes: &[SpikeSample], total: u64, nsecs: bool) -> Result {
     if total == 0 {
         return Ok(());
@@ -276,6 +300,10 @@ pub struct EndText<'a> {
 
 /// The end-of-run text in cyclictest's order: status lines, (latscope's
 /// `#` lines), spikes, histogram, break lines.
+///
+/// # Errors
+///
+/// The writer's error (`fmt::Error`); what was written before it stays.
 pub fn end_text<W: Write>(w: &mut W, e: &EndText<'_>) -> Result {
     let nsecs = e.opts.nsecs;
     if e.status_lines {

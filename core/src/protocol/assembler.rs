@@ -36,6 +36,11 @@ impl<S: BucketStore> Assembler<S> {
     /// An empty histogram of `layout` in `store`. Fails on a layout no
     /// latscope target can produce ([`Layout::is_legal`]) or one the store
     /// cannot hold.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::IllegalLayout`], or the store's error when it cannot hold the
+    /// layout's buckets ([`BucketStore::reset`]).
     pub fn new(layout: Layout, mut store: S) -> Result<Self, Error> {
         if !layout.is_legal() {
             return Err(Error::IllegalLayout);

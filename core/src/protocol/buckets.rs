@@ -12,6 +12,10 @@ use crate::error::Error;
 pub trait BucketStore {
     /// Make the store `len` buckets long, all zero. Fails if it cannot
     /// hold that many.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BucketMemory`] if the store cannot hold `len` buckets.
     fn reset(&mut self, len: usize) -> Result<(), Error>;
 
     /// The number of buckets.

@@ -172,6 +172,11 @@ where
     /// The log of thread `index` before its first report, for a record of
     /// `layout`, in the caller's memory (one counter per bucket each,
     /// zeroed here); fails on any other length.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BucketMemory`] if `prev` is not one counter per bucket of
+    /// `layout`.
     pub fn with_memory(index: u16, layout: Layout, mut prev: P, hist: H) -> Result<Self, Error> {
         if prev.as_ref().len() != layout.len() {
             return Err(Error::BucketMemory);

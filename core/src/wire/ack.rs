@@ -51,6 +51,11 @@ impl Ack {
 
     /// Encode as `00 ‖ COBS(postcard ‖ CRC) ‖ 00` into `buf`; returns the
     /// bytes written.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BufferTooSmall`] or [`Error::Encode`]; neither happens with a
+    /// buffer of [`MAX_ACK_FRAME`] bytes.
     pub fn encode(&self, buf: &mut [u8; MAX_ACK_FRAME]) -> Result<usize, Error> {
         let (first, rest) = buf.split_first_mut().ok_or(Error::BufferTooSmall)?;
         *first = 0;

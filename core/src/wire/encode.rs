@@ -20,6 +20,11 @@ const _: () = assert!(
 
 /// Encode `frame` as `00 ‖ COBS(postcard ‖ CRC) ‖ 00` into `buf`, returning
 /// the number of bytes written. `buf` of [`MAX_FRAME`] bytes always suffices.
+///
+/// # Errors
+///
+/// [`Error::BufferTooSmall`] if `buf` cannot hold the frame, [`Error::Encode`]
+/// if postcard refuses it.
 pub fn encode(frame: &Frame, buf: &mut [u8]) -> Result<usize, Error> {
     let (first, rest) = buf.split_first_mut().ok_or(Error::BufferTooSmall)?;
     *first = 0;
@@ -80,6 +85,10 @@ impl Encoder {
     }
 
     /// Encode `body` as the next frame; returns the bytes to send.
+    ///
+    /// # Errors
+    ///
+    /// As [`encode`]; the sequence number then stays for the next frame.
     pub fn frame(&mut self, body: Body) -> Result<&[u8], Error> {
         let frame = Frame {
             version: PROTOCOL_VERSION,
