@@ -468,7 +468,7 @@ impl Sender<'_> {
         if !r.flags.spike {
             return;
         }
-        tally.sent(r.latency_ns);
+        tally.sent(r);
         // the room as the record found it: a spike sent is explained with
         // it, rather than its share going to more records nobody explains;
         // an ordinary one only if the trace may still hold its window
@@ -484,7 +484,7 @@ impl Sender<'_> {
         }
         let tid = self.shared[t].tid.load(Ordering::SeqCst);
         if let Some(a) = self.attrib.explain(r, self.plans[t].cpu, tid) {
-            tally.explained(r.latency_ns);
+            tally.explained(r);
             self.publish.send(Body::Explain(a));
         }
     }
@@ -561,9 +561,9 @@ impl Sender<'_> {
                     if let Some(a) = a {
                         if !sent {
                             self.publish.send(Body::Spike(r));
-                            tally.sent_after_all(r.latency_ns);
+                            tally.sent_after_all(&r);
                         }
-                        tally.explained(r.latency_ns);
+                        tally.explained(&r);
                         self.publish.send(Body::Explain(a));
                     }
                 }

@@ -45,7 +45,15 @@ pub struct Tally {
 const SEEN: usize = 8;
 
 /// An interval's largest records taken, in no order.
-type Seen = [Option<SpikeSample>; SEEN];
+type Seen = [Option<Kept>; SEEN];
+
+/// A record kept, and whether it was sent and explained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Kept {
+    r: SpikeSample,
+    sent: bool,
+    explained: bool,
+}
 
 /// Spike counts of one span.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -88,15 +96,27 @@ impl Tally {
     pub fn seen(&mut self, r: &SpikeSample) {
         let smallest = self.seen[0]
             .iter_mut()
-            .min_by_key(|s| s.map_or(i64::MIN, |s| s.latency_ns));
-        if let Some(s) = smallest.filter(|s| s.is_none_or(|s| s.latency_ns < r.latency_ns)) {
-            *s = Some(*r);
+            .min_by_key(|s| s.map_or(i64::MIN, |s| s.r.latency_ns));
+        if let Some(s) = smallest.filter(|s| s.is_none_or(|s| s.r.latency_ns < r.latency_ns)) {
+            *s = Some(Kept {
+                r: *r,
+                sent: false,
+                explained: false,
+            });
         }
+    }
+
+    /// The kept slot of this interval's record `r`, if kept.
+    fn slot(&mut self, r: &SpikeSample) -> Option<&mut Kept> {
+        self.seen[0]
+            .iter_mut()
+            .flatten()
+            .find(|k| k.r.cycle == r.cycle)
     }
 
     /// The record of `cycle` among those kept, this interval's only or the
     /// one before's too.
-    fn kept(&self, cycle: u64, before_too: bool) -> Option<SpikeSample> {
+    fn kept(&self, cycle: u64, before_too: bool) -> Option<Kept> {
         let spans = if before_too {
             &self.seen[..]
         } else {
@@ -106,7 +126,7 @@ impl Tally {
             .iter()
             .flatten()
             .flatten()
-            .find(|r| r.cycle == cycle)
+            .find(|k| k.r.cycle == cycle)
             .copied()
     }
 
@@ -118,7 +138,7 @@ impl Tally {
         let max_deadline_ns = now
             .peak
             .and_then(|_| self.kept(max_cycle, true))
-            .map_or(0, |r| r.deadline_ns);
+            .map_or(0, |k| k.r.deadline_ns);
         let t = &self.total;
         let a = Aggregate {
             thread,
@@ -159,35 +179,42 @@ impl Tally {
     }
 
     /// A spike sent as a record.
-    pub fn sent(&mut self, latency_ns: i64) {
+    pub fn sent(&mut self, r: &SpikeSample) {
         self.interval.sent += 1;
         self.total.sent += 1;
-        self.worst_sent = self.worst_sent.max(latency_ns);
+        self.worst_sent = self.worst_sent.max(r.latency_ns);
+        if let Some(k) = self.slot(r) {
+            k.sent = true;
+        }
     }
 
     /// The spike just sent, explained.
-    pub fn explained(&mut self, latency_ns: i64) {
+    pub fn explained(&mut self, r: &SpikeSample) {
         self.interval.explained += 1;
         self.total.explained += 1;
-        self.worst_explained = self.worst_explained.max(latency_ns);
+        self.worst_explained = self.worst_explained.max(r.latency_ns);
+        if let Some(k) = self.slot(r) {
+            k.explained = true;
+        }
     }
 
     /// The interval's largest spike (`peak`: its latency and cycle), if
-    /// the sender took its record from the queue and no spike as bad was
-    /// explained: the record, and whether it was sent.
+    /// the sender took its record from the queue and did not explain it:
+    /// the record, and whether it was sent. By the record itself, not by
+    /// latency: a larger record of an earlier interval, taken late and
+    /// explained, does not stand for it.
     pub fn peak_unexplained(&self, peak: Option<(u64, u64)>) -> Option<(SpikeSample, bool)> {
         let (_, cycle) = peak?;
-        let r = self.kept(cycle, false)?;
-        self.worst_unexplained(r.latency_ns)
-            .then_some((r, r.latency_ns <= self.worst_sent))
+        let k = self.kept(cycle, false)?;
+        (!k.explained).then_some((k.r, k.sent))
     }
 
     /// A spike only counted this interval, sent after all (as its
     /// interval's largest, to be explained).
-    pub fn sent_after_all(&mut self, latency_ns: i64) {
+    pub fn sent_after_all(&mut self, r: &SpikeSample) {
         self.interval.aggregated = self.interval.aggregated.saturating_sub(1);
         self.total.aggregated = self.total.aggregated.saturating_sub(1);
-        self.sent(latency_ns);
+        self.sent(r);
     }
 
     /// At a report: the interval's largest spike (`peak`: its latency and
@@ -265,8 +292,8 @@ mod tests {
         for (c, lat) in [(1, 300), (2, 900), (3, 400)] {
             t.seen(&record(c, lat));
         }
-        t.sent(900);
-        t.explained(900);
+        t.sent(&record(2, 900));
+        t.explained(&record(2, 900));
         t.aggregated();
         // five spikes: two queued records lost, three taken
         let now = Exact {
@@ -298,8 +325,8 @@ mod tests {
     fn the_worst_is_per_interval_and_totals_run_on() {
         let mut t = Tally::new();
         assert!(t.worst_yet(0) && t.worst_unexplained(0));
-        t.sent(500);
-        t.explained(500);
+        t.sent(&record(1, 500));
+        t.explained(&record(1, 500));
         t.aggregated();
         assert!(!t.worst_yet(400) && t.worst_yet(501));
         assert!(!t.worst_unexplained(500) && t.worst_unexplained(501));
@@ -319,8 +346,8 @@ mod tests {
         let mut t = Tally::new();
         // 900 came when the line had no room: only counted
         t.seen(&record(1, 300));
-        t.sent(300);
-        t.explained(300);
+        t.sent(&record(1, 300));
+        t.explained(&record(1, 300));
         t.seen(&record(2, 900));
         t.aggregated();
         assert_eq!(t.peak_unexplained(None), None);
@@ -328,8 +355,8 @@ mod tests {
         let (r, sent) = t.peak_unexplained(Some((900, 2))).expect("the worst");
         assert_eq!((r.cycle, sent), (2, false));
         // sent and explained at the report: moved from aggregated to sent
-        t.sent_after_all(r.latency_ns);
-        t.explained(r.latency_ns);
+        t.sent_after_all(&r);
+        t.explained(&r);
         assert_eq!(t.peak_unexplained(Some((900, 2))), None);
         let now = Exact {
             spikes: 2,
@@ -341,7 +368,7 @@ mod tests {
         assert_eq!((a.sent, a.explained, a.aggregated, a.queued), (2, 2, 0, 0));
         // sent but not explained: explained only
         t.seen(&record(3, 700));
-        t.sent(700);
+        t.sent(&record(3, 700));
         assert_eq!(t.peak_unexplained(Some((700, 3))).map(|p| p.1), Some(true));
     }
 
@@ -349,8 +376,8 @@ mod tests {
     fn a_worst_whose_record_comes_after_its_report_is_awaited() {
         let mut t = Tally::new();
         t.seen(&record(1, 300));
-        t.sent(300);
-        t.explained(300);
+        t.sent(&record(1, 300));
+        t.explained(&record(1, 300));
         // the report: the peak, cycle 2, is still in the queue
         t.await_peak(Some((900, 2)));
         let _ = t.aggregate(0, 1, Exact::default(), false);
@@ -378,6 +405,10 @@ mod tests {
             t.seen(&record(c, lat));
         }
         t.aggregated();
+        // the late 3,900 sent and explained: it does not stand for the
+        // interval's worst, which is neither
+        t.sent(&record(10, 3_900));
+        t.explained(&record(10, 3_900));
         let (r, sent) = t.peak_unexplained(Some((1_600, 30))).expect("kept");
         assert_eq!((r.cycle, sent), (30, false));
         t.await_peak(Some((1_600, 30)));
