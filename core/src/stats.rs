@@ -41,6 +41,16 @@ impl Ppm {
 ///
 /// Returns `None` when there are no samples.
 pub fn quantile(layout: &Layout, counts: &[u64], q: Ppm, max_ns: u64) -> Option<u64> {
+    let i = nearest_rank(counts, q)?;
+    let edge = layout.upper_ns(i).unwrap_or(max_ns);
+    Some(edge.min(max_ns))
+}
+
+/// The bucket of the nearest-rank quantile: the smallest `i` whose
+/// cumulative count reaches `ceil(q * total)` (at least 1).
+///
+/// Returns `None` when there are no samples.
+pub fn nearest_rank(counts: &[u64], q: Ppm) -> Option<usize> {
     let total: u128 = counts.iter().map(|&c| c as u128).sum();
     if total == 0 {
         return None;
@@ -48,14 +58,10 @@ pub fn quantile(layout: &Layout, counts: &[u64], q: Ppm, max_ns: u64) -> Option<
     let ppm = q.0.min(1_000_000) as u128;
     let rank = (total * ppm).div_ceil(1_000_000).max(1);
     let mut cum: u128 = 0;
-    for (i, &c) in counts.iter().enumerate() {
+    counts.iter().position(|&c| {
         cum += c as u128;
-        if cum >= rank {
-            let edge = layout.upper_ns(i).unwrap_or(max_ns);
-            return Some(edge.min(max_ns));
-        }
-    }
-    Some(max_ns)
+        cum >= rank
+    })
 }
 
 /// Representative value (ns) of bucket `i`: its midpoint, clamped to the
@@ -166,6 +172,19 @@ mod tests {
         assert_eq!(s.mode_ns, 5_000);
         assert!(s.variance.is_finite() && s.variance > 0.0, "{s:?}");
         assert!(s.mad.is_finite(), "{s:?}");
+    }
+
+    #[test]
+    fn nearest_rank_is_the_ceiling_rank_of_the_counts() {
+        // 10 samples: 4 in bucket 0, 5 in bucket 2, 1 in bucket 3
+        let c = [4, 0, 5, 1];
+        assert_eq!(nearest_rank(&c, Ppm(400_000)), Some(0), "rank 4 is the 4th");
+        assert_eq!(nearest_rank(&c, Ppm(400_001)), Some(2), "rank 5 is the 5th");
+        assert_eq!(nearest_rank(&c, Ppm::P90), Some(2));
+        assert_eq!(nearest_rank(&c, Ppm(900_001)), Some(3));
+        assert_eq!(nearest_rank(&c, Ppm(0)), Some(0), "rank at least 1");
+        assert_eq!(nearest_rank(&c, Ppm(2_000_000)), Some(3), "q capped at 1");
+        assert_eq!(nearest_rank(&[0, 0], Ppm::P50), None);
     }
 
     #[test]
