@@ -1,4 +1,4 @@
-//! The man pages and completions (`scripts/gen-docs`, `docgen/`): groff
+//! The man pages and completions (`scripts/gen-docs`, `xtask/` (`cargo xtask docgen`)): groff
 //! renders every page without a warning, every option that `latscope
 //! --help` and each `latscope-host [SUB] --help` names is in its page (and
 //! the target's page names no other), every subcommand has a page, and the
@@ -15,7 +15,7 @@ use latscope_tests::{have, require};
 /// The generated files, in a scratch directory.
 fn generated() -> (Scratch, Vec<PathBuf>) {
     let dir = Scratch::new("man-pages");
-    let files = latscope_docgen::generate(dir.path()).expect("generate the pages");
+    let files = xtask::docgen::generate(dir.path()).expect("generate the pages");
     (dir, files)
 }
 
@@ -188,10 +188,10 @@ fn completions_offer_every_option_and_parse() {
             help_options(&help(&bins().host, &["record", "--help"])),
         ),
     ];
-    for shell in latscope_docgen::SHELLS {
+    for shell in xtask::docgen::SHELLS {
         let program = shell.to_string();
         for (bin, options) in &offered {
-            let name = latscope_docgen::completion_file(shell, bin);
+            let name = xtask::docgen::completion_file(shell, bin);
             let file = page(&files, &name);
             let text = read(file);
             for long in options.iter().filter(|o| o.starts_with("--")) {

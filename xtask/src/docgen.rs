@@ -1,4 +1,4 @@
-//! Development tool: the man pages and shell completions of `latscope` and
+//! `cargo xtask docgen`: the man pages and shell completions of `latscope` and
 //! `latscope-host`, generated from the tables their parsers read, so that
 //! the parsers, `--help`, the pages and the completions cannot disagree.
 //!
@@ -10,10 +10,8 @@
 //!   from its command, for the target from a clap command built here
 //!   from the option table ([`target_command`]).
 //!
-//! None of this is linked into either program: this crate is not a
+//! None of this is linked into either program: the xtask is not a
 //! dependency of any of them.
-#![forbid(unsafe_code)]
-#![warn(missing_docs)]
 
 use std::fs;
 use std::io;

@@ -1,24 +1,79 @@
-//! `latscope-docgen [OUTDIR]`: write the man pages into `OUTDIR/man/` and
-//! the shell completions into `OUTDIR/completions/{bash,zsh,fish}/`
-//! (default `target/doc-gen`), and name each file written.
+//! `cargo xtask TASK`: latscope's development tasks (see the crate's
+//! documentation and `bench/README.md`).
 #![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-fn main() -> ExitCode {
-    let out = std::env::args_os()
-        .nth(1)
-        .map_or_else(|| PathBuf::from("target/doc-gen"), PathBuf::from);
-    match latscope_docgen::generate(&out) {
-        Ok(files) => {
+use clap::{Parser, Subcommand};
+
+use xtask::{
+    bench, compare, docgen, footprint, release_check, scorecard, stats, throughput, Error,
+};
+
+/// latscope's development tasks.
+#[derive(Parser)]
+#[command(name = "cargo xtask", version)]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// Run a benchmark: the Rust ones here, the launchers of bench/ with
+    /// this program beside them for their statistics.
+    Bench(bench::Args),
+    /// The footprint scorecard: the README's table from the typed results
+    /// of one run of compare-cyclictest, footprint and host-throughput.
+    Scorecard(scorecard::Args),
+    /// The man pages and shell completions (default OUTDIR target/doc-gen).
+    Docgen {
+        /// Where to write man/ and completions/.
+        #[arg(default_value = "target/doc-gen")]
+        out: PathBuf,
+    },
+    /// Check every artefact of a release directory (scripts/release's).
+    ReleaseCheck(release_check::Args),
+    /// Statistics for the launchers of bench/ (reads standard input or
+    /// the files named).
+    #[command(subcommand)]
+    Stats(stats::cli::Stats),
+    /// compare-cyclictest's typed result and table from its raw outputs.
+    CompareTable(compare::Args),
+    /// The footprint of the target binary (`bench footprint` runs it).
+    #[command(hide = true)]
+    Footprint(footprint::Args),
+    /// latscope-host report's throughput (`bench host-throughput` runs it).
+    #[command(hide = true)]
+    HostThroughput(throughput::Args),
+}
+
+fn run(task: Task) -> Result<(), Error> {
+    match task {
+        Task::Bench(args) => bench::run(args),
+        Task::Scorecard(args) => scorecard::run(&args),
+        Task::Docgen { out } => {
+            let files = docgen::generate(&out).map_err(Error::io(&out))?;
             for f in files {
                 println!("{}", f.display());
             }
-            ExitCode::SUCCESS
+            Ok(())
         }
+        Task::ReleaseCheck(args) => release_check::run(&args),
+        Task::Stats(s) => stats::cli::run(s),
+        Task::CompareTable(args) => compare::run(&args),
+        Task::Footprint(args) => footprint::run(&args),
+        Task::HostThroughput(args) => throughput::run(&args),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.task) {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("latscope-docgen: {}: {e}", out.display());
+            eprintln!("xtask: {e}");
             ExitCode::FAILURE
         }
     }

@@ -1,0 +1,422 @@
+//! The raw outputs of a compare-cyclictest run, read into [`Compare`].
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    Compare, Condition, Conditions, Cost, Eviction, Figure, Latency, MuslMemory, Other, Unlocked,
+};
+use crate::histfile::Summary;
+use crate::machine::Machine;
+use crate::samples::{peaks, Peaks};
+use crate::stats::median;
+use crate::Error;
+
+/// The run's settings, from its `meta` file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Meta {
+    /// When it started (UTC, ISO 8601).
+    pub started: String,
+    /// How long it took, s.
+    pub elapsed_s: u64,
+    /// `--quick`: 1 s runs, no callgrind.
+    pub quick: bool,
+    /// Alternating pairs.
+    pub pairs: usize,
+    /// Seconds per latency run.
+    pub secs: u64,
+    /// `--explain US`, if given.
+    pub explain_us: Option<u64>,
+    /// Whether the static musl build was measured.
+    pub musl: bool,
+}
+
+impl Meta {
+    /// `-l` of the long runs: 5000 cycles of 200 µs per second.
+    pub fn loops(&self) -> u64 {
+        self.secs * 5000
+    }
+
+    /// `-l` of the short runs, whose cost is subtracted.
+    pub fn short(&self) -> u64 {
+        self.secs * 1250
+    }
+
+    /// The cycles between the long and the short run, both threads.
+    pub fn cycles(&self) -> u64 {
+        2 * (self.loops() - self.short())
+    }
+
+    /// `-l` of the memory runs.
+    pub fn memory_loops(&self) -> u64 {
+        self.secs * 1000 + 1500
+    }
+}
+
+fn parse_err(what: &Path, why: impl Into<String>) -> Error {
+    Error::Parse {
+        what: what.display().to_string(),
+        why: why.into(),
+    }
+}
+
+/// `meta`'s lines, with the load averages and the commit for `machine`.
+fn meta(raw: &Path, machine: &mut Machine) -> Result<Meta, Error> {
+    let path = raw.join("meta");
+    let text = fs::read_to_string(&path).map_err(Error::io(&path))?;
+    let get = |k: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(|v| v.trim_matches('"').to_string())
+    };
+    let need = |k: &str| get(k).ok_or_else(|| parse_err(&path, format!("no {k}=")));
+    let num = |k: &str| -> Result<u64, Error> {
+        need(k)?
+            .parse()
+            .map_err(|_| parse_err(&path, format!("{k} is not a number")))
+    };
+    let load = |k: &str| -> Option<[f64; 3]> {
+        let v: Vec<f64> = get(k)?
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        v.try_into().ok()
+    };
+    if let Some(l) = load("LOAD_START") {
+        machine.load_start = l;
+    }
+    machine.load_end = load("LOAD_END");
+    machine.commit = need("COMMIT")?;
+    Ok(Meta {
+        started: need("START")?,
+        elapsed_s: num("ELAPSED")?,
+        quick: num("QUICK")? == 1,
+        pairs: num("PAIRS")? as usize,
+        secs: num("SECS")?,
+        explain_us: get("EXPLAIN")
+            .filter(|v| !v.is_empty())
+            .and_then(|v| v.parse().ok()),
+        musl: num("MUSL")? == 1,
+    })
+}
+
+fn read_opt(path: &Path) -> Option<String> {
+    fs::read_to_string(path).ok()
+}
+
+/// The numbers of a one-line raw file; `None` for a missing file.
+fn line(path: &Path) -> Option<Vec<Option<f64>>> {
+    let text = read_opt(path)?;
+    Some(text.split_whitespace().map(|v| v.parse().ok()).collect())
+}
+
+/// One resources run: per cycle, and the samples' faults.
+#[derive(Default, Clone, Copy)]
+struct Res {
+    cpu_us: Option<f64>,
+    syscalls: Option<f64>,
+    nanosleep: Option<f64>,
+    other: Option<f64>,
+    peaks: Option<Peaks>,
+}
+
+/// `/usr/bin/time -f '%U %S'`: user + system seconds of its last line.
+fn cpu_seconds(text: &str) -> Option<f64> {
+    let mut f = text.lines().last()?.split_whitespace();
+    Some(f.next()?.parse::<f64>().ok()? + f.next()?.parse::<f64>().ok()?)
+}
+
+/// The calls of `strace -c`'s row named `name` (`total` for all).
+fn strace_calls(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.last() == Some(&name)).then(|| f.get(3)?.parse().ok())?
+    })
+}
+
+fn round(x: f64, decimals: i32) -> f64 {
+    let m = 10f64.powi(decimals);
+    (x * m).round() / m
+}
+
+fn res(raw: &Path, name: &str, pair: usize, m: &Meta) -> Res {
+    let base = |ext: String| raw.join(format!("res-{name}-{pair}.{ext}"));
+    let (l, s) = (m.loops(), m.short());
+    let d = m.cycles() as f64;
+    let cpu = |n: u64| read_opt(&base(format!("time{n}"))).and_then(|t| cpu_seconds(&t));
+    let calls = |n: u64, sc: &str| -> Option<f64> {
+        strace_calls(&read_opt(&base(format!("strace{n}")))?, sc)
+    };
+    let diff = |sc: &str| Some(calls(l, sc).unwrap_or(0.0) - calls(s, sc).unwrap_or(0.0));
+    // the figures as the launcher's lines kept them: 3 and 4 decimals
+    let (all, ns) = (diff("total"), diff("clock_nanosleep"));
+    Res {
+        cpu_us: cpu(l).zip(cpu(s)).map(|(a, b)| round((a - b) * 1e6 / d, 3)),
+        syscalls: all.map(|v| round(v / d, 4)),
+        nanosleep: ns.map(|v| round(v / d, 4)),
+        other: all.zip(ns).map(|(a, n)| round((a - n) / d, 4)),
+        peaks: read_opt(&base("samples".into())).and_then(|t| peaks(&t)),
+    }
+}
+
+/// One memory run: the samples' peaks and the private locked memory.
+#[derive(Default, Clone)]
+struct Mem {
+    peaks: Option<Peaks>,
+    private: Option<Vec<Option<f64>>>,
+}
+
+fn mem(raw: &Path, name: &str, pair: usize) -> Mem {
+    let base = |ext: &str| raw.join(format!("mem-{name}-{pair}.{ext}"));
+    Mem {
+        peaks: read_opt(&base("samples")).and_then(|t| peaks(&t)),
+        private: line(&base("private")),
+    }
+}
+
+impl Mem {
+    fn vmlck(&self) -> Option<f64> {
+        self.peaks.map(|p| p.vmlck_kb as f64)
+    }
+    fn vmrss(&self) -> Option<f64> {
+        self.peaks.map(|p| p.vmrss_kb as f64)
+    }
+    fn locked(&self) -> Option<f64> {
+        self.peaks.map(|p| p.locked_kb as f64)
+    }
+    fn private(&self, i: usize) -> Option<f64> {
+        self.private.as_ref()?.get(i).copied().flatten()
+    }
+}
+
+/// One latency run: its histogram figures and the samples' faults.
+#[derive(Default, Clone, Copy)]
+struct Lat {
+    hist: Option<Summary>,
+    peaks: Option<Peaks>,
+}
+
+fn lat(raw: &Path, cond: Condition, name: &str, pair: usize) -> Lat {
+    let base = |ext: &str| raw.join(format!("lat-{}-{name}-{pair}.{ext}", cond.name()));
+    let hist = line(&base("line")).and_then(|v| {
+        let f = |i: usize| v.get(i).copied().flatten();
+        Some(Summary {
+            min: f(0)?,
+            avg: f(1)?,
+            p99: f(2)?,
+            p999: f(3)?,
+            max: f(4)?,
+            p50: f(5)?,
+        })
+    });
+    Lat {
+        hist,
+        peaks: read_opt(&base("samples")).and_then(|t| peaks(&t)),
+    }
+}
+
+/// The figure of a value of latscope's runs against cyclictest's.
+fn figure<T>(a: &[T], b: &[T], f: impl Fn(&T) -> Option<f64>) -> Figure {
+    let pairs: Vec<_> = a.iter().zip(b).map(|(x, y)| (f(x), f(y))).collect();
+    Figure::of(&pairs)
+}
+
+fn faults(p: &Option<Peaks>, major: bool) -> Option<f64> {
+    p.map(|p| if major { p.major_faults } else { p.minor_faults } as f64)
+}
+
+fn latency(raw: &Path, cond: Condition, pairs: usize) -> Latency {
+    let runs = |name: &str| {
+        (1..=pairs)
+            .map(|p| lat(raw, cond, name, p))
+            .collect::<Vec<_>>()
+    };
+    let (l, c) = (runs("latscope"), runs("cyclictest"));
+    let h = |f: fn(&Summary) -> f64| move |r: &Lat| r.hist.as_ref().map(f);
+    let unlocked = (cond == Condition::Reclaim).then(|| {
+        let (l, c) = (runs("latscope-nomlock"), runs("cyclictest-nomlock"));
+        Unlocked {
+            p99: figure(&l, &c, h(|s| s.p99)),
+            p999: figure(&l, &c, h(|s| s.p999)),
+            max: figure(&l, &c, h(|s| s.max)),
+            major_faults: figure(&l, &c, |r| faults(&r.peaks, true)),
+        }
+    });
+    Latency {
+        min: figure(&l, &c, h(|s| s.min)),
+        avg: figure(&l, &c, h(|s| s.avg)),
+        p50: figure(&l, &c, h(|s| s.p50)),
+        p99: figure(&l, &c, h(|s| s.p99)),
+        p999: figure(&l, &c, h(|s| s.p999)),
+        max: figure(&l, &c, h(|s| s.max)),
+        minor_faults: figure(&l, &c, |r| faults(&r.peaks, false)),
+        major_faults: figure(&l, &c, |r| faults(&r.peaks, true)),
+        unlocked,
+    }
+}
+
+fn cost(raw: &Path, m: &Meta) -> (Cost, [Option<f64>; 2]) {
+    let n = m.pairs;
+    let res_runs = |name: &str| (1..=n).map(|p| res(raw, name, p, m)).collect::<Vec<_>>();
+    let mem_runs = |name: &str| (1..=n).map(|p| mem(raw, name, p)).collect::<Vec<_>>();
+    let (rl, rc) = (res_runs("latscope"), res_runs("cyclictest"));
+    let (ml, mc, mf) = (
+        mem_runs("latscope"),
+        mem_runs("cyclictest"),
+        mem_runs("std-floor"),
+    );
+    let musl = m.musl.then(|| {
+        let mm = mem_runs("latscope-musl");
+        MuslMemory {
+            locked_kb: figure(&mm, &mc, Mem::locked),
+            private_locked_kb: figure(&mm, &mc, |r| r.private(0)),
+            vmrss_kb: figure(&mm, &mc, Mem::vmrss),
+        }
+    });
+    let other = |runs: &[Res]| median(&runs.iter().filter_map(|r| r.other).collect::<Vec<_>>());
+    let cost = Cost {
+        syscalls_per_cycle: figure(&rl, &rc, |r| r.syscalls),
+        clock_nanosleep_per_cycle: figure(&rl, &rc, |r| r.nanosleep),
+        cpu_us_per_cycle: figure(&rl, &rc, |r| r.cpu_us),
+        vmlck_kb: figure(&ml, &mc, Mem::vmlck),
+        locked_kb: figure(&ml, &mc, Mem::locked),
+        private_locked_kb: figure(&ml, &mc, |r| r.private(0)),
+        private_locked_code_kb: figure(&ml, &mc, |r| r.private(1)),
+        private_locked_rest_kb: figure(&ml, &mc, |r| r.private(2)),
+        vmrss_kb: figure(&ml, &mc, Mem::vmrss),
+        std_floor_locked_kb: figure(&mf, &mc, Mem::locked),
+        std_floor_private_locked_kb: figure(&mf, &mc, |r| r.private(0)),
+        std_floor_private_locked_code_kb: figure(&mf, &mc, |r| r.private(1)),
+        std_floor_vmrss_kb: figure(&mf, &mc, Mem::vmrss),
+        musl,
+        minor_faults: figure(&rl, &rc, |r| faults(&r.peaks, false)),
+        major_faults: figure(&rl, &rc, |r| faults(&r.peaks, true)),
+    };
+    (cost, [other(&rl), other(&rc)])
+}
+
+/// The measuring thread's instructions per loop of `bench/instructions`'
+/// `NAME.threads` (the row whose sixth field is 1).
+fn instructions(raw: &Path, name: &str) -> Option<f64> {
+    let text = read_opt(&raw.join(format!("raw/instructions/{name}.threads")))?;
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.get(5) == Some(&"1")).then(|| f.get(3)?.parse().ok())?
+    })
+}
+
+fn size(path: &Path) -> Option<u64> {
+    fs::metadata(path).ok().map(|m| m.len())
+}
+
+fn command_line(cmd: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(cmd).args(args).output().ok()?;
+    let s = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .trim()
+        .to_string();
+    (out.status.success() && !s.is_empty()).then_some(s)
+}
+
+/// Read the raw outputs of a run.
+pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
+    let mut machine = Machine::now();
+    let meta = meta(raw, &mut machine)?;
+    let (cost, other_syscalls) = cost(raw, &meta);
+    let latency = |c| latency(raw, c, meta.pairs);
+    let release = crate::target_dir().join("release");
+    let cyclictest = command_line("sh", &["-c", "readlink -f \"$(command -v cyclictest)\""]);
+    let instr = instructions(raw, "latscope").zip(instructions(raw, "cyclictest"));
+    let evictions = [
+        "latscope",
+        "cyclictest",
+        "latscope-nomlock",
+        "cyclictest-nomlock",
+    ]
+    .iter()
+    .map(|run| Eviction {
+        run: run.to_string(),
+        output: read_opt(&raw.join(format!("lat-reclaim-{run}-1.evict")))
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
+    })
+    .collect();
+    Ok(Compare {
+        cyclictest_version: command_line(
+            "dpkg-query",
+            &["-W", "-f", "${Package} ${Version}", "rt-tests"],
+        )
+        .unwrap_or_else(|| "unknown".into()),
+        latscope_version: command_line(&release.join("latscope").to_string_lossy(), &["--version"])
+            .unwrap_or_else(|| "unknown".into()),
+        other: Other {
+            other_syscalls_per_cycle: other_syscalls,
+            instructions_per_loop: instr.map(|(a, b)| [a, b]),
+            binary_bytes: [
+                size(&release.join("latscope")),
+                cyclictest.and_then(|p| size(Path::new(&p))),
+            ],
+            musl_binary_bytes: meta
+                .musl
+                .then(|| {
+                    size(&crate::target_dir().join("x86_64-unknown-linux-musl/release/latscope"))
+                })
+                .flatten(),
+        },
+        latency: Conditions {
+            idle: latency(Condition::Idle),
+            cpu: latency(Condition::Cpu),
+            hackbench: latency(Condition::Hackbench),
+            reclaim: latency(Condition::Reclaim),
+        },
+        evictions,
+        cost,
+        meta,
+        machine,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_and_strace_outputs() {
+        let s = cpu_seconds("Command exited with non-zero status 1\n0.10 0.71\n").expect("seconds");
+        assert!((s - 0.81).abs() < 1e-12, "{s}");
+        let strace = "\
+% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ------------------
+ 99.20   11.106032         113     97975      1949 clock_nanosleep
+  0.00    0.000000           0         1         1 ioctl
+------ ----------- ----------- --------- --------- ------------------
+100.00   11.196032         114     98002      1950 total
+";
+        assert_eq!(strace_calls(strace, "total"), Some(98002.0));
+        assert_eq!(strace_calls(strace, "clock_nanosleep"), Some(97975.0));
+        assert_eq!(strace_calls(strace, "mmap"), None);
+    }
+
+    #[test]
+    fn cycles_of_a_run() {
+        let m = Meta {
+            started: String::new(),
+            elapsed_s: 0,
+            quick: false,
+            pairs: 1,
+            secs: 4,
+            explain_us: None,
+            musl: false,
+        };
+        assert_eq!(
+            (m.loops(), m.short(), m.cycles(), m.memory_loops()),
+            (20000, 5000, 30000, 5500)
+        );
+    }
+}

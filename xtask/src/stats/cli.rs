@@ -1,0 +1,151 @@
+//! `cargo xtask stats ...`: the statistics the launchers of `bench/` ask
+//! for, one line each on standard output ("-" for a figure that cannot be
+//! computed), so that no statistic is computed in shell or awk.
+
+use std::fs;
+use std::io::{self, Read};
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use super::{awk_number, g3, mean, median, PairStats};
+use crate::histfile::Histfile;
+use crate::samples::{peaks, PrivateLocked};
+use crate::Error;
+
+/// One statistic.
+#[derive(Subcommand)]
+pub enum Stats {
+    /// The median of the numbers on standard input, one per line ("-"
+    /// lines left out).
+    Median,
+    /// The mean of the numbers on standard input, divided by DIVIDE,
+    /// with DECIMALS decimals.
+    Mean {
+        /// Decimals printed.
+        #[arg(default_value_t = 3)]
+        decimals: usize,
+        /// A divisor (1000: ns to µs).
+        #[arg(long, default_value_t = 1.0)]
+        divide: f64,
+    },
+    /// A/B with two decimals ("-" when either is "-" or B is 0).
+    Ratio {
+        /// A.
+        a: String,
+        /// B.
+        b: String,
+    },
+    /// Paired statistics of the "A B" lines on standard input:
+    /// `MEDIAN LO HI BELOW ABOVE N P RATIOS` (see `xtask::stats`).
+    Pairs,
+    /// `min avg p99 p99.9 max p50` (µs) of a cyclictest histogram file.
+    Hist {
+        /// The histogram file.
+        file: PathBuf,
+    },
+    /// `vmlck vmrss locked minor major` of a process sample log.
+    Samples {
+        /// The log `sample_proc` wrote.
+        file: PathBuf,
+    },
+    /// `total code rest` (kB): private locked memory of a copy of
+    /// `/proc/PID/smaps`.
+    PrivateLocked {
+        /// The copy of smaps.
+        smaps: PathBuf,
+        /// The program's path (`readlink /proc/PID/exe`).
+        exe: String,
+    },
+}
+
+fn stdin_text() -> Result<String, Error> {
+    let mut s = String::new();
+    io::stdin()
+        .read_to_string(&mut s)
+        .map_err(Error::io("standard input"))?;
+    Ok(s)
+}
+
+fn number(v: &str) -> Option<f64> {
+    v.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+fn stdin_numbers() -> Result<Vec<f64>, Error> {
+    let text = stdin_text()?;
+    let mut v = Vec::new();
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && *l != "-")
+    {
+        v.push(number(line).ok_or_else(|| Error::Parse {
+            what: "standard input".into(),
+            why: format!("not a number: {line:?}"),
+        })?);
+    }
+    Ok(v)
+}
+
+fn read(path: &PathBuf) -> Result<String, Error> {
+    fs::read_to_string(path).map_err(Error::io(path))
+}
+
+/// The line of `pairs`, or eight "-" without a pair.
+pub fn pairs_line(s: Option<&PairStats>) -> String {
+    let Some(s) = s else {
+        return "- - - - - - - -".into();
+    };
+    let ratios: Vec<String> = s.ratios.iter().map(|r| format!("{r:.2}")).collect();
+    format!(
+        "{:.2} {:.2} {:.2} {} {} {} {} {}",
+        s.median,
+        s.lo,
+        s.hi,
+        s.below,
+        s.above,
+        s.n,
+        g3(s.p),
+        ratios.join(",")
+    )
+}
+
+/// Print the statistic asked for.
+///
+/// # Errors
+///
+/// An unreadable file, or input that is not numbers.
+pub fn run(stat: Stats) -> Result<(), Error> {
+    let line = match stat {
+        Stats::Median => median(&stdin_numbers()?).map_or("-".into(), awk_number),
+        Stats::Mean { decimals, divide } => {
+            mean(&stdin_numbers()?).map_or("-".into(), |m| format!("{:.decimals$}", m / divide))
+        }
+        Stats::Ratio { a, b } => match (number(&a), number(&b)) {
+            (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
+            _ => "-".into(),
+        },
+        Stats::Pairs => {
+            let text = stdin_text()?;
+            let pairs: Vec<(Option<f64>, Option<f64>)> = text
+                .lines()
+                .filter_map(|l| {
+                    let mut f = l.split_whitespace();
+                    Some((f.next().map(number)?, f.next().and_then(number)))
+                })
+                .collect();
+            pairs_line(PairStats::of(&pairs).as_ref())
+        }
+        Stats::Hist { file } => {
+            let h = Histfile::parse(&read(&file)?).map_err(|why| Error::Parse {
+                what: file.display().to_string(),
+                why,
+            })?;
+            h.summary().map_or("- - - - - -".into(), |s| s.line())
+        }
+        Stats::Samples { file } => peaks(&read(&file)?).map_or("- - - - -".into(), |p| p.line()),
+        Stats::PrivateLocked { smaps, exe } => PrivateLocked::of(&read(&smaps)?, &exe).line(),
+    };
+    println!("{line}");
+    Ok(())
+}
