@@ -1,4 +1,6 @@
-# Shared helpers of the bench scripts (sourced, not run).
+# Shared helpers of the bench scripts (sourced, not run): they build,
+# launch and sample. Every statistic and figure is computed by the xtask
+# (`cargo xtask stats ...`, xtask/src/stats.rs), tested there.
 # shellcheck shell=bash
 
 ROOT=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
@@ -9,6 +11,8 @@ HOST=$TARGET_DIR/release/latscope-host
 EVICT=$TARGET_DIR/release/evict
 FORK_REPRO=$TARGET_DIR/release/fork_repro
 STD_FLOOR=$TARGET_DIR/release/examples/std_floor
+# The xtask: `cargo xtask bench NAME` sets XTASK to itself.
+XTASK=${XTASK:-$TARGET_DIR/release/xtask}
 
 log() { printf '# %s\n' "$*" >&2; }
 die() {
@@ -34,12 +38,12 @@ need_tools() {
 build_release() {
 	# BENCH_NO_BUILD=1: use the binaries already built (e.g. while others
 	# keep changing the tree).
-	if [[ ${BENCH_NO_BUILD:-0} == 1 && -x $LATSCOPE && -x $EVICT && -x $FORK_REPRO && -x $STD_FLOOR ]]; then
+	if [[ ${BENCH_NO_BUILD:-0} == 1 && -x $LATSCOPE && -x $EVICT && -x $FORK_REPRO && -x $STD_FLOOR && -x $XTASK ]]; then
 		log "BENCH_NO_BUILD=1: using the binaries in $TARGET_DIR/release"
 		return 0
 	fi
 	log "building latscope, latscope-host and the test helpers (release)"
-	(cd "$ROOT" && cargo build -q --release -p latscope -p latscope-host -p latscope-tests --bins &&
+	(cd "$ROOT" && cargo build -q --release -p latscope -p latscope-host -p latscope-tests -p xtask --bins &&
 		cargo build -q --release -p latscope --example std_floor) ||
 		die "cargo build failed"
 }
@@ -61,15 +65,17 @@ machine_description() {
 	echo "- latscope: $("$LATSCOPE" --version 2>/dev/null | head -1), commit $(git -C "$ROOT" rev-parse --short HEAD)"
 }
 
-# Median of the numbers on stdin ("-" when there are none).
-median() {
-	sort -g | awk '{v[NR]=$1} END {if (NR==0) {print "-"; exit} if (NR%2) print v[(NR+1)/2]; else print (v[NR/2]+v[NR/2+1])/2}'
+# xtask ARGS...: run the xtask, built first when it is not there.
+xtask() {
+	[[ -x $XTASK ]] || (cd "$ROOT" && cargo build -q --release -p xtask) || die "cannot build the xtask"
+	"$XTASK" "$@"
 }
 
+# Median of the numbers on stdin ("-" when there are none).
+median() { xtask stats median; }
+
 # ratio A B: A/B with two decimals, "-" if either is missing or B is 0.
-ratio() {
-	awk -v a="$1" -v b="$2" 'BEGIN {if (a=="-"||b=="-"||b+0==0) print "-"; else printf "%.2f\n", a/b}'
-}
+ratio() { xtask stats ratio -- "$1" "$2"; }
 
 # Sample a running process until it exits, every 0.1 s:
 #   t_ms M vmlck_kB vmrss_kB locked_kB
@@ -113,23 +119,11 @@ sample_proc() {
 	return 0
 }
 
-# From a sample_proc log: peak VmLck, VmRSS and Locked (kB) after the first
-# second, and the minor and major faults of the threads that were ever
-# real-time (the measuring threads) from the first sample after 1 s to
-# their last sample.
-summarize_samples() {
-	awk '$1 < 1000 {next}
-	$2 == "M" { n++; if ($3 > lck) lck = $3; if ($4 > rss) rss = $4; if ($5 > lk) lk = $5 }
-	$2 == "T" {
-		if ($4 != 0) rt[$3] = 1
-		if (!($3 in f0)) { f0[$3] = $5; g0[$3] = $6 }
-		f1[$3] = $5; g1[$3] = $6
-	} END {
-		if (!n) { print "- - - - -"; exit }
-		for (t in rt) { mi += f1[t] - f0[t]; ma += g1[t] - g0[t] }
-		print lck, rss, lk, mi + 0, ma + 0
-	}' "$1"
-}
+# From a sample_proc log: "VMLCK VMRSS LOCKED MINOR MAJOR": peak VmLck,
+# VmRSS and Locked (kB) after the first second, and the minor and major
+# faults of the threads that were ever real-time (the measuring threads)
+# from the first sample after 1 s to their last sample.
+summarize_samples() { xtask stats samples "$1"; }
 
 # Make the outputs under DIR free of this machine's paths: the target
 # directory becomes `target/`, the checkout `.`.
@@ -151,73 +145,17 @@ scrub_paths() {
 # (exact binomial, p = 1/2) of BELOW against ABOVE; RATIOS: the per-pair
 # ratios joined by commas. Pairs with a missing value or B = 0 are left
 # out; with no pair left every field is "-".
-pair_stats() {
-	awk -v seed="${STATS_SEED:-16}" '
-	function med(v, n,   i, j, t, w) {
-		for (i = 1; i <= n; i++) w[i] = v[i]
-		for (i = 2; i <= n; i++) { t = w[i]; for (j = i - 1; j >= 1 && w[j] > t; j--) w[j+1] = w[j]; w[j+1] = t }
-		return n % 2 ? w[(n+1)/2] : (w[n/2] + w[n/2+1]) / 2
-	}
-	function binom_le(k, n,   i, c, s) { # P(X <= k), X ~ Binomial(n, 1/2)
-		c = 1; s = 0
-		for (i = 0; i <= k; i++) { s += c; c = c * (n - i) / (i + 1) }
-		return s / 2 ^ n
-	}
-	$1 != "-" && $2 != "-" && $2 + 0 != 0 { n++; r[n] = $1 / $2 }
-	END {
-		if (!n) { print "- - - - - - - -"; exit }
-		m = med(r, n)
-		srand(seed); B = 4000
-		for (b = 1; b <= B; b++) {
-			for (i = 1; i <= n; i++) s[i] = r[int(rand() * n) + 1]
-			bm[b] = med(s, n)
-		}
-		# sort the bootstrap medians (shell sort: B is 4000)
-		for (g = int(B / 2); g > 0; g = int(g / 2))
-			for (i = g + 1; i <= B; i++) { t = bm[i]; for (j = i; j > g && bm[j-g] > t; j -= g) bm[j] = bm[j-g]; bm[j] = t }
-		lo = bm[int(0.025 * B) + 1]; hi = bm[int(0.975 * B)]
-		for (i = 1; i <= n; i++) { if (r[i] < 1) below++; else if (r[i] > 1) above++ }
-		k = below < above ? below : above; t = below + above
-		p = t ? 2 * binom_le(k, t) : 1; if (p > 1) p = 1
-		list = ""
-		for (i = 1; i <= n; i++) list = list (i > 1 ? "," : "") sprintf("%.2f", r[i])
-		printf "%.2f %.2f %.2f %d %d %d %.3g %s\n", m, lo, hi, below, above, n, p, list
-	}'
-}
+pair_stats() { xtask stats pairs; }
 
-# hist_summary FILE H: "min avg p99 p99.9 max p50" (us) from a cyclictest-format
-# histogram file (rows "%06d count...", then "# Min/Avg/Max Latencies" and
-# "# Histogram Overflows"), as both cyclictest and latscope write it with
-# `-h H --histfile FILE`. Every sample there is truncated to whole
-# microseconds, so figures from two programs compare like for like.
-# p50, p99, p99.9 and max: the worse thread; min: the better. avg: the mean of
-# the threads' bucket means (overflows counted at the thread's max), not
-# the "# Avg Latencies" line, which cyclictest truncates once more to an
-# integer (about 0.5 us low on average).
-hist_summary() {
-	awk -v H="$2" '
-		/^[0-9]/ { for (t = 2; t <= NF; t++) { c[t-1, $1+0] += $t; n[t-1] += $t; s[t-1] += $t * ($1+0) } next }
-		/^# Min Latencies/ { for (t = 4; t <= NF; t++) mins[t-3] = $t+0 }
-		/^# Max Latencies/ { for (t = 4; t <= NF; t++) maxs[t-3] = $t+0; T = NF - 3 }
-		/^# Histogram Overflows/ { for (t = 4; t <= NF; t++) ov[t-3] = $t+0 }
-		function q(t, f,   tot, need, sum, b) {
-			tot = n[t] + ov[t]; need = f * tot; sum = 0
-			for (b = 0; b < H; b++) { sum += c[t, b]; if (sum >= need) return b }
-			return maxs[t]
-		}
-		END {
-			if (!T) { print "- - - - - -"; exit }
-			mn = mins[1]; p = 0; pp = 0; mx = 0; av = 0; med = 0
-			for (t = 1; t <= T; t++) {
-				if (mins[t] < mn) mn = mins[t]
-				tot = n[t] + ov[t]; av += tot ? (s[t] + ov[t] * maxs[t]) / tot : 0
-				if (q(t, .99) > p) p = q(t, .99); if (q(t, .999) > pp) pp = q(t, .999)
-				if (maxs[t] > mx) mx = maxs[t]
-				if (q(t, .5) > med) med = q(t, .5)
-			}
-			printf "%.1f %.2f %.1f %.1f %.1f %.1f\n", mn, av / T, p, pp, mx, med
-		}' "$1"
-}
+# hist_summary FILE: "min avg p99 p99.9 max p50" (us) from a cyclictest-format
+# histogram file, as both cyclictest and latscope write it with
+# `-h H --histfile FILE` (xtask/src/histfile.rs). Every sample there is
+# truncated to whole microseconds, so figures from two programs compare
+# like for like. p50, p99, p99.9 and max: the worse thread; min: the
+# better. avg: the mean of the threads' bucket means (overflows counted at
+# the thread's max), not the "# Avg Latencies" line, which cyclictest
+# truncates once more to an integer (about 0.5 us low on average).
+hist_summary() { xtask stats hist "$1"; }
 
 # locked CMD...: run a timing-sensitive command under the lock file named by
 # $LATSCOPE_LOCK (flock), so that benchmarks sharing a machine take turns;
