@@ -6,6 +6,7 @@ use std::process::Command;
 
 use clap::{Args as ClapArgs, Parser, ValueEnum};
 
+use crate::process::status;
 use crate::{footprint, throughput, Error};
 
 /// The benchmarks.
@@ -115,23 +116,12 @@ fn launch(bench: Bench, args: &[String]) -> Result<(), Error> {
         .unwrap_or_default();
     let script = crate::root().join("bench").join(&name);
     let me = std::env::current_exe().map_err(Error::io("the xtask's own path"))?;
-    let status = Command::new("bash")
-        .arg(&script)
-        .args(args)
-        .env("XTASK", me)
-        .status()
-        .map_err(|e| Error::Command {
-            cmd: format!("bench/{name}"),
-            why: e.to_string(),
-        })?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(Error::Command {
-            cmd: format!("bench/{name}"),
-            why: status.to_string(),
-        })
-    }
+    status(
+        Command::new("bash")
+            .arg(&script)
+            .args(args)
+            .env("XTASK", me),
+    )
 }
 
 #[cfg(test)]

@@ -19,11 +19,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
 use crate::machine::Machine;
+use crate::process::{cargo, log, status, stdout};
 use crate::results::{self, Report};
 use crate::{root, target_dir, Error};
 
@@ -348,62 +349,8 @@ fn scrub(text: &str, root: &Path, target: &Path) -> String {
         .replace(&root, ".")
 }
 
-/// `cargo ARGS`, run from the workspace's root.
-fn cargo(args: &[&str]) -> Command {
-    let mut cmd = Command::new("cargo");
-    cmd.args(args).current_dir(root());
-    cmd
-}
-
-/// The command line of `cmd`, for messages: its environment, program and
-/// arguments.
-fn command_line(cmd: &Command) -> String {
-    let env = cmd
-        .get_envs()
-        .filter_map(|(k, v)| v.map(|v| format!("{}={}", k.to_string_lossy(), v.to_string_lossy())));
-    let words = std::iter::once(cmd.get_program()).chain(cmd.get_args());
-    env.chain(words.map(|w| w.to_string_lossy().into_owned()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Run `cmd` with its standard error on ours.
-fn status(cmd: &mut Command) -> Result<(), Error> {
-    let why = match cmd.status() {
-        Ok(s) if s.success() => return Ok(()),
-        Ok(s) => s.to_string(),
-        Err(e) => e.to_string(),
-    };
-    Err(Error::Command {
-        cmd: command_line(cmd),
-        why,
-    })
-}
-
-/// Run `cmd` and give its standard output; its standard error is in the
-/// error when it fails.
-fn stdout(cmd: &mut Command) -> Result<String, Error> {
-    let why = match cmd.stdin(Stdio::null()).output() {
-        Ok(o) if o.status.success() => return Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
-        Ok(o) => format!(
-            "{}: {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => e.to_string(),
-    };
-    Err(Error::Command {
-        cmd: command_line(cmd),
-        why,
-    })
-}
-
 fn file_size(path: &Path) -> Result<u64, Error> {
     Ok(fs::metadata(path).map_err(Error::io(path))?.len())
-}
-
-fn log(what: &str) {
-    eprintln!("# {what}");
 }
 
 impl Report for Footprint {

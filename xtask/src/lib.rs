@@ -19,6 +19,7 @@ mod error;
 pub mod footprint;
 pub mod histfile;
 pub mod machine;
+pub mod process;
 pub mod release_check;
 pub mod results;
 pub mod samples;

@@ -67,10 +67,7 @@ impl Machine {
 }
 
 fn output(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    crate::process::first_line(Command::new(cmd).args(args).current_dir(crate::root()))
 }
 
 fn cpu_model() -> Option<String> {
@@ -97,11 +94,21 @@ pub fn load_average() -> Option<[f64; 3]> {
     Some([it.next()??, it.next()??, it.next()??])
 }
 
-/// The short commit of the checkout, marked when the tree is modified.
+/// The short commit of the checkout, marked when its code is modified:
+/// the results and the README the benchmarks write do not count.
 pub fn commit() -> String {
     let head = output("git", &["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".into());
     let clean = Command::new("git")
-        .args(["diff", "--quiet", "HEAD"])
+        .args([
+            "diff",
+            "--quiet",
+            "HEAD",
+            "--",
+            ".",
+            ":!bench/results",
+            ":!README.md",
+        ])
+        .current_dir(crate::root())
         .status()
         .is_ok_and(|s| s.success());
     if clean {

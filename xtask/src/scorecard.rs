@@ -15,6 +15,7 @@ use clap::Args as ClapArgs;
 
 use crate::compare::{markdown, Compare, Condition, Figure};
 use crate::footprint::Footprint;
+use crate::process::status;
 use crate::results;
 use crate::stats::Claim;
 use crate::throughput::{Format, HostThroughput, Recording};
@@ -423,22 +424,12 @@ fn compare_cyclictest(dir: &Path, quick: bool) -> Result<(), Error> {
     if quick {
         cmd.arg("--quick");
     }
-    let status = cmd
-        .arg("--out")
-        .arg(dir)
-        .env("XTASK", me)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .map_err(|e| Error::Command {
-            cmd: "bench/compare-cyclictest".into(),
-            why: e.to_string(),
-        })?;
-    if !status.success() {
-        return Err(Error::Command {
-            cmd: "bench/compare-cyclictest".into(),
-            why: status.to_string(),
-        });
-    }
+    status(
+        cmd.arg("--out")
+            .arg(dir)
+            .env("XTASK", me)
+            .stdout(std::process::Stdio::null()),
+    )?;
     // the launcher wrote the typed result; check it reads back
     results::read::<Compare>(dir).map(|_| ())
 }

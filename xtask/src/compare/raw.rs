@@ -11,6 +11,7 @@ use super::{
 };
 use crate::histfile::Summary;
 use crate::machine::Machine;
+use crate::process::first_line;
 use crate::samples::{peaks, Peaks};
 use crate::stats::median;
 use crate::Error;
@@ -313,16 +314,6 @@ fn size(path: &Path) -> Option<u64> {
     fs::metadata(path).ok().map(|m| m.len())
 }
 
-fn command_line(cmd: &str, args: &[&str]) -> Option<String> {
-    let out = Command::new(cmd).args(args).output().ok()?;
-    let s = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()?
-        .trim()
-        .to_string();
-    (out.status.success() && !s.is_empty()).then_some(s)
-}
-
 /// Read the raw outputs of a run.
 pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
     let mut machine = Machine::now();
@@ -330,7 +321,8 @@ pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
     let (cost, other_syscalls) = cost(raw, &meta);
     let latency = |c| latency(raw, c, meta.pairs);
     let release = crate::target_dir().join("release");
-    let cyclictest = command_line("sh", &["-c", "readlink -f \"$(command -v cyclictest)\""]);
+    let cyclictest =
+        first_line(Command::new("sh").args(["-c", "readlink -f \"$(command -v cyclictest)\""]));
     let instr = instructions(raw, "latscope").zip(instructions(raw, "cyclictest"));
     let evictions = [
         "latscope",
@@ -348,12 +340,14 @@ pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
     })
     .collect();
     Ok(Compare {
-        cyclictest_version: command_line(
-            "dpkg-query",
-            &["-W", "-f", "${Package} ${Version}", "rt-tests"],
-        )
+        cyclictest_version: first_line(Command::new("dpkg-query").args([
+            "-W",
+            "-f",
+            "${Package} ${Version}",
+            "rt-tests",
+        ]))
         .unwrap_or_else(|| "unknown".into()),
-        latscope_version: command_line(&release.join("latscope").to_string_lossy(), &["--version"])
+        latscope_version: first_line(Command::new(release.join("latscope")).arg("--version"))
             .unwrap_or_else(|| "unknown".into()),
         other: Other {
             other_syscalls_per_cycle: other_syscalls,
