@@ -23,6 +23,7 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 use crate::machine::Machine;
+use crate::process::{command_line, log, status, stdout};
 use crate::results::{self, Report};
 use crate::{root, stats, target_dir, Error};
 
@@ -187,6 +188,20 @@ pub struct HostThroughput {
     pub cpu: usize,
     /// Every recording in every format, in the table's order.
     pub rows: Vec<Row>,
+    /// The recordings whose run is incomplete (records the target could
+    /// not queue, and the like): the report read every byte of them and
+    /// said so with exit status 1, as it should.
+    pub incomplete: Vec<Incomplete>,
+}
+
+/// A recording the report called incomplete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Incomplete {
+    /// The recording.
+    pub recording: Recording,
+    /// The report's line on standard error, naming every cause.
+    pub causes: String,
 }
 
 impl HostThroughput {
@@ -278,14 +293,22 @@ fn measure(tools: &Tools, inputs: &Path, args: &Args) -> Result<HostThroughput, 
     let machine = Machine::now();
     let version = stdout(Command::new(&tools.host).arg("--version"))?;
     let mut rows = Vec::new();
+    let mut incomplete: Vec<Incomplete> = Vec::new();
     for recording in Recording::ALL {
         let file = inputs.join(format!("{}.lsr", recording.name()));
         let bytes = fs::metadata(&file).map_err(Error::io(&file))?.len();
         for format in Format::ALL {
             log(&format!("report -f {} {}", format.name(), recording.name()));
-            let timings = (0..args.runs)
-                .map(|_| time_report(tools, args.cpu, &file, format))
-                .collect::<Result<Vec<_>, _>>()?;
+            let mut timings = Vec::with_capacity(args.runs);
+            for _ in 0..args.runs {
+                let (timing, causes) = time_report(tools, args.cpu, &file, format)?;
+                timings.push(timing);
+                if let Some(causes) =
+                    causes.filter(|_| !incomplete.iter().any(|i| i.recording == recording))
+                {
+                    incomplete.push(Incomplete { recording, causes });
+                }
+            }
             let row = summarize(recording, format, bytes, &timings)
                 .ok_or_else(|| Error::Usage("--runs must be 1 or more".into()))?;
             rows.push(row);
@@ -303,12 +326,18 @@ fn measure(tools: &Tools, inputs: &Path, args: &Args) -> Result<HostThroughput, 
         runs: args.runs,
         cpu: args.cpu,
         rows,
+        incomplete,
     })
 }
 
 /// One run of `taskset -c CPU latscope-host report -f FORMAT FILE -o
 /// /dev/null` under `/usr/bin/time`.
-fn time_report(tools: &Tools, cpu: usize, file: &Path, format: Format) -> Result<Timing, Error> {
+fn time_report(
+    tools: &Tools,
+    cpu: usize,
+    file: &Path,
+    format: Format,
+) -> Result<(Timing, Option<String>), Error> {
     let time_file = tools.scratch.join("time");
     let mut cmd = Command::new("/usr/bin/time");
     cmd.args(["-f", "%e %U %S %M", "-o"])
@@ -318,13 +347,41 @@ fn time_report(tools: &Tools, cpu: usize, file: &Path, format: Format) -> Result
         .args(["report", "-f", format.name()])
         .arg(file)
         .args(["-o", "/dev/null"])
+        .stdin(Stdio::null())
         .stdout(Stdio::null());
-    stdout(&mut cmd)?;
+    let out = cmd.output().map_err(|e| Error::Command {
+        cmd: command_line(&cmd),
+        why: e.to_string(),
+    })?;
+    let causes = incomplete_causes(out.status.code(), &String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() && causes.is_none() {
+        return Err(Error::Command {
+            cmd: command_line(&cmd),
+            why: format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
+    }
     let text = fs::read_to_string(&time_file).map_err(Error::io(&time_file))?;
-    parse_time(&text).map_err(|why| Error::Parse {
+    let timing = parse_time(&text).map_err(|why| Error::Parse {
         what: format!("/usr/bin/time -o {}", time_file.display()),
         why,
-    })
+    })?;
+    Ok((timing, causes))
+}
+
+/// The report's causes when it ended with status 1 because a run is
+/// incomplete (it read the whole recording): its `incomplete` line on
+/// standard error, without the path. Any other failure is `None`.
+fn incomplete_causes(code: Option<i32>, stderr: &str) -> Option<String> {
+    if code != Some(1) {
+        return None;
+    }
+    let line = stderr.lines().find(|l| l.contains(" incomplete: "))?;
+    let at = line.find("run ")?;
+    Some(line[at..].trim().to_string())
 }
 
 /// The last line of `/usr/bin/time -f '%e %U %S %M'`'s output (before it
@@ -466,50 +523,6 @@ impl Drop for Scratch {
     }
 }
 
-/// The command line of `cmd`, for messages.
-fn command_line(cmd: &Command) -> String {
-    std::iter::once(cmd.get_program())
-        .chain(cmd.get_args())
-        .map(|w| w.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// Run `cmd` with its standard error on ours.
-fn status(cmd: &mut Command) -> Result<(), Error> {
-    let why = match cmd.status() {
-        Ok(s) if s.success() => return Ok(()),
-        Ok(s) => s.to_string(),
-        Err(e) => e.to_string(),
-    };
-    Err(Error::Command {
-        cmd: command_line(cmd),
-        why,
-    })
-}
-
-/// Run `cmd` and give its standard output; its standard error is in the
-/// error when it fails.
-fn stdout(cmd: &mut Command) -> Result<String, Error> {
-    let why = match cmd.stdin(Stdio::null()).output() {
-        Ok(o) if o.status.success() => return Ok(String::from_utf8_lossy(&o.stdout).into_owned()),
-        Ok(o) => format!(
-            "{}: {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => e.to_string(),
-    };
-    Err(Error::Command {
-        cmd: command_line(cmd),
-        why,
-    })
-}
-
-fn log(what: &str) {
-    eprintln!("# {what}");
-}
-
 impl Report for HostThroughput {
     const NAME: &'static str = "host-throughput";
 
@@ -542,6 +555,7 @@ impl Report for HostThroughput {
              | recording | format | bytes | MB/s elapsed (median) | MB/s of CPU time (median) | peak RSS (kB) |\n\
              |---|---|---|---|---|---|\n\
              {rows}\
+             {incomplete}\
              \n\
              ## Machine\n\
              \n\
@@ -555,6 +569,15 @@ impl Report for HostThroughput {
             l1 = l[1],
             l2 = l[2],
             machine = self.machine.markdown(),
+            incomplete = self
+                .incomplete
+                .iter()
+                .map(|i| format!(
+                    "\nThe {} recording is incomplete: the report read all of it and exited 1, as it should (`{}`).\n",
+                    i.recording.name(),
+                    i.causes
+                ))
+                .collect::<String>(),
         )
     }
 }
@@ -713,6 +736,7 @@ mod tests {
                     11156,
                 ),
             ],
+            incomplete: vec![],
         }
     }
 
@@ -788,5 +812,25 @@ mod tests {
         assert_eq!((a.secs, a.runs, a.cpu), (2, 3, 0));
         assert_eq!(a.inputs, Some(PathBuf::from("in")));
         assert!(Cli::try_parse_from(["x", "--runs", "0"]).is_err());
+    }
+
+    #[test]
+    fn an_incomplete_run_is_measured_and_named_and_other_failures_are_not() {
+        let err = "latscope-host: /tmp/x/spikes.lsr: run afeb64c60f00a4e0 incomplete: 734 spike record(s) the target could not queue\n";
+        assert_eq!(
+            incomplete_causes(Some(1), err).as_deref(),
+            Some("run afeb64c60f00a4e0 incomplete: 734 spike record(s) the target could not queue"),
+            "the path left out"
+        );
+        assert_eq!(
+            incomplete_causes(Some(2), err),
+            None,
+            "a usage error is a failure"
+        );
+        assert_eq!(
+            incomplete_causes(Some(1), "latscope-host: x: No such file\n"),
+            None
+        );
+        assert_eq!(incomplete_causes(None, err), None, "killed by a signal");
     }
 }
