@@ -1,20 +1,18 @@
 //! The README is an entry, and its figures are generated: the table between
 //! its `<!-- scorecard: ... -->` markers is `bench/results/scorecard/summary.md`,
-//! which `bench/scorecard --from-results` makes from the results files beside
-//! it. So a figure edited by hand in either place fails here. Also: the
+//! which `cargo xtask scorecard --from-results` makes from the typed results
+//! beside it. So a figure edited by hand in either place fails here. Also: the
 //! README stays short, its test command is the one `.ci/run` runs, and every
 //! relative link of the README, `docs/` and `bench/README.md` reaches a file
 //! and, with a `#fragment`, one of its headings.
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use latscope_tests::host::Scratch;
+use xtask::scorecard::{self, Results, BEGIN, END};
 
-const BEGIN: &str = "<!-- scorecard: begin -->\n";
-const END: &str = "<!-- scorecard: end -->\n";
-const SCORECARD: &str = "bench/results/scorecard";
+const SCORECARD: &str = scorecard::DIR;
 
 fn root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -51,42 +49,50 @@ fn the_readme_quotes_the_scorecard_summary() {
         readme_block(&readme),
         summary,
         "the README's scorecard table differs from {SCORECARD}/summary.md: \
-         run `bench/scorecard --from-results {SCORECARD}` instead of editing either"
+         run `cargo xtask scorecard --from-results {SCORECARD}` instead of editing either"
     );
 }
 
 #[test]
 fn the_summary_is_what_the_scorecard_makes_of_its_results() {
     let dir = root().join(SCORECARD);
+    let results = Results::read(&dir).unwrap_or_else(|e| panic!("{SCORECARD}: {e}"));
+    assert_eq!(
+        scorecard::summary(&results),
+        read(&dir.join("summary.md")),
+        "{SCORECARD}/summary.md is not what `cargo xtask scorecard --from-results {SCORECARD}` makes of the results beside it"
+    );
+}
+
+/// A results file whose field was renamed fails loudly, naming the
+/// field: the scorecard never prints a figure as "-" in silence.
+#[test]
+fn a_renamed_result_field_fails_to_read() {
+    let dir = root().join(SCORECARD);
     let scratch = Scratch::new("scorecard");
-    for f in ["compare.md", "footprint.md", "host-throughput.md"] {
+    for f in ["compare.json", "footprint.json", "host-throughput.json"] {
         fs::copy(dir.join(f), scratch.join(f)).unwrap_or_else(|e| panic!("copy {f}: {e}"));
     }
-    let out = Command::new("bash")
-        .arg(root().join("bench/scorecard"))
-        .arg("--from-results")
-        .arg(scratch.path())
-        .output()
-        .expect("run bash bench/scorecard");
+    Results::read(scratch.path()).expect("the copies read");
+    let path = scratch.join("compare.json");
+    let text = read(&path);
     assert!(
-        out.status.success(),
-        "bench/scorecard --from-results: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
+        text.contains("\"syscalls_per_cycle\""),
+        "compare.json has no syscalls_per_cycle"
     );
-    let made = read(&scratch.join("summary.md"));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        made,
-        "--from-results prints what it writes"
+    fs::write(
+        &path,
+        text.replace("\"syscalls_per_cycle\"", "\"syscalls_per_loop\""),
+    )
+    .expect("write the renamed copy");
+    let err = Results::read(scratch.path())
+        .err()
+        .expect("a renamed field must not read")
+        .to_string();
+    assert!(
+        err.contains("syscalls_per_loop") || err.contains("syscalls_per_cycle"),
+        "the error names the field: {err}"
     );
-    assert_eq!(
-        made,
-        read(&dir.join("summary.md")),
-        "{SCORECARD}/summary.md is not what bench/scorecard makes of the results files beside it"
-    );
-    // it left the copies alone and wrote no scorecard.md of its own
-    assert!(!scratch.join("scorecard.md").exists());
 }
 
 #[test]
