@@ -3,12 +3,14 @@
 //! and the trace's events, decoded from the kernel's binary pages against
 //! parsed from its text.
 //!
-//! `cargo bench -p latscope-core` prints ns per operation. For instruction
-//! counts, run one mode under callgrind with two iteration counts and take
-//! the difference, e.g.
-//! `valgrind --tool=callgrind BENCH record 1000000` vs `... record 2000000`.
-//! The `decode` mode encodes its stream first: subtract the `encode` mode's
-//! difference to get the decoder's instructions per frame.
+//! `cargo bench -p latscope-core` prints ns per operation.
+//! `cargo bench -p latscope-core --bench throughput -- instructions` prints
+//! instructions per operation: it runs each mode of its own (`BENCH MODE N`)
+//! under `valgrind --tool=callgrind` at two counts and divides the
+//! difference of their totals (start-up and exit cancel), so the figures
+//! are deterministic and reproduce without hand-run differences. The
+//! `decode` mode encodes its stream first: its row minus `encode`'s is the
+//! decoder's own cost per frame.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -234,11 +236,113 @@ fn trace_text(reps: u64) -> f64 {
     t.elapsed().as_nanos() as f64 / n as f64
 }
 
+/// The modes whose instructions per operation `throughput instructions`
+/// counts: the mode, its two counts (their difference cancels start-up
+/// and exit), and what one operation is.
+const COUNTED: [(&str, u64, u64, &str); 6] = [
+    (
+        "record",
+        200_000,
+        400_000,
+        "record one sample (seqlock publish)",
+    ),
+    (
+        "cycle",
+        200_000,
+        400_000,
+        "cycle logic + record, one sample",
+    ),
+    (
+        "encode",
+        20_000,
+        40_000,
+        "one frame: 100 samples recorded, snapshotted and encoded (Reporter)",
+    ),
+    ("decode", 20_000, 40_000, "the same, and the frame decoded"),
+    ("pages", 200, 400, "one trace event from binary pages"),
+    ("text", 200, 400, "one trace event from text lines"),
+];
+
+/// The events of one rep of the trace modes (the fixture's).
+fn fixture_events() -> u64 {
+    TEXT.lines().filter(|l| parse_line(l).is_some()).count() as u64
+}
+
+/// Callgrind's instruction count (Ir) of one run of `MODE N` of this
+/// program.
+fn callgrind_ir(mode: &str, n: u64) -> Result<u64, String> {
+    let me = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let out = std::env::temp_dir().join(format!("latscope-cg-{}-{mode}-{n}", std::process::id()));
+    let status = std::process::Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out.display()))
+        .arg(&me)
+        .args([mode, &n.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| format!("valgrind: {e} (install valgrind)"))?;
+    if !status.success() {
+        return Err(format!("valgrind --tool=callgrind {mode} {n}: {status}"));
+    }
+    let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let _ = std::fs::remove_file(&out);
+    text.lines()
+        .find_map(|l| {
+            l.strip_prefix("totals:")
+                .or_else(|| l.strip_prefix("summary:"))
+        })
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .ok_or_else(|| format!("{}: no totals line", out.display()))
+}
+
+/// `throughput instructions`: each counted mode run twice under
+/// callgrind, and the instructions per operation from the difference.
+/// Deterministic, so one run each; printed as a table.
+fn instructions() -> Result<(), String> {
+    let events = fixture_events();
+    println!("| operation | instructions (Ir) | mode, counts |");
+    println!("|---|---|---|");
+    let mut encode = None;
+    for (mode, a, b, what) in COUNTED {
+        let ir = callgrind_ir(mode, b)? as f64 - callgrind_ir(mode, a)? as f64;
+        let per = (b - a) as f64
+            * if matches!(mode, "pages" | "text") {
+                events as f64
+            } else {
+                1.0
+            };
+        let each = ir / per;
+        println!("| {what} | {each:.1} | `{mode} {b}` - `{mode} {a}` |");
+        match mode {
+            "encode" => encode = Some(each),
+            "decode" => {
+                if let Some(e) = encode {
+                    println!(
+                        "| decode one frame (the two rows above) | {:.1} | `decode` - `encode` |",
+                        each - e
+                    );
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| a != "--bench")
         .collect();
+    // `throughput instructions`: instructions per operation, by callgrind
+    if args.first().map(String::as_str) == Some("instructions") {
+        if let Err(e) = instructions() {
+            eprintln!("throughput instructions: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     // `throughput FILE`: decode speed on a real recording (repeated to 100 MB)
     if let [path] = args.as_slice() {
         let one = std::fs::read(path).expect("a readable recording");
