@@ -130,6 +130,15 @@ pub struct Other {
     pub musl_binary_bytes: Option<u64>,
 }
 
+impl Other {
+    /// The instructions per loop, latscope's and cyclictest's, each `None`
+    /// without a count.
+    pub fn instructions(&self) -> (Option<f64>, Option<f64>) {
+        self.instructions_per_loop
+            .map_or((None, None), |[a, b]| (Some(a), Some(b)))
+    }
+}
+
 /// Latency figures under one condition, µs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -17,7 +17,7 @@ use crate::compare::{markdown, Compare, Condition, Figure};
 use crate::footprint::Footprint;
 use crate::process::status;
 use crate::results;
-use crate::stats::Claim;
+use crate::stats::{cell, Claim};
 use crate::throughput::{Format, HostThroughput, Recording};
 use crate::{footprint, throughput, Error};
 
@@ -71,10 +71,6 @@ impl Results {
     }
 }
 
-fn v(x: Option<f64>) -> String {
-    x.map_or("-".into(), crate::stats::awk_number)
-}
-
 fn ratio_cells(f: &Figure) -> (String, String, String) {
     match &f.ratio {
         Some(s) => (
@@ -93,15 +89,9 @@ fn srow(label: &str, f: &Figure) -> String {
     let (r, b, k) = ratio_cells(f);
     format!(
         "| {label} | {} | {} | {r} {b} | {k} |\n",
-        v(f.latscope),
-        v(f.cyclictest)
+        cell(f.latscope),
+        cell(f.cyclictest)
     )
-}
-
-fn instructions(c: &Compare) -> (Option<f64>, Option<f64>) {
-    c.other
-        .instructions_per_loop
-        .map_or((None, None), |[a, b]| (Some(a), Some(b)))
 }
 
 /// summary.md: the headline figures, from the results alone (no clock,
@@ -133,7 +123,7 @@ pub fn summary(r: &Results) -> String {
         &k.clock_nanosleep_per_cycle,
     ));
     s.push_str(&srow("CPU time per cycle (µs)", &k.cpu_us_per_cycle));
-    let (il, ic) = instructions(c);
+    let (il, ic) = c.other.instructions();
     let (ir, claim) = match (il, ic) {
         (Some(a), Some(b)) if b != 0.0 => {
             let r = a / b;
@@ -151,8 +141,8 @@ pub fn summary(r: &Results) -> String {
     let _ = writeln!(
         s,
         "| user-space instructions per loop, measuring thread (`bench/instructions`) | {} | {} | {ir} (deterministic) | {claim} |",
-        v(il),
-        v(ic)
+        cell(il),
+        cell(ic)
     );
     s.push_str(&srow("VmLck (kB), glibc build", &k.vmlck_kb));
     s.push_str(&srow(
@@ -187,10 +177,10 @@ pub fn summary(r: &Results) -> String {
     let _ = writeln!(
         s,
         "| minor / major faults of the measuring threads after the first second | {} / {} | {} / {} | - | - |",
-        v(k.minor_faults.latscope),
-        v(k.major_faults.latscope),
-        v(k.minor_faults.cyclictest),
-        v(k.major_faults.cyclictest)
+        cell(k.minor_faults.latscope),
+        cell(k.major_faults.latscope),
+        cell(k.minor_faults.cyclictest),
+        cell(k.major_faults.cyclictest)
     );
     latency_summary(&mut s, c);
     let _ = writeln!(
@@ -263,9 +253,9 @@ fn goal_row(s: &mut String, label: &str, f: &Figure, floor: Option<&Figure>) {
     let _ = writeln!(
         s,
         "| {label} | {} | {} (ratio {r}, 95 % {b}) | <= cyclictest's | {ok} | {} |",
-        v(f.latscope),
-        v(f.cyclictest),
-        floor.map_or("-".into(), |f| v(f.latscope))
+        cell(f.latscope),
+        cell(f.cyclictest),
+        floor.map_or("-".into(), |f| cell(f.latscope))
     );
 }
 
@@ -279,12 +269,12 @@ pub fn scorecard(r: &Results, produced_by: &str) -> String {
          | figure | latscope | cyclictest | goal | met | std floor |\n|---|---|---|---|---|---|\n",
         c.machine.commit
     );
-    let (il, ic) = instructions(c);
+    let (il, ic) = c.other.instructions();
     let _ = writeln!(
         s,
         "| user-space instructions per loop, measuring thread | {} | {} | <= 0.5 x cyclictest's | {} | - |",
-        v(il),
-        v(ic),
+        cell(il),
+        cell(ic),
         met(il.zip(ic).map(|(a, b)| a - b / 2.0), |d| d <= 0.0)
     );
     goal_row(

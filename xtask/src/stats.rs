@@ -247,6 +247,19 @@ pub fn g(x: f64, digits: usize) -> String {
     trim_zeros(&format!("{x:.decimals$}")).to_string()
 }
 
+/// A/B with two decimals; "-" when either is missing or B is 0.
+pub fn ratio_text(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
+        _ => "-".into(),
+    }
+}
+
+/// A figure in a table: [`awk_number`], or "-" without one.
+pub fn cell(x: Option<f64>) -> String {
+    x.map_or("-".into(), awk_number)
+}
+
 /// A number as awk's `print` writes it: an integer as one, anything else
 /// as `%.6g`.
 pub fn awk_number(x: f64) -> String {

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::{Compare, Condition, Figure, Latency};
-use crate::stats::{awk_number, g3};
+use crate::stats::{cell, g3, ratio_text};
 
 const HEAD: &str = "| figure | latscope | cyclictest | median ratio | bootstrap 95 % | claim | sign test | per-pair ratios |\n|---|---|---|---|---|---|---|---|\n";
 
@@ -14,13 +14,9 @@ pub const MEM_FLAGS: &str = "-t 2 -a -d 0 -i 1000 -p 80 -m";
 /// The histogram's buckets.
 pub const HIST_US: u64 = 20000;
 
-fn value(v: Option<f64>) -> String {
-    v.map_or("-".into(), awk_number)
-}
-
 /// One row of a statistics table.
 pub fn row(label: &str, f: &Figure) -> String {
-    let (a, b) = (value(f.latscope), value(f.cyclictest));
+    let (a, b) = (cell(f.latscope), cell(f.cyclictest));
     let Some(s) = &f.ratio else {
         return format!("| {label} | {a} | {b} | - | - | - | - | - |\n");
     };
@@ -37,13 +33,6 @@ pub fn row(label: &str, f: &Figure) -> String {
         g3(s.p),
         ratios.join(", ")
     )
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
-        _ => "-".into(),
-    }
 }
 
 fn opt<T: ToString>(v: Option<T>) -> String {
@@ -171,9 +160,7 @@ fn cost(s: &mut String, c: &Compare) {
     }
     let o = &c.other;
     let [ol, oc] = o.other_syscalls_per_cycle;
-    let [il, ic] = o
-        .instructions_per_loop
-        .map_or([None, None], |[a, b]| [Some(a), Some(b)]);
+    let (il, ic) = o.instructions();
     let [bl, bc] = o.binary_bytes;
     let _ = write!(
         s,
@@ -181,14 +168,14 @@ fn cost(s: &mut String, c: &Compare) {
          | other syscalls per cycle (median) | {} | {} | - |\n\
          | user-space instructions per loop iteration, measuring thread (`bench/instructions`) | {} | {} | {} |\n\
          | stripped binary size (bytes; both dynamically linked against glibc) | {} | {} | {} |\n",
-        value(ol),
-        value(oc),
-        value(il),
-        value(ic),
-        ratio(il, ic),
+        cell(ol),
+        cell(oc),
+        cell(il),
+        cell(ic),
+        ratio_text(il, ic),
         opt(bl),
         opt(bc),
-        ratio(bl.map(|v| v as f64), bc.map(|v| v as f64)),
+        ratio_text(bl.map(|v| v as f64), bc.map(|v| v as f64)),
     );
     if c.meta.musl {
         let _ = writeln!(

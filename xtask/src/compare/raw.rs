@@ -149,10 +149,14 @@ fn res(raw: &Path, name: &str, pair: usize, m: &Meta) -> Res {
     let (l, s) = (m.loops(), m.short());
     let d = m.cycles() as f64;
     let cpu = |n: u64| read_opt(&base(format!("time{n}"))).and_then(|t| cpu_seconds(&t));
-    let calls = |n: u64, sc: &str| -> Option<f64> {
-        strace_calls(&read_opt(&base(format!("strace{n}")))?, sc)
+    // each strace table read once, both of its rows taken from it
+    let (long, short) = (
+        read_opt(&base(format!("strace{l}"))).unwrap_or_default(),
+        read_opt(&base(format!("strace{s}"))).unwrap_or_default(),
+    );
+    let diff = |sc: &str| {
+        Some(strace_calls(&long, sc).unwrap_or(0.0) - strace_calls(&short, sc).unwrap_or(0.0))
     };
-    let diff = |sc: &str| Some(calls(l, sc).unwrap_or(0.0) - calls(s, sc).unwrap_or(0.0));
     // the figures as the launcher's lines kept them: 3 and 4 decimals
     let (all, ns) = (diff("total"), diff("clock_nanosleep"));
     Res {

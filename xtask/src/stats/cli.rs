@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
-use super::{awk_number, g3, mean, median, PairStats};
+use super::{cell, g3, mean, median, ratio_text, PairStats};
 use crate::histfile::Histfile;
 use crate::samples::{peaks, PrivateLocked};
 use crate::Error;
@@ -117,14 +117,11 @@ pub fn pairs_line(s: Option<&PairStats>) -> String {
 /// An unreadable file, or input that is not numbers.
 pub fn run(stat: Stats) -> Result<(), Error> {
     let line = match stat {
-        Stats::Median => median(&stdin_numbers()?).map_or("-".into(), awk_number),
+        Stats::Median => cell(median(&stdin_numbers()?)),
         Stats::Mean { decimals, divide } => {
             mean(&stdin_numbers()?).map_or("-".into(), |m| format!("{:.decimals$}", m / divide))
         }
-        Stats::Ratio { a, b } => match (number(&a), number(&b)) {
-            (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
-            _ => "-".into(),
-        },
+        Stats::Ratio { a, b } => ratio_text(number(&a), number(&b)),
         Stats::Pairs => {
             let text = stdin_text()?;
             let pairs: Vec<(Option<f64>, Option<f64>)> = text
