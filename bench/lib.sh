@@ -11,7 +11,9 @@ HOST=$TARGET_DIR/release/latscope-host
 EVICT=$TARGET_DIR/release/evict
 FORK_REPRO=$TARGET_DIR/release/fork_repro
 STD_FLOOR=$TARGET_DIR/release/examples/std_floor
-# The xtask: `cargo xtask bench NAME` sets XTASK to itself.
+# The xtask: `cargo xtask bench NAME` sets XTASK to itself; run alone, a
+# launcher builds it (release) with build_xtask.
+XTASK_GIVEN=${XTASK:+1}
 XTASK=${XTASK:-$TARGET_DIR/release/xtask}
 
 log() { printf '# %s\n' "$*" >&2; }
@@ -46,6 +48,15 @@ build_release() {
 	(cd "$ROOT" && cargo build -q --release -p latscope -p latscope-host -p latscope-tests -p xtask --bins &&
 		cargo build -q --release -p latscope --example std_floor) ||
 		die "cargo build failed"
+}
+
+# The xtask, for its statistics and its tools (`xtask tool NAME`,
+# xtask/src/tool/): the one `cargo xtask bench` runs, else a release build.
+build_xtask() {
+	if [[ -n $XTASK_GIVEN || ${BENCH_NO_BUILD:-0} == 1 ]] && [[ -x $XTASK ]]; then
+		return 0
+	fi
+	(cd "$ROOT" && cargo build -q --release -p xtask) || die "cargo build of the xtask failed"
 }
 
 build_musl() {

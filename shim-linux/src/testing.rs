@@ -202,7 +202,7 @@ fn locked_kib() -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use latscope_tests::{is_root, require};
+    use latscope_testkit::{is_root, require};
 
     use super::*;
     use crate::linux::{exit, sys};

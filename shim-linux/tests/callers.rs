@@ -9,13 +9,13 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use latscope_tests::callers::{
+use latscope_testkit::callers::{
     check_rteval, online, rteval_args, rteval_parse, start_like_rteval, stop_like_rteval, Rteval,
 };
-use latscope_tests::procs::{taskset_cpus, threads_named, wait_until};
-use latscope_tests::target::{serial, tool};
-use latscope_tests::wait::settle;
-use latscope_tests::{have, is_root, require};
+use latscope_testkit::procs::{taskset_cpus, threads_named, wait_until};
+use latscope_testkit::target::{serial, tool};
+use latscope_testkit::wait::settle;
+use latscope_testkit::{have, is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.
@@ -62,8 +62,8 @@ fn rteval_gets_samples_with_its_command_lines() {
 #[test]
 fn rteval_breaktrace_with_tracemark_stops_tracing() {
     require!(is_root(), "rteval runs cyclictest as root");
-    let Some(tracefs) = latscope_tests::precondition::tracefs() else {
-        latscope_tests::missing("tracefs is not mounted");
+    let Some(tracefs) = latscope_testkit::precondition::tracefs() else {
+        latscope_testkit::missing("tracefs is not mounted");
         return;
     };
     let _g = serial();

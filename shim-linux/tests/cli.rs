@@ -1,7 +1,7 @@
 //! The command line through the binary: bad values get one line of error
 //! and exit status 2; --help documents every flag.
 
-use latscope_tests::this_target;
+use latscope_testkit::this_target;
 
 #[test]
 fn bad_command_lines_exit_2_with_one_line() {

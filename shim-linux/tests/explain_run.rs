@@ -6,10 +6,10 @@ use std::path::Path;
 
 use latscope_core::explain::Attribution;
 use latscope_core::wire::{Body, Frame};
-use latscope_tests::disturb::UdpFlood;
-use latscope_tests::precondition::tracefs;
-use latscope_tests::target::{decode_all, serial, tool};
-use latscope_tests::{have, is_root, missing, require, this_target};
+use latscope_testkit::disturb::UdpFlood;
+use latscope_testkit::precondition::tracefs;
+use latscope_testkit::target::{decode_all, serial, tool};
+use latscope_testkit::{have, is_root, missing, require, this_target};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use latscope::testing::{measuring_thread, OneThread};
 use latscope_core::wire::Policy;
-use latscope_tests::target::serial;
-use latscope_tests::{is_root, missing};
+use latscope_testkit::target::serial;
+use latscope_testkit::{is_root, missing};
 
 /// Counts every allocation of the process.
 struct Counting;

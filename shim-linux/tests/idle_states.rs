@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use latscope_tests::procs::wait_until;
-use latscope_tests::target::{serial, tool};
-use latscope_tests::{is_root, require};
+use latscope_testkit::procs::wait_until;
+use latscope_testkit::target::{serial, tool};
+use latscope_testkit::{is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.

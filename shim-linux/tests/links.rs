@@ -6,13 +6,13 @@ use std::net::TcpListener;
 use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Body, Bye, ByeReason, Frame};
-use latscope_tests::target::{decode_all, serial};
-use latscope_tests::this_target;
-use latscope_tests::wait::{accept, assert_run_ok, until};
+use latscope_testkit::target::{decode_all, serial};
+use latscope_testkit::this_target;
+use latscope_testkit::wait::{accept, assert_run_ok, until};
 
 /// Decode what a connection delivered, tolerating a cut last frame.
 fn decode_lenient(bytes: &[u8]) -> Vec<Frame> {
-    let (frames, _, stats) = latscope_tests::target::decode_lenient(bytes);
+    let (frames, _, stats) = latscope_testkit::target::decode_lenient(bytes);
     assert_eq!(stats.crc_errors, 0);
     frames
 }

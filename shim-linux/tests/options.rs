@@ -10,10 +10,10 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use latscope_core::wire::{Body, ClockKind, Frame, Hello, SpikeSample, StartAlign, WakeMode};
-use latscope_tests::procs::{chrt, taskset_cpus, threads_named, wait_until};
-use latscope_tests::target::{decode_all, privilege_flags, serial, tool};
-use latscope_tests::wait::settle;
-use latscope_tests::{have, is_root, missing, require, switched_off};
+use latscope_testkit::procs::{chrt, taskset_cpus, threads_named, wait_until};
+use latscope_testkit::target::{decode_all, privilege_flags, serial, tool};
+use latscope_testkit::wait::settle;
+use latscope_testkit::{have, is_root, missing, require, switched_off};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");

@@ -7,7 +7,7 @@
 use std::process::Command;
 
 use latscope::testing::{panic_beside_a_real_time_thread, AfterPanic};
-use latscope_tests::{is_root, require};
+use latscope_testkit::{is_root, require};
 
 #[test]
 #[ignore = "run by a_panic_demotes_every_measuring_thread_and_unlocks in a child process"]

@@ -5,8 +5,8 @@
 use std::os::unix::process::ExitStatusExt;
 
 use latscope_core::wire::{Body, ByeReason};
-use latscope_tests::target::{decode_all, serial, tool};
-use latscope_tests::{have, is_root, require};
+use latscope_testkit::target::{decode_all, serial, tool};
+use latscope_testkit::{have, is_root, require};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");

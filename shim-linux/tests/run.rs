@@ -5,10 +5,10 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Body, ByeReason};
-use latscope_tests::host::{stderr_lines, wait_for_line};
-use latscope_tests::target::{decode_all, privilege_flags, serial, tool};
-use latscope_tests::this_target;
-use latscope_tests::wait::frame_in;
+use latscope_testkit::host::{stderr_lines, wait_for_line};
+use latscope_testkit::target::{decode_all, privilege_flags, serial, tool};
+use latscope_testkit::this_target;
+use latscope_testkit::wait::frame_in;
 use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use latscope_tests::target::{privilege_flags, serial, tool};
-use latscope_tests::{have, is_root, require};
+use latscope_testkit::target::{privilege_flags, serial, tool};
+use latscope_testkit::{have, is_root, require};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");

@@ -4,8 +4,8 @@
 use latscope_core::hist::Histogram;
 use latscope_core::layout::DEFAULT_BUCKETS;
 use latscope_core::wire::{Body, Bye, ByeReason, Frame, SCHEMA_KEY};
-use latscope_tests::target::{decode_all, privilege_flags, serial};
-use latscope_tests::this_target;
+use latscope_testkit::target::{decode_all, privilege_flags, serial};
+use latscope_testkit::this_target;
 
 fn json_number(json: &str, thread: usize, key: &str) -> u64 {
     let t = json

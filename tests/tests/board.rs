@@ -7,7 +7,7 @@
 //!   on the guest's CPUs and streams to the second UART (`/dev/ttyAMA1`),
 //!   which qemu connects to a TCP listener of this test; the recorded
 //!   stream is decoded and checked.
-//! - The busybox image (`tests/image/init`): latscope started from an init
+//! - The busybox image (`testkit/image/init`): latscope started from an init
 //!   script as an ordinary process, on both boards. On the PREEMPT_RT board
 //!   the test floods the console UART's receive side and checks that the
 //!   explained spikes name that IRQ when latscope runs below the IRQ
@@ -35,7 +35,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use latscope_core::explain::{Attribution, CauseKind};
-use latscope_tests::{board, boot, image, qemu, rtla};
+use latscope_testkit::{board, boot, image, qemu, rtla};
 
 use board::{
     check, decode, describe, Expect, Shares, Summary, EXPLAIN_SLACK_NS, RUN_TIME_SLACK_NS,
@@ -136,7 +136,7 @@ fn last_lines(text: &str, n: usize) -> Vec<&str> {
 
 fn board_run(arch: Arch) {
     if qemu::board_tests_disabled() {
-        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
     let Some(board) = Board::find(arch) else {
@@ -248,7 +248,7 @@ struct ImageRun {
 /// the init script's verdict and the stream (`None`: skipped).
 fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<ImageRun> {
     if qemu::board_tests_disabled() {
-        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
         return None;
     }
     let board = Board::find(arch)?;
@@ -677,7 +677,7 @@ fn host_spike(stream: &[u8], irq: u32) -> Option<(String, f64)> {
     let scratch = Scratch::new("spike").expect("scratch dir");
     let rec = scratch.path().join("flood.lsr");
     std::fs::write(&rec, stream).expect("write the recording");
-    let out = latscope_tests::host::host(&["report", rec.to_str().expect("utf-8 path")]);
+    let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
     let text = String::from_utf8_lossy(&out.stdout);
     let mut blocks: Vec<Vec<&str>> = Vec::new();
     for line in text
@@ -723,10 +723,10 @@ fn irq_us(block: &[&str], irq: u32) -> f64 {
 #[test]
 fn image_armv7_streams_through_a_pty() {
     if qemu::board_tests_disabled() {
-        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
-    let host: PathBuf = latscope_tests::host::bins().host;
+    let host: PathBuf = latscope_testkit::host::bins().host;
     let Some(run) = boot_image(
         Arch::Armv7,
         &image_args("-t 2 -a 0,1", 80, BOARD_SECS),
@@ -742,7 +742,7 @@ fn image_armv7_streams_through_a_pty() {
     let scratch = Scratch::new("pty").expect("scratch dir");
     let rec = scratch.path().join("armv7.lsr");
     std::fs::write(&rec, &run.boot.stream).expect("write the recording");
-    let out = latscope_tests::host::host(&["report", rec.to_str().expect("utf-8 path")]);
+    let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("missing:  /dev/cpu_dma_latency (not on the target's kernel)"),
@@ -756,7 +756,7 @@ fn image_armv7_streams_through_a_pty() {
 
 fn user_smoke(arch: Arch) {
     if qemu::board_tests_disabled() {
-        latscope_tests::switched_off("LATSCOPE_BOARD_TESTS=0");
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
         return;
     }
     if qemu::which(arch.qemu_user()).is_none() {
@@ -774,7 +774,7 @@ fn user_smoke(arch: Arch) {
     let mut args = vec![
         "-i", &interval, "-D", &duration, "-q", "--stream", stream_arg,
     ];
-    if !latscope_tests::is_root() {
+    if !latscope_testkit::is_root() {
         // No RT priority or mlock without privileges.
         args.push("--best-effort");
     }

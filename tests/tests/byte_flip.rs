@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use latscope_tests::host::{
+use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host_report_json, read_json, rng, Scratch,
 };
 

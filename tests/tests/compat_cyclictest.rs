@@ -6,11 +6,11 @@
 
 use std::path::Path;
 
-use latscope_tests::compat::{
+use latscope_testkit::compat::{
     assert_same_json, assert_same_text, cyclictest, live_structure, parse_json, side_by_side,
     split_json,
 };
-use latscope_tests::host::{bins, Scratch};
+use latscope_testkit::host::{bins, Scratch};
 use serde_json::Value;
 
 fn ready(_test: &str) -> Option<std::path::PathBuf> {
@@ -194,7 +194,7 @@ fn json_file() {
     ] {
         let env = [("TZ", tz)];
         let run = |prog: &Path| {
-            let out = latscope_tests::compat::run_in(
+            let out = latscope_testkit::compat::run_in(
                 dir.path(),
                 prog,
                 &args.iter().map(|s| s.to_string()).collect::<Vec<_>>(),

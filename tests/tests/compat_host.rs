@@ -6,12 +6,12 @@
 
 use std::process::{Command, Stdio};
 
-use latscope_tests::callers::{
+use latscope_testkit::callers::{
     check_rteval, rteval_args, rteval_parse, start_like_rteval, stop_like_rteval,
 };
-use latscope_tests::compat::split_json;
-use latscope_tests::host::{bins, host, Scratch};
-use latscope_tests::{is_root, require};
+use latscope_testkit::compat::split_json;
+use latscope_testkit::host::{bins, host, Scratch};
+use latscope_testkit::{is_root, require};
 
 /// Run the target with `args` and `--stream=r.lsr` in `dir`; its stdout.
 fn target(dir: &Scratch, args: &[&str], env: &[(&str, &str)]) -> String {

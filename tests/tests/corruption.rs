@@ -2,7 +2,7 @@
 //! streams or come from a newer protocol: one clear line, exit status 1,
 //! never a panic, and the host keeps every frame that was not hit.
 
-use latscope_tests::host::{
+use latscope_testkit::host::{
     assert_matches_target, decode_frames, encode_frames, first_run, host, host_report_json,
     read_json, record_file, rng, target_args, Scratch,
 };

@@ -10,16 +10,16 @@ use std::thread::sleep;
 use std::time::Duration;
 
 use latscope_core::wire::{AckReader, Decoder, MAX_FRAME};
-use latscope_tests::faults::{
+use latscope_testkit::faults::{
     available, eventually, fds, rss_kib, target_lost, target_to, truth_lost, verdict, SmallDisk,
 };
-use latscope_tests::fleet::{drain, Recorder};
-use latscope_tests::host::{
+use latscope_testkit::fleet::{drain, Recorder};
+use latscope_testkit::host::{
     assert_matches_target, bins, first_run, free_local_addr, host_report_json, only_recording,
     read_json, target_args, wait_for_line, Reaper, Scratch,
 };
-use latscope_tests::wait::assert_run_ok;
-use latscope_tests::{have, missing};
+use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::{have, missing};
 
 /// The bytes of `\\xNN` escapes (strace `-xx`), other characters as they are.
 fn unhex(s: &str) -> Vec<u8> {
@@ -128,7 +128,7 @@ fn every_ack_comes_after_the_sync_that_covers_it() {
             .expect("run strace"),
     );
     eventually("the recorder listening", Duration::from_secs(20), || {
-        latscope_tests::wait::listening(port)
+        latscope_testkit::wait::listening(port)
     });
     let json = dir.join("t.json");
     let mut t = target_to(None, &listen, 5, &json);
@@ -188,7 +188,7 @@ fn full_disk(class: &str, kib: u64, hold: Duration, args: &[&str]) -> u64 {
             .spawn()
             .expect("run latscope"),
     );
-    latscope_tests::host::wait_streaming(&disk.dir);
+    latscope_testkit::host::wait_streaming(&disk.dir);
     let filler = disk.fill();
     let said = wait_for_line(&rec.stderr, "not acknowledging", Duration::from_secs(15));
     assert!(said.contains("sends it again"), "{said}");

@@ -1,5 +1,5 @@
 //! A faulty lab network between a real target and a real recorder, each in
-//! a network namespace of the test's own (`latscope_tests::faults`):
+//! a network namespace of the test's own (`latscope_testkit::faults`):
 //! packets dropped at random on a slow line, random TCP resets, the link
 //! set down and up, the recorder stopped and killed, the recorder stopped
 //! as the run ends, and a half-open connection. Each run is checked against
@@ -14,16 +14,16 @@ use std::sync::mpsc::Receiver;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-use latscope_tests::faults::{
+use latscope_testkit::faults::{
     available, eventually, fds, rss_kib, target_lost, target_to, target_unacked, truth_lost,
     verdict, Pair,
 };
-use latscope_tests::fleet::drain;
-use latscope_tests::host::{
+use latscope_testkit::fleet::drain;
+use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host_report_json, only_recording, read_json,
     stderr_lines, wait_for_line, wait_streaming, Reaper, Scratch,
 };
-use latscope_tests::wait::assert_run_ok;
+use latscope_testkit::wait::assert_run_ok;
 
 const PORT: u16 = 7411;
 

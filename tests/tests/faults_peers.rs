@@ -9,13 +9,13 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope_tests::faults::{eventually, fds, rss_kib, target_lost, target_unacked};
-use latscope_tests::fleet::Recorder;
-use latscope_tests::host::{
+use latscope_testkit::faults::{eventually, fds, rss_kib, target_lost, target_unacked};
+use latscope_testkit::fleet::Recorder;
+use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host_report_json, read_json, recordings, target_args,
     Reaper, Scratch,
 };
-use latscope_tests::wait::assert_run_ok;
+use latscope_testkit::wait::assert_run_ok;
 
 #[test]
 fn a_peer_that_never_reads_holds_up_neither_measuring_nor_outputs() {

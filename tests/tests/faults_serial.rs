@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use latscope_tests::faults::verdict;
-use latscope_tests::fleet::drain;
-use latscope_tests::host::{
+use latscope_testkit::faults::verdict;
+use latscope_testkit::fleet::drain;
+use latscope_testkit::host::{
     bins, host_report_json, read_json, stderr_lines, target_args, wait_for_line, Pty, Reaper,
     Scratch,
 };
-use latscope_tests::wait::assert_run_ok;
+use latscope_testkit::wait::assert_run_ok;
 
 /// The frames a relay read from the target, passed on, and dropped while
 /// unplugged.
@@ -97,9 +97,11 @@ fn a_serial_adapter_unplugged_and_plugged_back_continues_the_recording() {
     );
     let herr = stderr_lines(host.child());
     let hpid = host.child().id();
-    latscope_tests::fleet::wait_until("the host opening the line", Duration::from_secs(10), || {
-        latscope_tests::wait::has_open(hpid, &link)
-    });
+    latscope_testkit::fleet::wait_until(
+        "the host opening the line",
+        Duration::from_secs(10),
+        || latscope_testkit::wait::has_open(hpid, &link),
+    );
     let json = dir.join("t.json");
     let mut t = Reaper::new(
         Command::new(bins().latscope)
@@ -115,7 +117,7 @@ fn a_serial_adapter_unplugged_and_plugged_back_continues_the_recording() {
     let r = relay(stdout, Arc::clone(&to), Arc::clone(&count));
     // Two unplugs: 2 s away each.
     for _ in 0..2 {
-        latscope_tests::fleet::wait_until("frames passed", Duration::from_secs(15), || {
+        latscope_testkit::fleet::wait_until("frames passed", Duration::from_secs(15), || {
             count.passed.load(Ordering::Relaxed) >= 3
         });
         thread::sleep(Duration::from_secs(2));

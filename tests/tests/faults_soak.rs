@@ -14,13 +14,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, sleep};
 use std::time::{Duration, Instant};
 
-use latscope_tests::faults::{
+use latscope_testkit::faults::{
     available, fds, rss_kib, target_lost, target_unacked, truth_lost, Pair, SmallDisk,
 };
-use latscope_tests::host::{
+use latscope_testkit::host::{
     bins, first_run, host_report_json, read_json, recordings, target_args, Reaper, Scratch,
 };
-use latscope_tests::wait::assert_run_ok;
+use latscope_testkit::wait::assert_run_ok;
 
 const PORT: u16 = 7412;
 
@@ -126,7 +126,7 @@ fn faults_soak() {
         }));
     }
     // Faults at random, one every 4 to 10 s.
-    let mut rnd = latscope_tests::host::rng(u64::from(std::process::id()));
+    let mut rnd = latscope_testkit::host::rng(u64::from(std::process::id()));
     while Instant::now() < end {
         sleep(Duration::from_millis(4000 + rnd() % 6000));
         let f = FAULTS[(rnd() % FAULTS.len() as u64) as usize];

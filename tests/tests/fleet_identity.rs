@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use latscope_tests::fleet::{drain, wait_until, Recorder};
-use latscope_tests::host::{
+use latscope_testkit::fleet::{drain, wait_until, Recorder};
+use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host_report_json, only_recording, read_json,
     recordings, target_args, Reaper, Scratch,
 };

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 
-use latscope_tests::fleet::{drain, wait_until, Recorder};
-use latscope_tests::host::{host_report_json, recordings, spawn_target, Scratch};
+use latscope_testkit::fleet::{drain, wait_until, Recorder};
+use latscope_testkit::host::{host_report_json, recordings, spawn_target, Scratch};
 
 const T: Duration = Duration::from_secs(10);
 

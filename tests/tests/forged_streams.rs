@@ -15,9 +15,9 @@ use latscope_core::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
 use latscope_core::wire::MAX_THREADS;
 use latscope_host::budget::STREAM_LIMIT;
 use latscope_host::synth::{Synth, SynthConfig};
-use latscope_tests::fleet::{drain, wait_until, Recorder};
-use latscope_tests::forge::ForgedRun;
-use latscope_tests::host::{host, host_report_json, recordings, Scratch};
+use latscope_testkit::fleet::{drain, wait_until, Recorder};
+use latscope_testkit::forge::ForgedRun;
+use latscope_testkit::host::{host, host_report_json, recordings, Scratch};
 
 const T: Duration = Duration::from_secs(20);
 

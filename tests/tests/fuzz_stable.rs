@@ -13,7 +13,7 @@
 //! each thread holds ([`Counting`]), and a stream, however forged, may cost
 //! the host's decoding and its text report at most
 //! [`STREAM_LIMIT`] bytes at its peak. Its inputs include streams forged with
-//! the core's encoder ([`latscope_tests::forge`]).
+//! the core's encoder ([`latscope_testkit::forge`]).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -27,8 +27,8 @@ use latscope_core::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
 use latscope_core::wire::MAX_THREADS;
 use latscope_fuzz::checks;
 use latscope_host::aggregate::SERIES_POINTS;
-use latscope_tests::alloc::{measure, Counting};
-use latscope_tests::forge::ForgedRun;
+use latscope_testkit::alloc::{measure, Counting};
+use latscope_testkit::forge::ForgedRun;
 
 #[global_allocator]
 static ALLOC: Counting = Counting;
@@ -459,7 +459,7 @@ fn the_worst_forged_streams_stay_within_the_limit() {
             }
             out
         }),
-        ("400 wide hellos", latscope_tests::forge::wide_hellos(400)),
+        ("400 wide hellos", latscope_testkit::forge::wide_hellos(400)),
     ] {
         let mut input = vec![255u8];
         input.extend_from_slice(&bytes);

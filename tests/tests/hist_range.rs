@@ -10,10 +10,10 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::Duration;
 
-use latscope_tests::host::{bins, host, Scratch};
-use latscope_tests::procs::{threads_named, voluntary_switches};
-use latscope_tests::wait::until;
-use latscope_tests::{is_root, require};
+use latscope_testkit::host::{bins, host, Scratch};
+use latscope_testkit::procs::{threads_named, voluntary_switches};
+use latscope_testkit::wait::until;
+use latscope_testkit::{is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 
 /// How long the target is stopped: well past 1000 µs, well below 20 ms.

@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use latscope_core::wire::Body;
-use latscope_tests::host::{first_run, host, host_report_json, spawn_target, Scratch};
-use latscope_tests::procs::forget_snapshot_file;
-use latscope_tests::wait::frame_in;
+use latscope_testkit::host::{first_run, host, host_report_json, spawn_target, Scratch};
+use latscope_testkit::procs::forget_snapshot_file;
+use latscope_testkit::wait::frame_in;
 
 #[test]
 fn killed_target_leaves_a_decodable_recording() {

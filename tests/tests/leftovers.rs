@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope_tests::host::{bins, Reaper};
-use latscope_tests::{is_root, missing};
+use latscope_testkit::host::{bins, Reaper};
+use latscope_testkit::{is_root, missing};
 
 /// The tracefs with instances, if mounted.
 fn tracefs() -> Option<PathBuf> {

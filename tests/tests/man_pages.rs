@@ -9,8 +9,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use latscope_tests::host::{bins, Scratch};
-use latscope_tests::{have, require};
+use latscope_testkit::host::{bins, Scratch};
+use latscope_testkit::{have, require};
 
 /// The generated files, in a scratch directory.
 fn generated() -> (Scratch, Vec<PathBuf>) {

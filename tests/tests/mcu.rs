@@ -28,9 +28,10 @@ use std::sync::Mutex;
 
 use latscope_core::explain::CauseKind;
 use latscope_core::wire::{Body, Frame, Platform};
-use latscope_tests::host::{bins, decode_frames, host, record_file, Scratch};
-use latscope_tests::qemu::{which, workspace_root};
-use latscope_tests::{is_root, require};
+use latscope_testkit::host::{bins, decode_frames, host, record_file, Scratch};
+use latscope_testkit::qemu::which;
+use latscope_testkit::workspace_root;
+use latscope_testkit::{is_root, require};
 
 /// Builds and runs take turns: they share the firmware's target directory.
 static TURN: Mutex<()> = Mutex::new(());
@@ -46,7 +47,7 @@ const EVERY: u64 = 40;
 fn switched_off() -> bool {
     let off = std::env::var("LATSCOPE_MCU_TESTS").as_deref() == Ok("0");
     if off {
-        latscope_tests::switched_off("LATSCOPE_MCU_TESTS=0 (CI's mcu stage runs these)");
+        latscope_testkit::switched_off("LATSCOPE_MCU_TESTS=0 (CI's mcu stage runs these)");
     }
     off
 }

@@ -9,9 +9,9 @@
 
 use std::time::Duration;
 
-use latscope_tests::fleet::Recorder;
-use latscope_tests::host::{spawn_target, Scratch};
-use latscope_tests::siege::{self, sample, Plan};
+use latscope_testkit::fleet::Recorder;
+use latscope_testkit::host::{spawn_target, Scratch};
+use latscope_testkit::siege::{self, sample, Plan};
 
 #[test]
 fn trickling_and_flooding_clients_delay_no_scrape_and_cost_little_memory() {
@@ -19,7 +19,7 @@ fn trickling_and_flooding_clients_delay_no_scrape_and_cost_little_memory() {
     let mut rec = Recorder::start(&dir.join("recs"), &["-q"]);
     let maddr = rec.metrics.clone().expect("metrics address");
     let mut target = spawn_target("30", &dir.join("t.json"), &format!("tcp:{}", rec.addr));
-    latscope_tests::wait::until(Duration::from_secs(15), "the target's series", || {
+    latscope_testkit::wait::until(Duration::from_secs(15), "the target's series", || {
         rec.metrics()
             .contains("latscope_cycles_total{")
             .then_some(())

@@ -2,8 +2,8 @@
 //! gives up one of latscope's guarantees: the stream's hello says which,
 //! and the host's report prints it.
 
-use latscope_tests::host::{host, record_file, Scratch};
-use latscope_tests::target::serial;
+use latscope_testkit::host::{host, record_file, Scratch};
+use latscope_testkit::target::serial;
 
 #[test]
 fn the_hosts_report_names_a_mode_that_gives_up_a_guarantee() {

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use latscope_core::wire::{Body, Frame, PROTOCOL_VERSION};
-use latscope_tests::host::{
+use latscope_testkit::host::{
     bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, recordings,
     stderr_lines, wait_for_line, Scratch,
 };

@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Body, Decoder, Frame, ThreadStats, MAX_FRAME};
-use latscope_tests::host::{
+use latscope_testkit::host::{
     assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
     serial_host, target_args, Pty, Reaper, Scratch,
 };
@@ -95,7 +95,7 @@ struct Noise {
 impl Noise {
     fn new(case: Case) -> Noise {
         Noise {
-            rnd: Box::new(latscope_tests::host::rng(case.seed)),
+            rnd: Box::new(latscope_testkit::host::rng(case.seed)),
             flip_t: (case.flip * u64::MAX as f64) as u64,
             drop_t: (case.drop * u64::MAX as f64) as u64,
         }
@@ -129,10 +129,7 @@ fn relay(
     stop: Arc<AtomicBool>,
     tap: Arc<Mutex<Tap>>,
 ) -> std::thread::JoinHandle<()> {
-    let _ = rustix::fs::fcntl_setfl(
-        &from,
-        rustix::fs::fcntl_getfl(&from).unwrap() | rustix::fs::OFlags::NONBLOCK,
-    );
+    latscope_testkit::host::nonblocking(&from).expect("fcntl(O_NONBLOCK) of the relay's input");
     std::thread::spawn(move || {
         let start = Instant::now();
         let mut sent = 0u64;
@@ -283,7 +280,7 @@ fn record(case: Case) -> Run {
 /// Returns whether it exited by itself.
 fn stop_host(mut h: Reaper, case: Case) -> bool {
     let exited =
-        latscope_tests::wait::poll(Duration::from_secs(20), || h.child().try_wait().unwrap())
+        latscope_testkit::wait::poll(Duration::from_secs(20), || h.child().try_wait().unwrap())
             .is_some();
     if !exited {
         let _ = h.child().kill();

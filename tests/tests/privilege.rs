@@ -14,17 +14,17 @@
 //! output and in the stream's hello.
 //!
 //! Needs root (to drop from) and util-linux's setpriv and prlimit; see
-//! `latscope_tests::precondition` for what happens without them.
+//! `latscope_testkit::precondition` for what happens without them.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use latscope_core::wire::Body;
-use latscope_tests::host::{bins, Scratch};
-use latscope_tests::precondition::tracefs;
-use latscope_tests::target::decode_all;
-use latscope_tests::{have, is_root, missing};
+use latscope_testkit::host::{bins, Scratch};
+use latscope_testkit::precondition::tracefs;
+use latscope_testkit::target::decode_all;
+use latscope_testkit::{have, is_root, missing};
 
 /// Whether the test can run (root, setpriv, prlimit); under CI it must.
 fn runnable() -> bool {

@@ -12,11 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use latscope_tests::host::{
+use latscope_testkit::host::{
     bins, free_local_addr, host_report_json, http_get, recordings, target_args, Reaper, Scratch,
 };
-use latscope_tests::prometheus::{promtool, Prometheus, Sample};
-use latscope_tests::{have, require};
+use latscope_testkit::prometheus::{promtool, Prometheus, Sample};
+use latscope_testkit::{have, require};
 
 const TARGETS: usize = 3;
 

@@ -19,9 +19,9 @@ use std::time::Duration;
 
 use latscope_core::explain::{parse_line, Event};
 use latscope_core::ringbuf::{Decoder, EventFormats, Missed, Page, PageHeader};
-use latscope_tests::precondition::tracefs;
-use latscope_tests::wait::until;
-use latscope_tests::{is_root, missing};
+use latscope_testkit::precondition::tracefs;
+use latscope_testkit::wait::until;
+use latscope_testkit::{is_root, missing};
 
 /// A trace instance of the test's own, removed when dropped.
 struct Instance {

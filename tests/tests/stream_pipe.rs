@@ -6,7 +6,7 @@ use std::fs;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use latscope_tests::host::{
+use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host, host_report_json, read_json, record_file,
     target_args, Reaper, Scratch,
 };

@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use latscope_tests::host::{
+use latscope_testkit::host::{
     assert_matches_target, first_run, host_report_json, read_json, serial_host, spawn_target, Pty,
     Relay, Scratch,
 };

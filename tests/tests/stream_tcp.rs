@@ -5,13 +5,13 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope_tests::fleet::Recorder;
-use latscope_tests::host::{
+use latscope_testkit::fleet::Recorder;
+use latscope_testkit::host::{
     assert_cut_recording, assert_matches_target, bins, first_run, free_local_addr,
     host_report_json, http_get, listening_host, only_recording, read_json, recordings,
     spawn_target, stderr_lines, wait_for_line, wait_streaming, Reaper, Scratch,
 };
-use latscope_tests::wait::assert_run_ok;
+use latscope_testkit::wait::assert_run_ok;
 
 fn start_host(
     out: &std::path::Path,

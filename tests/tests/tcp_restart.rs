@@ -10,11 +10,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use latscope_tests::host::{
+use latscope_testkit::host::{
     assert_cut_recording, assert_matches_target, first_run, free_local_addr, host_report_json,
     listening_host, only_recording, read_json, spawn_target, wait_streaming, Scratch,
 };
-use latscope_tests::wait::assert_run_ok;
+use latscope_testkit::wait::assert_run_ok;
 
 #[test]
 fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {

@@ -2,7 +2,8 @@
 //! figures as typed results ([`results`]) and their statistics
 //! ([`stats`]), the README's scorecard built from those results
 //! ([`scorecard`]), the man pages ([`docgen`]) and the release check
-//! ([`release_check`]).
+//! ([`release_check`]), and the programs the benchmarks' launchers run
+//! ([`tool`]).
 //!
 //! The benchmarks that drive other programs (`bench/`) stay launchers:
 //! they run the programs and keep their raw outputs, and every figure and
@@ -26,6 +27,7 @@ pub mod samples;
 pub mod scorecard;
 pub mod stats;
 pub mod throughput;
+pub mod tool;
 
 pub use error::Error;
 

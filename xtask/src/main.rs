@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use xtask::{
-    bench, compare, docgen, footprint, release_check, scorecard, stats, throughput, Error,
+    bench, compare, docgen, footprint, release_check, scorecard, stats, throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -47,9 +47,11 @@ enum Task {
     /// latscope-host report's throughput (`bench host-throughput` runs it).
     #[command(hide = true)]
     HostThroughput(throughput::Args),
+    /// The programs bench/'s launchers and the board fixtures run.
+    Tool(tool::Args),
 }
 
-fn run(task: Task) -> Result<(), Error> {
+fn run(task: Task) -> Result<ExitCode, Error> {
     match task {
         Task::Bench(args) => bench::run(args),
         Task::Scorecard(args) => scorecard::run(&args),
@@ -65,16 +67,16 @@ fn run(task: Task) -> Result<(), Error> {
         Task::CompareTable(args) => compare::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
+        // a tool's exit status is its own
+        Task::Tool(args) => return Ok(tool::run(args)),
     }
+    .map(|()| ExitCode::SUCCESS)
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.task) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("xtask: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run(cli.task).unwrap_or_else(|e| {
+        eprintln!("xtask: {e}");
+        ExitCode::FAILURE
+    })
 }

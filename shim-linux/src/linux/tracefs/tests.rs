@@ -6,7 +6,7 @@ use std::thread::JoinHandle;
 use latscope_core::cyclictest::Wakeups;
 use latscope_core::explain::{Attribution, CauseKind, UNTRACED_PAUSED};
 use latscope_core::ringbuf::EventFormats;
-use latscope_tests::{is_root, missing};
+use latscope_testkit::{is_root, missing};
 
 use super::*;
 
@@ -97,7 +97,7 @@ fn live_instance_reads_continuously_and_explains() {
     assert_eq!(tracer.buffer_kb(), (DEFAULT_BUFFER_KB, DEFAULT_BUFFER_KB));
     let top_clock = fs::read_to_string(root.join("trace_clock")).unwrap();
 
-    let flood = latscope_tests::disturb::UdpFlood::on(&[cpu]);
+    let flood = latscope_testkit::disturb::UdpFlood::on(&[cpu]);
     let (spikes_tx, spikes_rx) = std::sync::mpsc::channel();
     let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let sleeper = sleeper(cpu, tid_tx, spikes_tx);

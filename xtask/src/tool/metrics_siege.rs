@@ -1,7 +1,7 @@
 //! Hostile clients of a recorder's `/metrics` beside a timed scraper
-//! ([`latscope_tests::siege`]), for `bench/metrics-siege`.
+//! ([`latscope_testkit::siege`]), for `bench/metrics-siege`.
 //!
-//! Usage: `metrics_siege ADDR PID [TRICKLERS [BYTES [SECS]]]` (defaults
+//! Usage: `xtask tool metrics-siege ADDR PID [TRICKLERS [BYTES [SECS]]]` (defaults
 //! 50, 1 GiB, 6): ADDR is the recorder's metrics address, PID its process.
 //! Prints `key value` lines: scrapes, failed, p50_ms, p99_ms, max_ms,
 //! rss_before_kib, rss_peak_kib, flood_bytes, flood_connections,
@@ -9,14 +9,15 @@
 //!
 //! Test helper, never part of the target program.
 
+use std::process::ExitCode;
 use std::time::Duration;
 
-use latscope_tests::siege::{run, sample, Plan};
+use latscope_testkit::siege::{run, sample, Plan};
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// `cargo xtask tool metrics-siege ARGS`.
+pub fn main(args: Vec<String>) -> ExitCode {
     let (Some(addr), Some(pid)) = (args.first(), args.get(1).and_then(|p| p.parse().ok())) else {
-        eprintln!("usage: metrics_siege ADDR PID [TRICKLERS [BYTES [SECS]]]");
+        eprintln!("usage: xtask tool metrics-siege ADDR PID [TRICKLERS [BYTES [SECS]]]");
         std::process::exit(2);
     };
     let num = |i: usize, default: u64| args.get(i).and_then(|v| v.parse().ok()).unwrap_or(default);
@@ -52,4 +53,5 @@ fn main() {
     ] {
         println!("{k} {v}");
     }
+    ExitCode::SUCCESS
 }

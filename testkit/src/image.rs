@@ -1,5 +1,5 @@
 //! The busybox board image: a static busybox with its applet links, the
-//! static `latscope` in `/usr/bin`, and the shell script `tests/image/init`
+//! static `latscope` in `/usr/bin`, and the shell script `testkit/image/init`
 //! as `/init`, packed as a gzip-compressed newc initramfs, the way a
 //! minimal buildroot image boots.
 //!

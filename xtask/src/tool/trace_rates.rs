@@ -1,6 +1,6 @@
 //! What latscope's trace records and what reading it costs on the
 //! emulated aarch64 PREEMPT_RT board, under the console flood: boots the
-//! busybox image with `rates=SECS` (`tests/image/init`), which runs
+//! busybox image with `rates=SECS` (`testkit/image/init`), which runs
 //! latscope twice as the flood boots do, once beside an instance that
 //! records the events the tracer recorded before its diet and once with
 //! `--explain`, then times the open and the read of CPU 0's buffer as text
@@ -22,9 +22,9 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use latscope_tests::boot::Console;
-use latscope_tests::image;
-use latscope_tests::qemu::Arch;
+use latscope_testkit::boot::Console;
+use latscope_testkit::image;
+use latscope_testkit::qemu::Arch;
 
 /// What the console said, as numbers.
 #[derive(Debug, Default, PartialEq)]
@@ -183,24 +183,27 @@ fn boot(secs: u64, prio: u8) -> Result<String, String> {
     Ok(boot.console)
 }
 
-fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
+/// `cargo xtask tool trace-rates ARGS`.
+pub fn main(args: Vec<String>) -> ExitCode {
+    let mut args = args.into_iter();
     let secs: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(5);
     let prio: u8 = args.next().and_then(|s| s.parse().ok()).unwrap_or(40);
     let console = match boot(secs, prio) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("trace_rates: {e}");
+            eprintln!("xtask tool trace-rates: {e}");
             return ExitCode::FAILURE;
         }
     };
     let r = parse(&console);
     if r.status != [Some(0), Some(0)] || r.marks.is_empty() || r.after.events == 0 {
-        eprintln!("trace_rates: the runs did not complete: {r:?}\n{console}");
+        eprintln!("xtask tool trace-rates: the runs did not complete: {r:?}\n{console}");
         return ExitCode::FAILURE;
     }
     if r.irqs.unwrap_or(0) == 0 {
-        eprintln!("trace_rates: the console IRQ never fired: the flood did not reach the UART");
+        eprintln!(
+            "xtask tool trace-rates: the console IRQ never fired: the flood did not reach the UART"
+        );
         return ExitCode::FAILURE;
     }
     println!(

@@ -4,7 +4,7 @@
 //! and in all, what latscope's explained spikes blame, how well the two
 //! agree, and latscope's cause totals, as markdown, then rtla's outputs.
 //!
-//! Usage: `rtla_compare [--irq N] NAME=STEM...`
+//! Usage: `xtask tool rtla-compare [--irq N] NAME=STEM...`
 //!
 //! Test helper, never part of the target program.
 
@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use std::process::ExitCode;
 
 use latscope_core::explain::{CauseKind, UNTRACED_OFF};
-use latscope_tests::board::decode;
-use latscope_tests::kept_runs::{self, KeptRuns};
-use latscope_tests::rtla;
+use latscope_testkit::board::decode;
+use latscope_testkit::kept_runs::{self, KeptRuns};
+use latscope_testkit::rtla;
 
 fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
     let read = |ext: &str| {
@@ -102,20 +102,20 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
     Ok(out)
 }
 
-fn main() -> ExitCode {
-    let KeptRuns { irq, runs } =
-        match kept_runs::parse("rtla_compare", "STEM", std::env::args().skip(1)) {
-            Ok(k) => k,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
-        };
+/// `cargo xtask tool rtla-compare ARGS`.
+pub fn main(args: Vec<String>) -> ExitCode {
+    let KeptRuns { irq, runs } = match kept_runs::parse("xtask tool rtla-compare", "STEM", args) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     for (name, stem) in runs {
         match report(&name, &stem, irq) {
             Ok(s) => println!("{s}"),
             Err(e) => {
-                eprintln!("rtla_compare: {e}");
+                eprintln!("xtask tool rtla-compare: {e}");
                 return ExitCode::from(1);
             }
         }

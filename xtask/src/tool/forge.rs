@@ -1,9 +1,9 @@
 //! Writes a forged stream to standard output, for measuring what it costs
 //! the host (`bench/forged-memory`):
 //!
-//! * `forge wide N`: the original finding, N hellos that each declare 64
+//! * `xtask tool forge wide N`: the original finding, N hellos that each declare 64
 //!   threads of a 65 535-bucket layout, with one snapshot chunk per thread;
-//! * `forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [SPIKES [nobye]]]`: N
+//! * `xtask tool forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [SPIKES [nobye]]]`: N
 //!   runs of 64 threads whose snapshots fill every STRIDE-th bucket of that
 //!   layout (64: one bucket in every page of the host's store, the most
 //!   memory per input byte), with REPORTS statistics frames per thread
@@ -13,13 +13,14 @@
 //!   recorder until it times out).
 
 use std::io::Write;
+use std::process::ExitCode;
 
 use latscope_core::layout::Layout;
 use latscope_core::wire::MAX_THREADS;
-use latscope_tests::forge::{wide_hellos, ForgedRun};
+use latscope_testkit::forge::{wide_hellos, ForgedRun};
 
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// `cargo xtask tool forge ARGS`.
+pub fn main(args: Vec<String>) -> ExitCode {
     let num = |i: usize| -> u64 {
         args.get(i)
             .and_then(|a| a.parse().ok())
@@ -53,13 +54,14 @@ fn main() {
         _ => usage(),
     };
     if std::io::stdout().write_all(&bytes).is_err() {
-        std::process::exit(1);
+        return ExitCode::FAILURE;
     }
+    ExitCode::SUCCESS
 }
 
 fn usage() -> ! {
     eprintln!(
-        "usage: forge wide N | forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [SPIKES [nobye]]]"
+        "usage: xtask tool forge wide N | xtask tool forge runs N LINEAR_US BUCKETS STRIDE [REPORTS [SPIKES [nobye]]]"
     );
     std::process::exit(2)
 }

@@ -216,12 +216,12 @@ pub fn kernel_problem(t: &TargetInfo, rt: bool) -> Option<String> {
     })
 }
 
-/// Whether the booted kernel is the pinned one (`tests/image/kernels`),
+/// Whether the booted kernel is the pinned one (`testkit/image/kernels`),
 /// by the release its hello names.
 pub fn release_problem(t: &TargetInfo, release: &str) -> Option<String> {
     (t.kernel.as_str() != release).then(|| {
         format!(
-            "hello names kernel {:?}, expected the pinned {release:?} (tests/image/kernels)",
+            "hello names kernel {:?}, expected the pinned {release:?} (testkit/image/kernels)",
             t.kernel.as_str()
         )
     })

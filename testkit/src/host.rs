@@ -27,17 +27,7 @@ pub struct Bins {
     pub host: PathBuf,
 }
 
-fn workspace_root() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().unwrap_or(here).to_path_buf()
-}
-
-fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => workspace_root().join("target"),
-    }
-}
+use crate::{target_dir, workspace_root};
 
 /// Build `latscope` and `latscope-host` (release) once per test process,
 /// into a target directory of their own so the build never waits on the
@@ -433,6 +423,14 @@ pub fn assert_matches_target(run: &Value, target: &Value) {
     }
 }
 
+/// fcntl(F_SETFL): reads of `file` return `WouldBlock` instead of waiting,
+/// so a relay's reader can stop.
+pub fn nonblocking(file: &fs::File) -> io::Result<()> {
+    let flags = rustix::fs::fcntl_getfl(file)?;
+    rustix::fs::fcntl_setfl(file, flags | rustix::fs::OFlags::NONBLOCK)?;
+    Ok(())
+}
+
 /// A pseudo-terminal pair: the master side and the path of the slave.
 pub struct Pty {
     /// The master.
@@ -548,11 +546,9 @@ impl Relay {
         let stats = Arc::new(RelayStats::default());
         let (s2, st2) = (Arc::clone(&stop), Arc::clone(&stats));
         // Reads must not block forever, so the relay can stop.
-        let _ = rustix::fs::fcntl_setfl(
-            &from,
-            rustix::fs::fcntl_getfl(&from).unwrap_or(rustix::fs::OFlags::empty())
-                | rustix::fs::OFlags::NONBLOCK,
-        );
+        if let Err(e) = nonblocking(&from) {
+            panic!("relay: fcntl(O_NONBLOCK) of its input: {e}");
+        }
         let handle = thread::spawn(move || {
             let mut rnd = rng(seed);
             let flip_t = (flip * u64::MAX as f64) as u64;

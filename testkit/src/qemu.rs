@@ -98,19 +98,7 @@ impl Arch {
     }
 }
 
-/// The workspace root (the parent of this crate).
-pub fn workspace_root() -> PathBuf {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    here.parent().unwrap_or(here).to_path_buf()
-}
-
-/// The cargo target directory used by this build.
-pub fn target_dir() -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(d) => PathBuf::from(d),
-        None => workspace_root().join("target"),
-    }
-}
+use crate::{target_dir, workspace_root};
 
 /// The static release `latscope` binary for `arch`.
 ///
@@ -178,7 +166,7 @@ pub fn cache_dir() -> PathBuf {
     }
 }
 
-/// A board's kernel as `tests/image/kernels` pins it: an exact Debian
+/// A board's kernel as `testkit/image/kernels` pins it: an exact Debian
 /// package and version, which `.ci/run setup` unpacks into the kernel cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PinnedKernel {
@@ -218,10 +206,10 @@ impl PinnedKernel {
 /// The pins, as committed.
 const KERNEL_PINS: &str = include_str!("../image/kernels");
 
-/// The kernel `tests/image/kernels` pins for `arch`.
+/// The kernel `testkit/image/kernels` pins for `arch`.
 pub fn pinned_kernel(arch: Arch) -> PinnedKernel {
     parse_pin(KERNEL_PINS, arch)
-        .unwrap_or_else(|| panic!("tests/image/kernels has no well-formed line for {arch:?}"))
+        .unwrap_or_else(|| panic!("testkit/image/kernels has no well-formed line for {arch:?}"))
 }
 
 fn parse_pin(pins: &str, arch: Arch) -> Option<PinnedKernel> {

@@ -1,6 +1,6 @@
 //! Captures raw trace pages of the emulated boards for core's decoder
 //! tests: boots the busybox image of each board with `fixture=SECS`
-//! (`tests/image/init`), which records the classifier's events on CPU 0
+//! (`testkit/image/init`), which records the classifier's events on CPU 0
 //! while latscope runs there, and prints `events/header_page`, the
 //! events' `format` files, the kernel's own text (`per_cpu/cpu0/trace`),
 //! `stats` and the pages of `trace_pipe_raw` (base64) on the console.
@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use latscope_tests::boot::Console;
-use latscope_tests::image;
-use latscope_tests::qemu::Arch;
+use latscope_testkit::boot::Console;
+use latscope_testkit::image;
+use latscope_testkit::qemu::Arch;
 
 /// The files between `image: fixture NAME` and `image: fixture end`.
 fn files(console: &str) -> Vec<(String, String)> {
@@ -99,10 +99,11 @@ fn capture(arch: Arch, dir: &Path, secs: u64) -> Result<PathBuf, String> {
     Ok(out)
 }
 
-fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
+/// `cargo xtask tool board-fixtures ARGS`.
+pub fn main(args: Vec<String>) -> ExitCode {
+    let mut args = args.into_iter();
     let Some(dir) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: board_fixtures DIR [SECS]");
+        eprintln!("usage: xtask tool board-fixtures DIR [SECS]");
         return ExitCode::from(2);
     };
     let secs = args.next().and_then(|s| s.parse().ok()).unwrap_or(1);
@@ -111,7 +112,7 @@ fn main() -> ExitCode {
         match capture(arch, &dir, secs) {
             Ok(out) => println!("{arch:?}: {}", out.display()),
             Err(e) => {
-                eprintln!("board_fixtures: {arch:?}: {e}");
+                eprintln!("xtask tool board-fixtures: {arch:?}: {e}");
                 status = ExitCode::FAILURE;
             }
         }

@@ -1,4 +1,7 @@
-//! Test support for every integration test of the workspace: running the
+//! Test and benchmark support, shared by every integration test of the
+//! workspace (`tests/`, the target's own tests) and by the benchmarks'
+//! tools in the xtask (`cargo xtask forge`, `metrics-siege`,
+//! `rtla-compare`, ...): running the
 //! target ([`target`]) and calling it as cyclictest's callers do
 //! ([`callers`]), decoding its stream, starting a recording host
 //! ([`host`]), a listening recorder and its metrics ([`fleet`]), a private
@@ -9,12 +12,13 @@
 //! says `skipped:`), waiting for conditions with timeouts ([`wait`]), the
 //! disturbances tests make themselves ([`disturb`]), forged streams
 //! ([`forge`]), hostile clients of `/metrics` ([`siege`]), a counting
-//! allocator ([`alloc`]) and the fault harness ([`faults`]: network
-//! namespaces, nftables, a small disk).
+//! allocator ([`alloc`]), the fault harness ([`faults`]: network
+//! namespaces, nftables, a small disk), rtla's timerlat output
+//! ([`rtla`]) and the recordings a board test keeps ([`kept_runs`]).
 //!
 //! The emulated ARM boards (`tests/tests/board.rs`): running ARM binaries
 //! under qemu and what the boards boot ([`qemu`]), the busybox image
-//! ([`image`]), booting a board with its UARTs wired to the test
+//! ([`image`], from `testkit/image`), booting a board with its UARTs wired to the test
 //! ([`boot`]) and checking the stream a board recorded ([`board`]).
 pub mod alloc;
 pub mod board;
@@ -39,3 +43,18 @@ pub mod target;
 pub mod wait;
 
 pub use precondition::{ci, have, is_root, missing, switched_off};
+
+use std::path::{Path, PathBuf};
+
+/// The workspace root (the parent of this crate).
+pub fn workspace_root() -> PathBuf {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    here.parent().unwrap_or(here).to_path_buf()
+}
+
+/// The cargo target directory used by this build: `CARGO_TARGET_DIR`,
+/// else `target/` of the root.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| workspace_root().join("target"), PathBuf::from)
+}

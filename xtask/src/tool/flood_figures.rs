@@ -3,7 +3,7 @@
 //! and the shares of the explained time that were untraced (by reason)
 //! and IRQ N's.
 //!
-//! Usage: `flood_figures [--irq N] NAME=FILE...` (N defaults to 13, the
+//! Usage: `xtask tool flood-figures [--irq N] NAME=FILE...` (N defaults to 13, the
 //! board's console UART). Prints one markdown table, a row per recording.
 //!
 //! * reports/s: statistics reports of thread 0 over the run's time, and
@@ -30,7 +30,7 @@ use latscope_core::explain::{
     CauseKind, UNTRACED_BEYOND, UNTRACED_LOST, UNTRACED_LOST_UNKNOWN, UNTRACED_PAUSED,
 };
 use latscope_core::wire::{Body, Decoder, MAX_FRAME};
-use latscope_tests::kept_runs::{self, KeptRuns};
+use latscope_testkit::kept_runs::{self, KeptRuns};
 
 /// What one recording held.
 #[derive(Default)]
@@ -182,15 +182,15 @@ fn row(name: &str, f: &Figures) -> String {
     )
 }
 
-fn main() -> ExitCode {
-    let KeptRuns { irq, runs } =
-        match kept_runs::parse("flood_figures", "FILE", std::env::args().skip(1)) {
-            Ok(k) => k,
-            Err(e) => {
-                eprintln!("{e}");
-                return ExitCode::from(2);
-            }
-        };
+/// `cargo xtask tool flood-figures ARGS`.
+pub fn main(args: Vec<String>) -> ExitCode {
+    let KeptRuns { irq, runs } = match kept_runs::parse("xtask tool flood-figures", "FILE", args) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     println!(
         "| run | reports/s | longest report gap | spikes | spike frames | explained | traced | aggregated | dropped | coverage | explained in the 2nd half | interval worsts explained | untraced | of it paused | of it lost | of it beyond the history | irq {irq} |"
     );
@@ -199,7 +199,7 @@ fn main() -> ExitCode {
         match std::fs::read(&file) {
             Ok(bytes) => println!("{}", row(&name, &figures(&bytes, irq))),
             Err(e) => {
-                eprintln!("flood_figures: {file}: {e}");
+                eprintln!("xtask tool flood-figures: {file}: {e}");
                 return ExitCode::from(1);
             }
         }

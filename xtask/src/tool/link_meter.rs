@@ -3,18 +3,18 @@
 //! bits per byte), with the bytes of each kind of frame.
 //!
 //! Usage:
-//! * `link_meter [--baud B] FILE`: a recording. A frame's time is its
+//! * `xtask tool link-meter [--baud B] FILE`: a recording. A frame's time is its
 //!   report's (the `elapsed_ns` of the statistics of its epoch; frames
 //!   without an epoch take the time of the report before them), so the
 //!   figures do not depend on when the bytes happened to be read.
-//! * `link_meter [--baud B] --timed`: standard input (`latscope --stream -`),
+//! * `xtask tool link-meter [--baud B] --timed`: standard input (`latscope --stream -`),
 //!   each frame timed when its last byte arrived.
-//! * `link_meter --reencode IN OUT`: what this build's sender would have
+//! * `xtask tool link-meter --reencode IN OUT`: what this build's sender would have
 //!   sent for the recording IN (of any protocol version the decoder reads):
 //!   its histograms and statistics, report by report, through core's
 //!   `Reporter`, with its other frames as they were. Then the figures of
 //!   OUT, as for a recording.
-//! * `link_meter [--baud B] --relay OUT`: a serial line stood in for by two
+//! * `xtask tool link-meter [--baud B] --relay OUT`: a serial line stood in for by two
 //!   pseudo-terminals. Prints `target: PTS` and `host: PTS`, then relays
 //!   what the target writes to the host side, paced at the line's rate,
 //!   timing each frame when it arrived from the target. Stops 8 s after the
@@ -25,6 +25,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use latscope_core::layout::{Layout, DEFAULT_BUCKETS};
@@ -33,7 +34,7 @@ use latscope_core::protocol::{
 };
 use latscope_core::seqlock::Snapshot;
 use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
-use latscope_tests::host::Pty;
+use latscope_testkit::host::{nonblocking, Pty};
 
 const SEC: u64 = 1_000_000_000;
 
@@ -211,7 +212,7 @@ fn relay(line: u64, out: &str) -> std::io::Result<()> {
     std::io::stdout().flush()?;
     let mut from = target.master.try_clone()?;
     let mut to = host.master.try_clone()?;
-    rustix::fs::fcntl_setfl(&from, rustix::fs::OFlags::NONBLOCK)?;
+    nonblocking(&from)?;
     let t0 = Instant::now();
     let (tx, rx) = std::sync::mpsc::channel::<(Vec<u8>, u64)>();
     let reader = std::thread::spawn(move || {
@@ -346,15 +347,16 @@ fn reencode(frames: &[Frame]) -> Vec<u8> {
     out
 }
 
-fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+/// `cargo xtask tool link-meter ARGS`.
+pub fn main(args: Vec<String>) -> ExitCode {
+    let mut args = args;
     let mut baud = 115_200;
     if let Some(i) = args.iter().position(|a| a == "--baud") {
         baud = args.get(i + 1).and_then(|b| b.parse().ok()).unwrap_or(0);
         args.drain(i..(i + 2).min(args.len()));
     }
     if baud < 10 {
-        eprintln!("link_meter: --baud needs a rate of at least 10");
+        eprintln!("xtask tool link-meter: --baud needs a rate of at least 10");
         std::process::exit(2);
     }
     match args.iter().map(String::as_str).collect::<Vec<_>>()[..] {
@@ -365,7 +367,7 @@ fn main() {
         }
         ["--reencode", input, out] => {
             let bytes = std::fs::read(input).unwrap_or_else(|e| {
-                eprintln!("link_meter: {input}: {e}");
+                eprintln!("xtask tool link-meter: {input}: {e}");
                 std::process::exit(1)
             });
             let frames: Vec<Frame> = Decoder::<MAX_FRAME>::new()
@@ -374,7 +376,7 @@ fn main() {
                 .collect();
             let again = reencode(&frames);
             if let Err(e) = std::fs::write(out, &again) {
-                eprintln!("link_meter: {out}: {e}");
+                eprintln!("xtask tool link-meter: {out}: {e}");
                 std::process::exit(1);
             }
             let (mut fr, epoch_t) = frames_of(&again, |_| 0);
@@ -383,7 +385,7 @@ fn main() {
         }
         ["--relay", out] => {
             if let Err(e) = relay(baud / 10, out) {
-                eprintln!("link_meter: relay: {e}");
+                eprintln!("xtask tool link-meter: relay: {e}");
                 std::process::exit(1);
             }
         }
@@ -394,13 +396,14 @@ fn main() {
                 print(&fr, baud, "report (elapsed_ns of each epoch)");
             }
             Err(e) => {
-                eprintln!("link_meter: {file}: {e}");
+                eprintln!("xtask tool link-meter: {file}: {e}");
                 std::process::exit(1);
             }
         },
         _ => {
-            eprintln!("usage: link_meter [--baud B] FILE | --timed | --relay OUT");
+            eprintln!("usage: xtask tool link-meter [--baud B] FILE | --timed | --relay OUT");
             std::process::exit(2);
         }
     }
+    ExitCode::SUCCESS
 }
