@@ -20,6 +20,7 @@ mod error;
 pub mod footprint;
 pub mod histfile;
 pub mod machine;
+pub mod meta;
 pub mod process;
 pub mod release_check;
 pub mod results;

@@ -2,7 +2,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use serde::{Deserialize, Serialize};
 
@@ -10,8 +9,7 @@ use super::{
     Compare, Condition, Conditions, Cost, Eviction, Figure, Latency, MuslMemory, Other, Unlocked,
 };
 use crate::histfile::Summary;
-use crate::machine::Machine;
-use crate::process::first_line;
+use crate::meta::MetaFile;
 use crate::samples::{peaks, Peaks};
 use crate::stats::median;
 use crate::Error;
@@ -58,50 +56,19 @@ impl Meta {
     }
 }
 
-fn parse_err(what: &Path, why: impl Into<String>) -> Error {
-    Error::Parse {
-        what: what.display().to_string(),
-        why: why.into(),
-    }
-}
-
-/// `meta`'s lines, with the load averages and the commit for `machine`.
-fn meta(raw: &Path, machine: &mut Machine) -> Result<Meta, Error> {
-    let path = raw.join("meta");
-    let text = fs::read_to_string(&path).map_err(Error::io(&path))?;
-    let get = |k: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
-            .map(|v| v.trim_matches('"').to_string())
-    };
-    let need = |k: &str| get(k).ok_or_else(|| parse_err(&path, format!("no {k}=")));
-    let num = |k: &str| -> Result<u64, Error> {
-        need(k)?
-            .parse()
-            .map_err(|_| parse_err(&path, format!("{k} is not a number")))
-    };
-    let load = |k: &str| -> Option<[f64; 3]> {
-        let v: Vec<f64> = get(k)?
-            .split_whitespace()
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        v.try_into().ok()
-    };
-    if let Some(l) = load("LOAD_START") {
-        machine.load_start = l;
-    }
-    machine.load_end = load("LOAD_END");
-    machine.commit = need("COMMIT")?;
+/// `meta`'s settings.
+fn meta(m: &MetaFile) -> Result<Meta, Error> {
     Ok(Meta {
-        started: need("START")?,
-        elapsed_s: num("ELAPSED")?,
-        quick: num("QUICK")? == 1,
-        pairs: num("PAIRS")? as usize,
-        secs: num("SECS")?,
-        explain_us: get("EXPLAIN")
+        started: m.need("START")?,
+        elapsed_s: m.num("ELAPSED")?,
+        quick: m.num::<u8>("QUICK")? == 1,
+        pairs: m.num("PAIRS")?,
+        secs: m.num("SECS")?,
+        explain_us: m
+            .get("EXPLAIN")
             .filter(|v| !v.is_empty())
             .and_then(|v| v.parse().ok()),
-        musl: num("MUSL")? == 1,
+        musl: m.num::<u8>("MUSL")? == 1,
     })
 }
 
@@ -314,19 +281,13 @@ fn instructions(raw: &Path, name: &str) -> Option<f64> {
     })
 }
 
-fn size(path: &Path) -> Option<u64> {
-    fs::metadata(path).ok().map(|m| m.len())
-}
-
 /// Read the raw outputs of a run.
 pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
-    let mut machine = Machine::now();
-    let meta = meta(raw, &mut machine)?;
+    let file = MetaFile::read(raw)?;
+    let machine = file.machine()?;
+    let meta = meta(&file)?;
     let (cost, other_syscalls) = cost(raw, &meta);
     let latency = |c| latency(raw, c, meta.pairs);
-    let release = crate::target_dir().join("release");
-    let cyclictest =
-        first_line(Command::new("sh").args(["-c", "readlink -f \"$(command -v cyclictest)\""]));
     let instr = instructions(raw, "latscope").zip(instructions(raw, "cyclictest"));
     let evictions = [
         "latscope",
@@ -343,29 +304,16 @@ pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
             .to_string(),
     })
     .collect();
+    let bytes = |k: &str| file.get(k).and_then(|v| v.parse().ok());
+    let version = |k: &str| file.get(k).unwrap_or_else(|| "unknown".into());
     Ok(Compare {
-        cyclictest_version: first_line(Command::new("dpkg-query").args([
-            "-W",
-            "-f",
-            "${Package} ${Version}",
-            "rt-tests",
-        ]))
-        .unwrap_or_else(|| "unknown".into()),
-        latscope_version: first_line(Command::new(release.join("latscope")).arg("--version"))
-            .unwrap_or_else(|| "unknown".into()),
+        cyclictest_version: version("CYCLICTEST_VERSION"),
+        latscope_version: version("LATSCOPE_VERSION"),
         other: Other {
             other_syscalls_per_cycle: other_syscalls,
             instructions_per_loop: instr.map(|(a, b)| [a, b]),
-            binary_bytes: [
-                size(&release.join("latscope")),
-                cyclictest.and_then(|p| size(Path::new(&p))),
-            ],
-            musl_binary_bytes: meta
-                .musl
-                .then(|| {
-                    size(&crate::target_dir().join("x86_64-unknown-linux-musl/release/latscope"))
-                })
-                .flatten(),
+            binary_bytes: [bytes("LATSCOPE_BYTES"), bytes("CYCLICTEST_BYTES")],
+            musl_binary_bytes: bytes("MUSL_BYTES"),
         },
         latency: Conditions {
             idle: latency(Condition::Idle),
