@@ -17,6 +17,7 @@ pub mod bench;
 pub mod compare;
 pub mod docgen;
 mod error;
+pub mod explain_overhead;
 pub mod footprint;
 pub mod histfile;
 pub mod machine;

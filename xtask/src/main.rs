@@ -8,7 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use xtask::{
-    bench, compare, docgen, footprint, release_check, scorecard, stats, throughput, tool, Error,
+    bench, compare, docgen, explain_overhead, footprint, release_check, scorecard, stats,
+    throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -41,6 +42,9 @@ enum Task {
     Stats(stats::cli::Stats),
     /// compare-cyclictest's typed result and table from its raw outputs.
     CompareTable(compare::Args),
+    /// explain-overhead's typed result and table from its raw outputs.
+    #[command(hide = true)]
+    ExplainOverheadTable(explain_overhead::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -65,6 +69,7 @@ fn run(task: Task) -> Result<ExitCode, Error> {
         Task::ReleaseCheck(args) => release_check::run(&args),
         Task::Stats(s) => stats::cli::run(s),
         Task::CompareTable(args) => compare::run(&args),
+        Task::ExplainOverheadTable(args) => explain_overhead::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own

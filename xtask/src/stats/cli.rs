@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 
@@ -49,6 +49,9 @@ pub enum Stats {
         /// The log `sample_proc` wrote.
         file: PathBuf,
     },
+    /// The attributions of a `latscope-host report --format json` on
+    /// standard input: the sum of every run's `explained.total`.
+    Explained,
     /// `total code rest` (kB): private locked memory of a copy of
     /// `/proc/PID/smaps`.
     PrivateLocked {
@@ -141,6 +144,10 @@ pub fn run(stat: Stats) -> Result<(), Error> {
             h.summary().map_or("- - - - - -".into(), |s| s.line())
         }
         Stats::Samples { file } => peaks(&read(&file)?).map_or("- - - - -".into(), |p| p.line()),
+        Stats::Explained => {
+            crate::explain_overhead::explained(&stdin_text()?, Path::new("standard input"))?
+                .to_string()
+        }
         Stats::PrivateLocked { smaps, exe } => PrivateLocked::of(&read(&smaps)?, &exe).line(),
     };
     println!("{line}");
