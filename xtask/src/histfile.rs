@@ -8,16 +8,15 @@ use latscope_core::stats::{nearest_rank, Ppm};
 use serde::{Deserialize, Serialize};
 
 /// One thread's column.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Column {
-    /// Samples per microsecond bucket, from 0.
-    pub counts: Vec<u64>,
+    /// Samples per microsecond bucket, from 0, then one more element:
+    /// the overflows. The quantiles rank over it as it is.
+    ranked: Vec<u64>,
     /// `# Min Latencies`, µs.
     pub min: u64,
     /// `# Max Latencies`, µs.
     pub max: u64,
-    /// `# Histogram Overflows`: samples beyond the last bucket.
-    pub overflows: u64,
 }
 
 /// A parsed histogram file: one column per thread.
@@ -89,22 +88,27 @@ impl Histfile {
                 ovs = numbers(rest).map_err(err)?;
             }
         }
-        let mut columns: Vec<Column> = (0..maxs.len())
-            .map(|t| Column {
-                counts: Vec::new(),
-                min: mins.get(t).copied().unwrap_or(0),
-                max: maxs[t],
-                overflows: ovs.get(t).copied().unwrap_or(0),
-            })
-            .collect();
-        for (bucket, counts) in rows {
-            for (col, &c) in columns.iter_mut().zip(&counts) {
-                if col.counts.len() <= bucket {
-                    col.counts.resize(bucket + 1, 0);
+        let mut counts: Vec<Vec<u64>> = vec![Vec::new(); maxs.len()];
+        for (bucket, row) in rows {
+            for (col, &c) in counts.iter_mut().zip(&row) {
+                if col.len() <= bucket {
+                    col.resize(bucket + 1, 0);
                 }
-                col.counts[bucket] += c;
+                col[bucket] += c;
             }
         }
+        let columns = counts
+            .into_iter()
+            .enumerate()
+            .map(|(t, mut ranked)| {
+                ranked.push(ovs.get(t).copied().unwrap_or(0));
+                Column {
+                    ranked,
+                    min: mins.get(t).copied().unwrap_or(0),
+                    max: maxs[t],
+                }
+            })
+            .collect();
         Ok(Histfile { columns })
     }
 
@@ -128,13 +132,21 @@ impl Histfile {
 }
 
 impl Column {
+    /// Samples per microsecond bucket, from 0.
+    pub fn counts(&self) -> &[u64] {
+        &self.ranked[..self.ranked.len() - 1]
+    }
+
+    /// `# Histogram Overflows`: samples beyond the last bucket.
+    pub fn overflows(&self) -> u64 {
+        self.ranked[self.ranked.len() - 1]
+    }
+
     /// The nearest-rank quantile, µs: its bucket, or the maximum when
     /// the rank falls among the overflows; 0 without samples.
     pub fn quantile(&self, q: Ppm) -> u64 {
-        let mut counts = self.counts.clone();
-        counts.push(self.overflows);
-        match nearest_rank(&counts, q) {
-            Some(i) if i < self.counts.len() => i as u64,
+        match nearest_rank(&self.ranked, q) {
+            Some(i) if i < self.counts().len() => i as u64,
             Some(_) => self.max,
             None => 0,
         }
@@ -143,17 +155,17 @@ impl Column {
     /// The mean of the buckets, an overflow counted at the maximum; 0
     /// without samples.
     pub fn mean(&self) -> f64 {
-        let n: u64 = self.counts.iter().sum::<u64>() + self.overflows;
+        let n: u64 = self.ranked.iter().sum();
         if n == 0 {
             return 0.0;
         }
         let sum: f64 = self
-            .counts
+            .counts()
             .iter()
             .enumerate()
             .map(|(b, &c)| b as f64 * c as f64)
             .sum::<f64>()
-            + self.overflows as f64 * self.max as f64;
+            + self.overflows() as f64 * self.max as f64;
         sum / n as f64
     }
 }
@@ -172,14 +184,14 @@ mod tests {
         let h = Histfile::parse(REAL).expect("parse");
         assert_eq!(h.columns.len(), 3);
         let (a, b, total) = (&h.columns[0], &h.columns[1], &h.columns[2]);
-        for (i, &n) in total.counts.iter().enumerate() {
-            let at = |c: &Column| c.counts.get(i).copied().unwrap_or(0);
+        for (i, &n) in total.counts().iter().enumerate() {
+            let at = |c: &Column| c.counts().get(i).copied().unwrap_or(0);
             assert_eq!(n, at(a) + at(b), "bucket {i}: the total column is the sum");
         }
-        assert_eq!(total.overflows, a.overflows + b.overflows);
+        assert_eq!(total.overflows(), a.overflows() + b.overflows());
         assert_eq!(total.max, a.max.max(b.max));
         for c in [a, b] {
-            let first = c.counts.iter().position(|&n| n > 0).expect("a bucket");
+            let first = c.counts().iter().position(|&n| n > 0).expect("a bucket");
             assert_eq!(first as u64, c.min, "the first bucket is the minimum");
         }
         let s = h.summary().expect("summary");
