@@ -18,6 +18,7 @@ pub mod compare;
 pub mod docgen;
 mod error;
 pub mod explain_overhead;
+pub mod fleet;
 pub mod footprint;
 pub mod histfile;
 pub mod machine;

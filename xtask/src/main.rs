@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use xtask::{
-    bench, compare, docgen, explain_overhead, footprint, release_check, scorecard, stats,
+    bench, compare, docgen, explain_overhead, fleet, footprint, release_check, scorecard, stats,
     throughput, tool, Error,
 };
 
@@ -45,6 +45,9 @@ enum Task {
     /// explain-overhead's typed result and table from its raw outputs.
     #[command(hide = true)]
     ExplainOverheadTable(explain_overhead::Args),
+    /// fleet's typed result and table from its raw outputs.
+    #[command(hide = true)]
+    FleetTable(fleet::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -70,6 +73,7 @@ fn run(task: Task) -> Result<ExitCode, Error> {
         Task::Stats(s) => stats::cli::run(s),
         Task::CompareTable(args) => compare::run(&args),
         Task::ExplainOverheadTable(args) => explain_overhead::run(&args),
+        Task::FleetTable(args) => fleet::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own
