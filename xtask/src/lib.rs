@@ -31,6 +31,7 @@ pub mod scorecard;
 pub mod stats;
 pub mod throughput;
 pub mod tool;
+pub mod windows;
 
 pub use error::Error;
 

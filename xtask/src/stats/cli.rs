@@ -11,6 +11,7 @@ use clap::Subcommand;
 use super::{cell, g3, mean, median, ratio_text, PairStats};
 use crate::histfile::Histfile;
 use crate::samples::{peaks, PrivateLocked};
+use crate::windows::Windows;
 use crate::Error;
 
 /// One statistic.
@@ -52,6 +53,16 @@ pub enum Stats {
     /// The attributions of a `latscope-host report --format json` on
     /// standard input: the sum of every run's `explained.total`.
     Explained,
+    /// `bench/max-latency`'s expiry-to-switch windows of a trace (see
+    /// `xtask::windows`).
+    Windows {
+        /// tracefs' text of the run.
+        trace: PathBuf,
+        /// The program's name in the report.
+        prog: String,
+        /// The run's histogram file, for its maximum.
+        hist: PathBuf,
+    },
     /// `total code rest` (kB): private locked memory of a copy of
     /// `/proc/PID/smaps`.
     PrivateLocked {
@@ -147,6 +158,15 @@ pub fn run(stat: Stats) -> Result<(), Error> {
         Stats::Explained => {
             crate::explain_overhead::explained(&stdin_text()?, Path::new("standard input"))?
                 .to_string()
+        }
+        Stats::Windows { trace, prog, hist } => {
+            let max = Histfile::parse(&read(&hist)?)
+                .ok()
+                .and_then(|h| h.summary())
+                .map(|s| s.max);
+            let report = Windows::parse(&read(&trace)?).report(&prog, max);
+            print!("{report}");
+            return Ok(());
         }
         Stats::PrivateLocked { smaps, exe } => PrivateLocked::of(&read(&smaps)?, &exe).line(),
     };
