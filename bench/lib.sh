@@ -140,7 +140,8 @@ summarize_samples() { xtask stats samples "$1"; }
 # directory becomes `target/`, the checkout `.`.
 scrub_paths() {
 	local dir=$1
-	grep -rIl -e "$ROOT" -e "$TARGET_DIR" "$dir" 2>/dev/null | while read -r f; do
+	# grep finds nothing (status 1) when there is nothing to scrub
+	{ grep -rIl -e "$ROOT" -e "$TARGET_DIR" "$dir" 2>/dev/null || true; } | while read -r f; do
 		sed -i -e "s#$TARGET_DIR/#target/#g" -e "s#$TARGET_DIR#target#g" -e "s#$ROOT/##g" -e "s#$ROOT#.#g" "$f"
 	done
 	return 0
