@@ -29,6 +29,7 @@ pub mod results;
 pub mod samples;
 pub mod scorecard;
 pub mod stats;
+pub mod storm;
 pub mod throughput;
 pub mod tool;
 pub mod windows;

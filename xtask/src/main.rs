@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 
 use xtask::{
     bench, compare, docgen, explain_overhead, fleet, footprint, release_check, scorecard, stats,
-    throughput, tool, Error,
+    storm, throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -48,6 +48,9 @@ enum Task {
     /// fleet's typed result and table from its raw outputs.
     #[command(hide = true)]
     FleetTable(fleet::Args),
+    /// storm's typed result and table from its raw outputs.
+    #[command(hide = true)]
+    StormTable(storm::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -74,6 +77,7 @@ fn run(task: Task) -> Result<ExitCode, Error> {
         Task::CompareTable(args) => compare::run(&args),
         Task::ExplainOverheadTable(args) => explain_overhead::run(&args),
         Task::FleetTable(args) => fleet::run(&args),
+        Task::StormTable(args) => storm::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own

@@ -20,6 +20,8 @@ mod metrics_siege;
 mod rtla_compare;
 mod trace_rates;
 
+pub use link_meter::frame_kinds;
+
 /// The tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Tool {

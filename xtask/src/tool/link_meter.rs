@@ -104,6 +104,16 @@ fn frames_of(bytes: &[u8], at: impl Fn(usize) -> u64) -> (Vec<OnLine>, BTreeMap<
     (out, epoch_t)
 }
 
+/// The frames of a recording by kind (`stats`, `spike`, `explain`, ...),
+/// as `link-meter FILE` lists them.
+pub fn frame_kinds(bytes: &[u8]) -> BTreeMap<&'static str, u64> {
+    let mut by = BTreeMap::new();
+    for f in frames_of(bytes, |_| 0).0 {
+        *by.entry(f.kind).or_default() += 1;
+    }
+    by
+}
+
 /// Give every frame its report's time (see the module docs).
 fn report_times(frames: &mut [OnLine], epoch_t: &BTreeMap<u32, u64>) {
     let mut now = 0;
