@@ -30,6 +30,7 @@ pub mod samples;
 pub mod scorecard;
 pub mod stats;
 pub mod storm;
+pub mod sync_cost;
 pub mod throughput;
 pub mod tool;
 pub mod windows;

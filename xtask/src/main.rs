@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 
 use xtask::{
     bench, compare, docgen, explain_overhead, fleet, footprint, release_check, scorecard, stats,
-    storm, throughput, tool, Error,
+    storm, sync_cost, throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -51,6 +51,9 @@ enum Task {
     /// storm's typed result and table from its raw outputs.
     #[command(hide = true)]
     StormTable(storm::Args),
+    /// sync-cost's typed result and table from its raw outputs.
+    #[command(hide = true)]
+    SyncCostTable(sync_cost::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -78,6 +81,7 @@ fn run(task: Task) -> Result<ExitCode, Error> {
         Task::ExplainOverheadTable(args) => explain_overhead::run(&args),
         Task::FleetTable(args) => fleet::run(&args),
         Task::StormTable(args) => storm::run(&args),
+        Task::SyncCostTable(args) => sync_cost::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own

@@ -6,7 +6,8 @@
 //! t_ms T tid policy minflt majflt        (one line per thread)
 //! ```
 //!
-//! and `/proc/PID/smaps` read once, for the private locked bytes.
+//! and `/proc/PID/smaps` read once, for the private locked bytes; and
+//! `strace -c`'s table of calls.
 
 use serde::{Deserialize, Serialize};
 
@@ -155,6 +156,14 @@ impl PrivateLocked {
             self.total_kb - self.code_kb
         )
     }
+}
+
+/// The calls of `strace -c`'s row named `name` (`total` for all).
+pub fn strace_calls(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.last() == Some(&name)).then(|| f.get(3)?.parse().ok())?
+    })
 }
 
 #[cfg(test)]

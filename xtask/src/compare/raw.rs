@@ -10,7 +10,7 @@ use super::{
 };
 use crate::histfile::Summary;
 use crate::meta::MetaFile;
-use crate::samples::{peaks, Peaks};
+use crate::samples::{peaks, strace_calls, Peaks};
 use crate::stats::median;
 use crate::Error;
 
@@ -96,14 +96,6 @@ struct Res {
 fn cpu_seconds(text: &str) -> Option<f64> {
     let mut f = text.lines().last()?.split_whitespace();
     Some(f.next()?.parse::<f64>().ok()? + f.next()?.parse::<f64>().ok()?)
-}
-
-/// The calls of `strace -c`'s row named `name` (`total` for all).
-fn strace_calls(text: &str, name: &str) -> Option<f64> {
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.last() == Some(&name)).then(|| f.get(3)?.parse().ok())?
-    })
 }
 
 fn round(x: f64, decimals: i32) -> f64 {
