@@ -28,6 +28,7 @@ pub mod release_check;
 pub mod results;
 pub mod samples;
 pub mod scorecard;
+pub mod soak;
 pub mod stats;
 pub mod storm;
 pub mod sync_cost;

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use xtask::{
-    bench, compare, docgen, explain_overhead, fleet, footprint, release_check, scorecard, stats,
-    storm, sync_cost, throughput, tool, Error,
+    bench, compare, docgen, explain_overhead, fleet, footprint, release_check, scorecard, soak,
+    stats, storm, sync_cost, throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -54,6 +54,10 @@ enum Task {
     /// sync-cost's typed result and table from its raw outputs.
     #[command(hide = true)]
     SyncCostTable(sync_cost::Args),
+    /// soak's typed result and verdict from its raw outputs (exit status
+    /// 1: FAIL).
+    #[command(hide = true)]
+    SoakTable(soak::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -82,6 +86,15 @@ fn run(task: Task) -> Result<ExitCode, Error> {
         Task::FleetTable(args) => fleet::run(&args),
         Task::StormTable(args) => storm::run(&args),
         Task::SyncCostTable(args) => sync_cost::run(&args),
+        Task::SoakTable(args) => {
+            return soak::run(&args).map(|pass| {
+                if pass {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            })
+        }
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own
