@@ -158,6 +158,50 @@ impl PrivateLocked {
     }
 }
 
+/// The mapping that holds a thread's stack pointer: its resident and
+/// whole size, kB.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stack {
+    /// `Rss:`, kB.
+    pub rss_kb: u64,
+    /// `Size:`, kB.
+    pub size_kb: u64,
+}
+
+impl Stack {
+    /// From `/proc/PID/task/TID/syscall` (its next-to-last field is the
+    /// stack pointer) and `/proc/PID/smaps`; `None` when no mapping holds
+    /// it, or the thread was not in a system call.
+    pub fn of(syscall: &str, smaps: &str) -> Option<Stack> {
+        let f: Vec<&str> = syscall.split_whitespace().collect();
+        let sp_text = f.get(f.len().checked_sub(2)?)?;
+        let sp = u64::from_str_radix(sp_text.trim_start_matches("0x"), 16).ok()?;
+        let (mut inside, mut size) = (false, None);
+        for line in smaps.lines() {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let range = w.first().and_then(|r| {
+                let (a, b) = r.split_once('-')?;
+                Some((
+                    u64::from_str_radix(a, 16).ok()?,
+                    u64::from_str_radix(b, 16).ok()?,
+                ))
+            });
+            if let Some((lo, hi)) = range {
+                inside = lo <= sp && sp < hi;
+                size = None;
+            } else if inside && w.first() == Some(&"Size:") {
+                size = Some(field(&w, 1));
+            } else if inside && w.first() == Some(&"Rss:") {
+                return Some(Stack {
+                    rss_kb: field(&w, 1),
+                    size_kb: size?,
+                });
+            }
+        }
+        None
+    }
+}
+
 /// The calls of `strace -c`'s row named `name` (`total` for all).
 pub fn strace_calls(text: &str, name: &str) -> Option<f64> {
     text.lines().find_map(|l| {
@@ -169,6 +213,27 @@ pub fn strace_calls(text: &str, name: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stack_is_the_mapping_of_the_stack_pointer() {
+        let syscall = "230 0x1 0x7f0000001000 0x0 0x0 0x0 0x0 0x7f1000000f00 0x7f00aa\n";
+        let smaps = "7f0000000000-7f0000100000 rw-p 00000000 00:00 0\n\
+                     Size:               1024 kB\n\
+                     Rss:                   8 kB\n\
+                     7f1000000000-7f1000200000 rw-p 00000000 00:00 0\n\
+                     Size:               2048 kB\n\
+                     KernelPageSize:        4 kB\n\
+                     Rss:                  16 kB\n";
+        assert_eq!(
+            Stack::of(syscall, smaps),
+            Some(Stack {
+                rss_kb: 16,
+                size_kb: 2048
+            })
+        );
+        assert_eq!(Stack::of("running\n", smaps), None);
+        assert_eq!(Stack::of("230 0x1 0x7f2000000000 0x1\n", smaps), None);
+    }
 
     #[test]
     fn peaks_after_the_first_second_and_realtime_threads_faults() {

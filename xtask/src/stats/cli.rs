@@ -10,7 +10,7 @@ use clap::Subcommand;
 
 use super::{cell, g3, mean, median, ratio_text, PairStats};
 use crate::histfile::Histfile;
-use crate::samples::{peaks, PrivateLocked};
+use crate::samples::{peaks, PrivateLocked, Stack};
 use crate::windows::Windows;
 use crate::Error;
 
@@ -62,6 +62,14 @@ pub enum Stats {
         prog: String,
         /// The run's histogram file, for its maximum.
         hist: PathBuf,
+    },
+    /// `rss size` (kB) of the mapping holding a thread's stack pointer,
+    /// from copies of `/proc/PID/task/TID/syscall` and `/proc/PID/smaps`.
+    Stack {
+        /// The copy of the thread's syscall file.
+        syscall: PathBuf,
+        /// The copy of smaps.
+        smaps: PathBuf,
     },
     /// `total code rest` (kB): private locked memory of a copy of
     /// `/proc/PID/smaps`.
@@ -168,6 +176,8 @@ pub fn run(stat: Stats) -> Result<(), Error> {
             print!("{report}");
             return Ok(());
         }
+        Stats::Stack { syscall, smaps } => Stack::of(&read(&syscall)?, &read(&smaps)?)
+            .map_or("- -".into(), |s| format!("{} {}", s.rss_kb, s.size_kb)),
         Stats::PrivateLocked { smaps, exe } => PrivateLocked::of(&read(&smaps)?, &exe).line(),
     };
     println!("{line}");
