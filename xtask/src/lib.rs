@@ -22,6 +22,7 @@ pub mod fleet;
 pub mod footprint;
 pub mod histfile;
 pub mod machine;
+pub mod mcu;
 pub mod meta;
 pub mod process;
 pub mod release_check;

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use xtask::{
-    bench, compare, docgen, explain_overhead, fleet, footprint, release_check, scorecard, soak,
-    stats, storm, sync_cost, throughput, tool, Error,
+    bench, compare, docgen, explain_overhead, fleet, footprint, mcu, release_check, scorecard,
+    soak, stats, storm, sync_cost, throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -58,6 +58,9 @@ enum Task {
     /// 1: FAIL).
     #[command(hide = true)]
     SoakTable(soak::Args),
+    /// mcu's typed result and table from its raw outputs.
+    #[command(hide = true)]
+    McuTable(mcu::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -95,6 +98,7 @@ fn run(task: Task) -> Result<ExitCode, Error> {
                 }
             })
         }
+        Task::McuTable(args) => mcu::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own
