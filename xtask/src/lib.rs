@@ -21,6 +21,7 @@ pub mod explain_overhead;
 pub mod fleet;
 pub mod footprint;
 pub mod histfile;
+pub mod instructions;
 pub mod machine;
 pub mod mcu;
 pub mod meta;

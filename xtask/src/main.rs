@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use xtask::{
-    bench, compare, docgen, explain_overhead, fleet, footprint, mcu, release_check, scorecard,
-    soak, stats, storm, sync_cost, throughput, tool, Error,
+    bench, compare, docgen, explain_overhead, fleet, footprint, instructions, mcu, release_check,
+    scorecard, soak, stats, storm, sync_cost, throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -61,6 +61,9 @@ enum Task {
     /// mcu's typed result and table from its raw outputs.
     #[command(hide = true)]
     McuTable(mcu::Args),
+    /// instructions' typed result and table from callgrind's profiles.
+    #[command(hide = true)]
+    InstructionsTable(instructions::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -99,6 +102,7 @@ fn run(task: Task) -> Result<ExitCode, Error> {
             })
         }
         Task::McuTable(args) => mcu::run(&args),
+        Task::InstructionsTable(args) => instructions::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own

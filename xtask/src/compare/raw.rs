@@ -9,7 +9,9 @@ use super::{
     Compare, Condition, Conditions, Cost, Eviction, Figure, Latency, MuslMemory, Other, Unlocked,
 };
 use crate::histfile::Summary;
+use crate::instructions::Instructions;
 use crate::meta::MetaFile;
+use crate::results;
 use crate::samples::{peaks, strace_calls, Peaks};
 use crate::stats::median;
 use crate::Error;
@@ -263,16 +265,6 @@ fn cost(raw: &Path, m: &Meta) -> (Cost, [Option<f64>; 2]) {
     (cost, [other(&rl), other(&rc)])
 }
 
-/// The measuring thread's instructions per loop of `bench/instructions`'
-/// `NAME.threads` (the row whose sixth field is 1).
-fn instructions(raw: &Path, name: &str) -> Option<f64> {
-    let text = read_opt(&raw.join(format!("raw/instructions/{name}.threads")))?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.get(5) == Some(&"1")).then(|| f.get(3)?.parse().ok())?
-    })
-}
-
 /// Read the raw outputs of a run.
 pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
     let file = MetaFile::read(raw)?;
@@ -280,7 +272,10 @@ pub(super) fn load(raw: &Path) -> Result<Compare, Error> {
     let meta = meta(&file)?;
     let (cost, other_syscalls) = cost(raw, &meta);
     let latency = |c| latency(raw, c, meta.pairs);
-    let instr = instructions(raw, "latscope").zip(instructions(raw, "cyclictest"));
+    // bench/instructions' typed result, when the run was not --quick
+    let instr = results::read::<Instructions>(raw)
+        .ok()
+        .and_then(|i| i.measuring("latscope").zip(i.measuring("cyclictest")));
     let evictions = [
         "latscope",
         "cyclictest",
