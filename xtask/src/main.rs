@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use xtask::{
-    bench, compare, docgen, explain_overhead, fleet, footprint, instructions, mcu, release_check,
-    scorecard, soak, stats, storm, sync_cost, throughput, tool, Error,
+    bench, compare, docgen, exit_stall, explain_overhead, fleet, footprint, fork, instructions,
+    mcu, release_check, scorecard, soak, stats, storm, sync_cost, throughput, tool, Error,
 };
 
 /// latscope's development tasks.
@@ -64,6 +64,12 @@ enum Task {
     /// instructions' typed result and table from callgrind's profiles.
     #[command(hide = true)]
     InstructionsTable(instructions::Args),
+    /// exit-stall's typed result and table from its raw outputs.
+    #[command(hide = true)]
+    ExitStallTable(exit_stall::Args),
+    /// fork-repro's typed result and table from its raw outputs.
+    #[command(hide = true)]
+    ForkTable(fork::Args),
     /// The footprint of the target binary (`bench footprint` runs it).
     #[command(hide = true)]
     Footprint(footprint::Args),
@@ -103,6 +109,8 @@ fn run(task: Task) -> Result<ExitCode, Error> {
         }
         Task::McuTable(args) => mcu::run(&args),
         Task::InstructionsTable(args) => instructions::run(&args),
+        Task::ExitStallTable(args) => exit_stall::run(&args),
+        Task::ForkTable(args) => fork::run(&args),
         Task::Footprint(args) => footprint::run(&args),
         Task::HostThroughput(args) => throughput::run(&args),
         // a tool's exit status is its own

@@ -65,13 +65,18 @@ impl MetaFile {
         v.try_into().ok()
     }
 
-    /// The machine now, with the run's load averages and commit.
+    /// The machine now, with the run's load averages and commit, and its
+    /// kernel when `KERNEL` names it (a table written later, or
+    /// elsewhere, than its run).
     ///
     /// # Errors
     ///
     /// [`Error::Parse`] without a `COMMIT` line.
     pub fn machine(&self) -> Result<Machine, Error> {
         let mut machine = Machine::now();
+        if let Some(k) = self.get("KERNEL") {
+            machine.kernel = k;
+        }
         if let Some(l) = self.load("LOAD_START") {
             machine.load_start = l;
         }
@@ -101,10 +106,11 @@ mod tests {
 
     #[test]
     fn values_are_unquoted_and_keys_exact() {
-        let m = meta("PAIRS=6\nPAIRS_X=1\nLOAD_START=\"0.5 0.25 1\"\nCOMMIT=\"abc (modified)\"\n");
+        let m = meta("PAIRS=6\nPAIRS_X=1\nLOAD_START=\"0.5 0.25 1\"\nCOMMIT=\"abc (modified)\"\nKERNEL=\"Linux 6.1 x\"\n");
         assert_eq!(m.num::<usize>("PAIRS").unwrap(), 6);
         assert_eq!(m.load("LOAD_START"), Some([0.5, 0.25, 1.0]));
         assert_eq!(m.machine().unwrap().commit, "abc (modified)");
+        assert_eq!(m.machine().unwrap().kernel, "Linux 6.1 x");
         assert!(m.get("PAIR").is_none());
     }
 
