@@ -59,6 +59,11 @@ build_xtask() {
 	(cd "$ROOT" && cargo build -q --release -p xtask) || die "cargo build of the xtask failed"
 }
 
+# A TCP port free on loopback now (the kernel's choice).
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+
 build_musl() {
 	rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl ||
 		rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1 || return 1
