@@ -7,7 +7,7 @@ use std::process::Command;
 use clap::{Args as ClapArgs, Parser, ValueEnum};
 
 use crate::process::status;
-use crate::{footprint, throughput, Error};
+use crate::{footprint, frame_instructions, throughput, Error};
 
 /// The benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -85,6 +85,13 @@ struct ThroughputCli {
     args: throughput::Args,
 }
 
+#[derive(Parser)]
+#[command(no_binary_name = true)]
+struct FrameInstructionsCli {
+    #[command(flatten)]
+    args: frame_instructions::Args,
+}
+
 fn usage(e: clap::Error) -> Error {
     Error::Usage(e.to_string())
 }
@@ -103,6 +110,10 @@ pub fn run(args: Args) -> Result<(), Error> {
         Bench::HostThroughput => {
             let cli = ThroughputCli::try_parse_from(&args.args).map_err(usage)?;
             throughput::run(&cli.args)
+        }
+        Bench::FrameInstructions => {
+            let cli = FrameInstructionsCli::try_parse_from(&args.args).map_err(usage)?;
+            frame_instructions::run(&cli.args)
         }
         launcher => launch(launcher, &args.args),
     }

@@ -22,6 +22,7 @@ pub mod explain_overhead;
 pub mod fleet;
 pub mod footprint;
 pub mod fork;
+pub mod frame_instructions;
 pub mod histfile;
 pub mod instructions;
 pub mod machine;

@@ -23,7 +23,7 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 use crate::machine::Machine;
-use crate::process::{command_line, log, status, stdout};
+use crate::process::{command_line, log, status, stdout, Scratch};
 use crate::results::{self, Report};
 use crate::{root, stats, target_dir, Error};
 
@@ -262,18 +262,18 @@ pub fn run(args: &Args) -> Result<(), Error> {
         Some(h) => fs::canonicalize(h).map_err(Error::io(h))?,
         None => release_host,
     };
-    let scratch = Scratch::new()?;
+    let scratch = Scratch::new("host-throughput")?;
     let inputs = match &args.inputs {
         Some(d) => {
             fs::create_dir_all(d).map_err(Error::io(d))?;
             fs::canonicalize(d).map_err(Error::io(d))?
         }
-        None => scratch.0.clone(),
+        None => scratch.path().to_path_buf(),
     };
     let tools = Tools {
         latscope,
         host,
-        scratch: scratch.0.clone(),
+        scratch: scratch.path().to_path_buf(),
     };
     let result = measure(&tools, &inputs, args)?;
     results::write(&args.out, &result)?;
@@ -375,7 +375,7 @@ fn time_report(
 /// The report's causes when it ended with status 1 because a run is
 /// incomplete (it read the whole recording): its `incomplete` line on
 /// standard error, without the path. Any other failure is `None`.
-fn incomplete_causes(code: Option<i32>, stderr: &str) -> Option<String> {
+pub(crate) fn incomplete_causes(code: Option<i32>, stderr: &str) -> Option<String> {
     if code != Some(1) {
         return None;
     }
@@ -501,26 +501,6 @@ fn build(latscope: &Path, host: &Path) -> Result<(), Error> {
     ])
     .current_dir(root());
     status(&mut cmd)
-}
-
-/// A scratch directory, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new() -> Result<Scratch, Error> {
-        let dir =
-            std::env::temp_dir().join(format!("latscope-host-throughput.{}", std::process::id()));
-        fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // best effort: a scratch directory left in the temporary
-        // directory is harmless
-        let _ = fs::remove_dir_all(&self.0);
-    }
 }
 
 impl Report for HostThroughput {
