@@ -12,22 +12,21 @@ use std::time::Duration;
 use latscope_testkit::callers::{
     check_rteval, online, rteval_args, rteval_parse, start_like_rteval, stop_like_rteval, Rteval,
 };
-use latscope_testkit::procs::{taskset_cpus, threads_named, wait_until};
+use latscope_testkit::procs::{taskset_cpus, threads_named};
 use latscope_testkit::target::{serial, tool};
 use latscope_testkit::wait::settle;
+use latscope_testkit::wait::within;
+use latscope_testkit::Scratch;
 use latscope_testkit::{have, is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("latscope-callers-{}-{name}", std::process::id()))
-}
-
 /// One rteval run of `secs` seconds with `extra` options.
 fn rteval(extra: &[&str], secs: u64) -> Rteval {
-    let out = scratch("rteval.out");
+    let dir = Scratch::new("callers");
+    let out = dir.join("rteval.out");
     let (args, n) = rteval_args(extra);
     let mut child = start_like_rteval(
         std::path::Path::new(BIN),
@@ -37,7 +36,6 @@ fn rteval(extra: &[&str], secs: u64) -> Rteval {
     std::thread::sleep(Duration::from_secs(secs));
     let status = stop_like_rteval(&mut child);
     let stdout = std::fs::read_to_string(&out).unwrap();
-    let _ = std::fs::remove_file(&out);
     assert!(status.success(), "{status:?}\n{stdout}");
     let r = rteval_parse(&stdout, n);
     check_rteval(&r, n, &format!("{extra:?}"));
@@ -149,7 +147,8 @@ fn lab_wrappers_all_cpus() {
     require!(is_root(), "a real-time run");
     let _g = serial();
     let (_, n) = online();
-    let json = scratch("all.json");
+    let dir = Scratch::new("callers");
+    let json = dir.join("all.json");
     let j = format!("--json={}", json.display());
     let out = tool(BIN)
         .args(["-t", "0", "-a", "all", "-D", "1", "-q", &j])
@@ -168,7 +167,6 @@ fn lab_wrappers_all_cpus() {
         "{text}"
     );
     let doc = std::fs::read_to_string(&json).unwrap();
-    let _ = std::fs::remove_file(&json);
     for cpu in 0..n {
         assert!(
             doc.contains(&format!("\"cpu\": {cpu},")),
@@ -181,7 +179,7 @@ fn lab_wrappers_all_cpus() {
 fn measuring_threads(pid: u32, name: &str, count: usize) -> Vec<i32> {
     let mut tids = Vec::new();
     assert!(
-        wait_until(Duration::from_secs(5), || {
+        within(Duration::from_secs(5), || {
             tids = threads_named(pid, name);
             tids.len() >= count
         }),
@@ -240,7 +238,7 @@ fn get_cyclictest_snapshot_lists_and_reads_a_live_run() {
         .unwrap();
     let pid = child.id().to_string();
     let file = format!("/dev/shm/cyclictest{pid}");
-    assert!(wait_until(Duration::from_secs(5), || std::path::Path::new(
+    assert!(within(Duration::from_secs(5), || std::path::Path::new(
         &file
     )
     .exists()));
@@ -251,7 +249,7 @@ fn get_cyclictest_snapshot_lists_and_reads_a_live_run() {
     assert!(snap(&["-l"]).lines().any(|l| l == pid), "listed");
     let before = std::fs::read(&file).unwrap();
     snap(&["-s", &pid]);
-    let changed = wait_until(Duration::from_secs(5), || {
+    let changed = within(Duration::from_secs(5), || {
         std::fs::read(&file).is_ok_and(|now| now != before)
     });
     assert!(changed, "the file changed after SIGUSR2");
@@ -363,7 +361,7 @@ fn get_cyclictest_snapshot_called_as_its_users_do_prints_the_current_count() {
     let run = Run(child);
     let pid = Pid::from_child(&run.0);
     let file = format!("/dev/shm/cyclictest{}", run.0.id());
-    assert!(wait_until(Duration::from_secs(5), || std::path::Path::new(
+    assert!(within(Duration::from_secs(5), || std::path::Path::new(
         &file
     )
     .exists()
@@ -376,7 +374,7 @@ fn get_cyclictest_snapshot_called_as_its_users_do_prints_the_current_count() {
         let before = std::fs::read(&file).unwrap();
         let t0 = std::time::Instant::now();
         kill_process(pid, Signal::USR2).unwrap();
-        let answered = wait_until(Duration::from_secs(2), || {
+        let answered = within(Duration::from_secs(2), || {
             std::fs::read(&file).is_ok_and(|now| now != before)
         });
         let t1 = std::time::Instant::now();

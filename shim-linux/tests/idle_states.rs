@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
-use latscope_testkit::procs::wait_until;
 use latscope_testkit::target::{serial, tool};
+use latscope_testkit::wait::within;
 use latscope_testkit::{is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 
@@ -72,7 +72,7 @@ fn deeper_idle_states_are_disabled_while_measuring_and_written_back_after() {
     let _g = serial();
     let child = start("3");
     let want = limited(&before);
-    let during = wait_until(Duration::from_secs(5), || cpu0_states() == want);
+    let during = within(Duration::from_secs(5), || cpu0_states() == want);
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -104,7 +104,7 @@ fn a_killed_runs_idle_states_are_written_back_at_the_next_start() {
     let mut child = start("30");
     let pid = child.id();
     let want = limited(&before);
-    let limited_now = wait_until(Duration::from_secs(5), || cpu0_states() == want);
+    let limited_now = within(Duration::from_secs(5), || cpu0_states() == want);
     kill_process(Pid::from_child(&child), Signal::KILL).unwrap();
     let _ = child.wait();
     let _ = std::fs::remove_file(format!("/dev/shm/cyclictest{pid}"));

@@ -10,17 +10,15 @@ use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use latscope_core::wire::{Body, ClockKind, Frame, Hello, SpikeSample, StartAlign, WakeMode};
-use latscope_testkit::procs::{chrt, taskset_cpus, threads_named, wait_until};
+use latscope_testkit::procs::{chrt, taskset_cpus, threads_named};
 use latscope_testkit::target::{decode_all, privilege_flags, serial, tool};
 use latscope_testkit::wait::settle;
+use latscope_testkit::wait::within;
+use latscope_testkit::Scratch;
 use latscope_testkit::{have, is_root, missing, require, switched_off};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");
-
-fn scratch(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("latscope-options-{}-{name}", std::process::id()))
-}
 
 /// Run latscope with `args` and the privilege flags: stdout, stderr,
 /// status.
@@ -97,9 +95,10 @@ fn ok(status: ExitStatus, stderr: &str) {
 #[test]
 fn every_option_is_accepted() {
     let _g = serial();
-    let fifo = scratch("accept.fifo");
-    let json = scratch("accept.json");
-    let hist = scratch("accept.hist");
+    let dir = Scratch::new("options");
+    let fifo = dir.join("accept.fifo");
+    let json = dir.join("accept.json");
+    let hist = dir.join("accept.hist");
     let (f, j, h) = (fifo.display(), json.display(), hist.display());
     let table: Vec<Vec<String>> = [
         "-a 0",
@@ -161,9 +160,6 @@ fn every_option_is_accepted() {
         let (_, err, status) = run(&args);
         assert!(status.success(), "{args:?}: {err}");
         assert!(!err.contains("latscope: unknown"), "{args:?}: {err}");
-    }
-    for p in [&fifo, &json, &hist] {
-        let _ = std::fs::remove_file(p);
     }
 }
 
@@ -227,14 +223,14 @@ fn wake_modes_say_what_they_give_up() {
         (Some("-x"), WakeMode::PosixTimer { relative: false }),
         (Some("-xr"), WakeMode::PosixTimer { relative: true }),
     ] {
-        let json = scratch("mode.json");
+        let dir = Scratch::new("options");
+        let json = dir.join("mode.json");
         let j = format!("--json={}", json.display());
         let mut args = vec!["-l", "200", "-q", &j];
         args.extend(opt);
         let (frames, err) = stream(&args);
         assert_eq!(hello(&frames).config.wake, mode, "{opt:?}: {err}");
         let doc = std::fs::read_to_string(&json).unwrap();
-        let _ = std::fs::remove_file(&json);
         assert!(
             doc.contains(&format!("\"wake_mode\": \"{}\"", mode.name())),
             "{doc}"
@@ -345,7 +341,7 @@ fn threads_run_where_and_how_the_options_say() {
         .unwrap();
     let pid = child.id();
     let mut rt = Vec::new();
-    assert!(wait_until(Duration::from_secs(5), || {
+    assert!(within(Duration::from_secs(5), || {
         rt = threads_named(pid, "latscope-rt");
         rt.len() == 2 && !threads_named(pid, "latscope-send").is_empty()
     }));
@@ -374,7 +370,8 @@ fn threads_run_where_and_how_the_options_say() {
 fn smp_puts_one_thread_on_each_cpu() {
     let _g = serial();
     let cpus = std::thread::available_parallelism().unwrap().get();
-    let json = scratch("smp.json");
+    let dir = Scratch::new("options");
+    let json = dir.join("smp.json");
     let j = format!("--json={}", json.display());
     let (out, err, status) = run(&["-S", "-a", "1", "-t", "5", "-l", "50", "-q", &j]);
     ok(status, &err);
@@ -384,7 +381,6 @@ fn smp_puts_one_thread_on_each_cpu() {
     );
     assert_eq!(out.lines().filter(|l| l.starts_with("T:")).count(), cpus);
     let doc = std::fs::read_to_string(&json).unwrap();
-    let _ = std::fs::remove_file(&json);
     for c in 0..cpus {
         assert!(doc.contains(&format!("\"cpu\": {c},")), "{doc}");
     }
@@ -434,7 +430,8 @@ fn verbose_oscope_and_nsecs() {
         "-o 10"
     );
     for (nsecs, scale) in [(false, 1000u64), (true, 1)] {
-        let json = scratch("ns.json");
+        let dir = Scratch::new("options");
+        let json = dir.join("ns.json");
         let j = format!("--json={}", json.display());
         let mut args = vec!["-l", "100", "-q", &j];
         if nsecs {
@@ -443,7 +440,6 @@ fn verbose_oscope_and_nsecs() {
         let (_, err, status) = run(&args);
         ok(status, &err);
         let doc = std::fs::read_to_string(&json).unwrap();
-        let _ = std::fs::remove_file(&json);
         let num = |key: &str| -> u64 {
             let v = doc.split(&format!("\"{key}\": ")).nth(1).unwrap();
             v.split(|c: char| !c.is_ascii_digit())
@@ -462,7 +458,8 @@ fn unbuffered_writes_each_verbose_line_at_once() {
     require!(have("strace"), "strace is not installed");
     let _g = serial();
     for unbuffered in [false, true] {
-        let log = scratch("writes.txt");
+        let dir = Scratch::new("options");
+        let log = dir.join("writes.txt");
         let mut args = vec![
             "-f",
             "-e",
@@ -485,7 +482,6 @@ fn unbuffered_writes_each_verbose_line_at_once() {
             .unwrap();
         assert!(st.success());
         let text = std::fs::read_to_string(&log).unwrap();
-        let _ = std::fs::remove_file(&log);
         let verbose: Vec<usize> = text
             .lines()
             .filter(|l| l.contains("write(1, \"       0:"))
@@ -589,7 +585,8 @@ fn resolution_debug_and_the_latency_request() {
 #[test]
 fn fifo_hands_the_status_to_a_reader() {
     let _g = serial();
-    let path = scratch("status.fifo");
+    let dir = Scratch::new("options");
+    let path = dir.join("status.fifo");
     let f = format!("-F{}", path.display());
     let mut child = tool(BIN)
         .args(["-t", "2", "-q", "-D", "3", &f])
@@ -598,7 +595,7 @@ fn fifo_hands_the_status_to_a_reader() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    assert!(wait_until(Duration::from_secs(5), || path.exists()));
+    assert!(within(Duration::from_secs(5), || path.exists()));
     // a blocking reader, as `cat PATH` is
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(child.wait().unwrap().success());

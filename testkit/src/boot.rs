@@ -23,7 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::qemu::{kernel, make_initramfs, unavailable, which, Arch, ChildGuard, Scratch};
+use crate::qemu::{kernel, make_initramfs, unavailable, which, Arch, ChildGuard};
+use crate::Scratch;
 
 /// The part of a boot's limit that is not the work it holds: the kernel's
 /// boot to `/init`, the image's own steps and power-off. Those take 5 to
@@ -211,7 +212,7 @@ impl Board {
     /// `init_args` to it; console on stdout, stream on a socket. The guest
     /// must power off; qemu runs with `-no-reboot`.
     pub fn boot(&self, init: &Path, init_args: &str, timeout: Duration) -> io::Result<Boot> {
-        let scratch = Scratch::new("board")?;
+        let scratch = Scratch::try_new("board")?;
         let initrd = make_initramfs(init, scratch.path())?;
         self.run(&Spec {
             initrd: &initrd,
@@ -579,7 +580,7 @@ fn read_pty(
     deadline: Instant,
 ) -> io::Result<StreamRead> {
     let dev = pty_path(qemu_out, guard, deadline)?;
-    let scratch = Scratch::new("pty")?;
+    let scratch = Scratch::try_new("pty")?;
     let rec = scratch.path().join("board.lsr");
     let mut rec_host = ChildGuard::new(
         Command::new(host)

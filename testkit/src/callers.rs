@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use rustix::process::{kill_process, Pid, Signal};
 
-use crate::procs::wait_until;
+use crate::wait::within;
 
 /// rteval's default histogram size (its `buckets` parameter).
 pub const RTEVAL_BUCKETS: u32 = 3500;
@@ -70,7 +70,7 @@ pub fn stop_like_rteval(child: &mut Child) -> std::process::ExitStatus {
             return s;
         }
         let _ = kill_process(Pid::from_child(child), Signal::INT);
-        if wait_until(Duration::from_secs(2), || {
+        if within(Duration::from_secs(2), || {
             child.try_wait().map(|s| s.is_some()).unwrap_or(true)
         }) {
             return child.wait().expect("wait");

@@ -16,7 +16,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use crate::host::{bins, Reaper};
 use crate::precondition::{have, is_root, missing};
@@ -356,12 +355,6 @@ pub fn target_to(pair: Option<&Pair>, addr: &str, secs: u64, json: &Path) -> Rea
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     Reaper::new(c.spawn().expect("run latscope"))
-}
-
-/// Wait for `what` up to `limit`, polling.
-#[track_caller]
-pub fn eventually(what: &str, limit: Duration, f: impl FnMut() -> bool) {
-    crate::fleet::wait_until(what, limit, f);
 }
 
 /// The exit status a `report --format json` document calls for: 1 when

@@ -3,10 +3,10 @@
 
 use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::host::{bins, free_local_addr, http_get, stderr_lines, wait_for_line, Reaper};
+use crate::wait::holds;
 
 /// A listening recorder started by a test.
 pub struct Recorder {
@@ -50,7 +50,7 @@ impl Recorder {
         let stderr = stderr_lines(proc.child());
         let addr = wait_for_line(&stderr, "listening on ", Duration::from_secs(10));
         let addr = addr.split(',').next().unwrap_or("").trim().to_string();
-        wait_until("metrics answer", Duration::from_secs(10), || {
+        holds(Duration::from_secs(10), "metrics answer", || {
             http_get(&maddr, "/").is_ok()
         });
         Recorder {
@@ -80,15 +80,6 @@ impl Recorder {
     pub fn signal(&mut self, sig: rustix::process::Signal) {
         let pid = rustix::process::Pid::from_raw(self.proc.child().id() as i32).expect("pid");
         rustix::process::kill_process(pid, sig).expect("kill");
-    }
-}
-
-/// Wait until `done` holds, checking every 50 ms, at most `limit`.
-pub fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        thread::sleep(Duration::from_millis(50));
     }
 }
 

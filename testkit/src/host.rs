@@ -79,42 +79,6 @@ pub fn bins() -> Bins {
     .clone()
 }
 
-/// A scratch directory removed on drop.
-pub struct Scratch(PathBuf);
-
-impl Scratch {
-    /// A fresh directory named after `tag`.
-    pub fn new(tag: &str) -> Scratch {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "latscope-e2e-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).expect("scratch dir");
-        Scratch(p)
-    }
-
-    /// Its path.
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-
-    /// A file inside it.
-    pub fn join(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::env::var_os("LATSCOPE_KEEP_SCRATCH").is_none() {
-            let _ = fs::remove_dir_all(&self.0);
-        }
-    }
-}
-
 /// Kills its child on drop (a failed assertion never leaves one behind).
 pub struct Reaper(pub Option<Child>);
 

@@ -14,7 +14,8 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::boot::{Board, Boot, Console, Port, Spec};
-use crate::qemu::{cache_dir, latscope_binary, pack_initramfs, unavailable, Arch, Scratch};
+use crate::qemu::{cache_dir, latscope_binary, pack_initramfs, unavailable, Arch};
+use crate::Scratch;
 
 /// The image's `/init`.
 pub const INIT: &str = include_str!("../image/init");
@@ -101,7 +102,7 @@ pub fn boot(
     let board = Board::find(arch).ok_or(format!("no {arch:?} board"))?;
     let bin = latscope_binary(arch).ok_or(format!("no {arch:?} latscope build"))?;
     let busybox = busybox(arch).ok_or("no busybox")?;
-    let scratch = Scratch::new("image").map_err(|e| e.to_string())?;
+    let scratch = Scratch::try_new("image").map_err(|e| e.to_string())?;
     let initrd = build(&busybox, &bin, None, scratch.path()).map_err(|e| e.to_string())?;
     let boot = board
         .run(&Spec {

@@ -38,11 +38,13 @@ pub mod procs;
 pub mod prometheus;
 pub mod qemu;
 pub mod rtla;
+pub mod scratch;
 pub mod siege;
 pub mod target;
 pub mod wait;
 
 pub use precondition::{ci, have, is_root, missing, switched_off};
+pub use scratch::Scratch;
 
 use std::path::{Path, PathBuf};
 

@@ -128,7 +128,7 @@ mod tests {
 
     #[test]
     fn missing_skips_or_fails() {
-        let dir = crate::host::Scratch::new("precondition");
+        let dir = crate::Scratch::new("precondition");
         // The child's own skip log: this test's skip is not one of the run's.
         let log = dir.join("skips");
         let run = |ci: Option<&str>| {

@@ -3,8 +3,6 @@
 //! placement), their scheduling policy (`chrt -p`), and waiting for
 //! something to happen.
 
-use std::time::Duration;
-
 use crate::target::tool;
 
 /// The thread ids of process `pid` whose name (`comm`) is `name`, in
@@ -72,12 +70,6 @@ pub fn chrt(tid: i32) -> (String, u32) {
     let policy = field("scheduling policy");
     let prio = field("scheduling priority").parse().unwrap_or(0);
     (policy, prio)
-}
-
-/// Poll `cond` every 20 ms until it holds or `limit` passes; whether it
-/// held.
-pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    crate::wait::poll(limit, || cond().then_some(())).is_some()
 }
 
 /// Remove the snapshot file `/dev/shm/cyclictest<PID>` of a killed

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::host::{free_local_addr, http_get, Reaper, Scratch};
+use crate::host::{free_local_addr, http_get, Reaper};
+use crate::Scratch;
 
 /// Run `promtool ARGS`; its combined output, and whether it succeeded.
 pub fn promtool(args: &[&str]) -> (bool, String) {

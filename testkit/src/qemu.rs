@@ -12,7 +12,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -290,33 +290,6 @@ fn config_says_rt(vmlinuz: &Path) -> Option<bool> {
     let version = name.strip_prefix("vmlinuz-")?;
     let config = fs::read_to_string(vmlinuz.with_file_name(format!("config-{version}"))).ok()?;
     Some(config.lines().any(|l| l.trim() == "CONFIG_PREEMPT_RT=y"))
-}
-
-/// A scratch directory that is removed when dropped.
-pub struct Scratch(PathBuf);
-
-impl Scratch {
-    pub fn new(tag: &str) -> io::Result<Scratch> {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "latscope-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir)?;
-        Ok(Scratch(dir))
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A child process that is killed and reaped when the guard is dropped, so

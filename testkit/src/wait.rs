@@ -34,6 +34,19 @@ pub fn until<T>(timeout: Duration, what: &str, f: impl FnMut() -> Option<T>) -> 
     }
 }
 
+/// Poll `cond` every 20 ms until it holds; panic naming `what` after
+/// `timeout`.
+#[track_caller]
+pub fn holds(timeout: Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    until(timeout, what, || cond().then_some(()))
+}
+
+/// Poll `cond` every 20 ms until it holds or `timeout` passes; whether it
+/// held.
+pub fn within(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    poll(timeout, || cond().then_some(())).is_some()
+}
+
 /// Observe with `f` every 20 ms until it gives `want`, or `timeout`
 /// passes: the last observation, for the caller to compare with `want`
 /// (so a state that never comes fails with what was seen instead).

@@ -42,7 +42,8 @@ use board::{
 };
 use boot::{boot_limit, Board, Boot, Console, Port, Spec};
 use image::Report;
-use qemu::{latscope_binary, run_user, unavailable, Arch, Scratch};
+use latscope_testkit::Scratch;
+use qemu::{latscope_binary, run_user, unavailable, Arch};
 
 const INTERVAL_US: u64 = 1000;
 const BOARD_SECS: u64 = 5;
@@ -254,7 +255,7 @@ fn boot_image(arch: Arch, args: &str, console: Console, port: Port) -> Option<Im
     let board = Board::find(arch)?;
     let bin = latscope_binary(arch)?;
     let busybox = image::busybox(arch)?;
-    let scratch = Scratch::new("image").expect("scratch dir");
+    let scratch = Scratch::new("image");
     // rtla only where the arguments ask for its runs (`rtla=N:PRIO`).
     let rtla = if args.starts_with("rtla=") {
         Some(image::rtla_root().or_else(|| {
@@ -674,7 +675,7 @@ fn print_host_spike(stream: &[u8], irq: u32) {
 /// The host's report of the explained spike in which `irq` took the most
 /// time, and that time in µs (`None`: no spike the report lists names it).
 fn host_spike(stream: &[u8], irq: u32) -> Option<(String, f64)> {
-    let scratch = Scratch::new("spike").expect("scratch dir");
+    let scratch = Scratch::new("spike");
     let rec = scratch.path().join("flood.lsr");
     std::fs::write(&rec, stream).expect("write the recording");
     let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
@@ -739,7 +740,7 @@ fn image_armv7_streams_through_a_pty() {
     // board and in the host's report, not a --best-effort degradation.
     let missing = "# missing device: /dev/cpu_dma_latency (not on this kernel)";
     assert!(run.boot.console.contains(missing), "{}", run.boot.console);
-    let scratch = Scratch::new("pty").expect("scratch dir");
+    let scratch = Scratch::new("pty");
     let rec = scratch.path().join("armv7.lsr");
     std::fs::write(&rec, &run.boot.stream).expect("write the recording");
     let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
@@ -766,7 +767,7 @@ fn user_smoke(arch: Arch) {
     let Some(bin) = latscope_binary(arch) else {
         return;
     };
-    let scratch = Scratch::new("user").expect("scratch dir");
+    let scratch = Scratch::new("user");
     let stream = scratch.path().join("stream.bin");
     let stream_arg = stream.to_str().expect("utf-8 temp path");
     let duration = format!("{USER_SECS}s");

@@ -14,9 +14,10 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use latscope_core::wire::Body;
-use latscope_testkit::host::{bins, read_json, Reaper, Scratch};
+use latscope_testkit::host::{bins, read_json, Reaper};
 use latscope_testkit::target::privilege_flags;
 use latscope_testkit::wait::frames_of;
+use latscope_testkit::Scratch;
 use latscope_testkit::{have, require};
 
 /// A standard stream that cannot be written.

@@ -16,8 +16,9 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use latscope_testkit::host::{
-    assert_matches_target, bins, first_run, host_report_json, read_json, rng, Scratch,
+    assert_matches_target, bins, first_run, host_report_json, read_json, rng,
 };
+use latscope_testkit::Scratch;
 
 /// Flipped positions tried (the recording is ~15 KB).
 const SAMPLES: usize = 240;
@@ -166,7 +167,7 @@ fn no_flipped_byte_yields_exit_0_with_other_figures() {
             let (dir, bytes, clean) = (&dir, &bytes, &clean);
             let (positions, whole, incomplete) = (&positions, &whole, &incomplete);
             s.spawn(move || {
-                let path: PathBuf = dir.join(&format!("flip-{w}.lsr"));
+                let path: PathBuf = dir.join(format!("flip-{w}.lsr"));
                 loop {
                     let Some(at) = positions.lock().expect("positions").pop() else {
                         return;

@@ -10,7 +10,8 @@ use latscope_testkit::compat::{
     assert_same_json, assert_same_text, cyclictest, live_structure, parse_json, side_by_side,
     split_json,
 };
-use latscope_testkit::host::{bins, Scratch};
+use latscope_testkit::host::bins;
+use latscope_testkit::Scratch;
 use serde_json::Value;
 
 fn ready(_test: &str) -> Option<std::path::PathBuf> {

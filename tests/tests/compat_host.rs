@@ -10,7 +10,8 @@ use latscope_testkit::callers::{
     check_rteval, rteval_args, rteval_parse, start_like_rteval, stop_like_rteval,
 };
 use latscope_testkit::compat::split_json;
-use latscope_testkit::host::{bins, host, Scratch};
+use latscope_testkit::host::{bins, host};
+use latscope_testkit::Scratch;
 use latscope_testkit::{is_root, require};
 
 /// Run the target with `args` and `--stream=r.lsr` in `dir`; its stdout.

@@ -4,8 +4,9 @@
 
 use latscope_testkit::host::{
     assert_matches_target, decode_frames, encode_frames, first_run, host, host_report_json,
-    read_json, record_file, rng, target_args, Scratch,
+    read_json, record_file, rng, target_args,
 };
+use latscope_testkit::Scratch;
 
 fn recording(dir: &Scratch) -> (Vec<u8>, serde_json::Value) {
     let json = dir.join("t.json");
@@ -49,7 +50,7 @@ fn flipped_bytes_are_counted_and_exact_figures_stay_exact() {
             !hits.is_empty() && bad != clean,
             "rate {rate}: nothing flipped"
         );
-        let p = dir.join(&format!("bad-{seed}.lsr"));
+        let p = dir.join(format!("bad-{seed}.lsr"));
         std::fs::write(&p, &bad).unwrap();
         let (doc, code, stderr) = host_report_json(&p);
         assert!(code == 0 || code == 1, "rate {rate}: {stderr}");

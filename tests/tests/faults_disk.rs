@@ -11,14 +11,16 @@ use std::time::Duration;
 
 use latscope_core::wire::{AckReader, Decoder, MAX_FRAME};
 use latscope_testkit::faults::{
-    available, eventually, fds, rss_kib, target_lost, target_to, truth_lost, verdict, SmallDisk,
+    available, fds, rss_kib, target_lost, target_to, truth_lost, verdict, SmallDisk,
 };
 use latscope_testkit::fleet::{drain, Recorder};
 use latscope_testkit::host::{
     assert_matches_target, bins, first_run, free_local_addr, host_report_json, only_recording,
-    read_json, target_args, wait_for_line, Reaper, Scratch,
+    read_json, target_args, wait_for_line, Reaper,
 };
 use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 use latscope_testkit::{have, missing};
 
 /// The bytes of `\\xNN` escapes (strace `-xx`), other characters as they are.
@@ -127,7 +129,7 @@ fn every_ack_comes_after_the_sync_that_covers_it() {
             .spawn()
             .expect("run strace"),
     );
-    eventually("the recorder listening", Duration::from_secs(20), || {
+    holds(Duration::from_secs(20), "the recorder listening", || {
         latscope_testkit::wait::listening(port)
     });
     let json = dir.join("t.json");
@@ -192,7 +194,7 @@ fn full_disk(class: &str, kib: u64, hold: Duration, args: &[&str]) -> u64 {
     let filler = disk.fill();
     let said = wait_for_line(&rec.stderr, "not acknowledging", Duration::from_secs(15));
     assert!(said.contains("sends it again"), "{said}");
-    eventually("write errors counted", Duration::from_secs(10), || {
+    holds(Duration::from_secs(10), "write errors counted", || {
         rec.metric("latscope_recorder_write_errors_total")
             .is_some_and(|v| v > 0.0)
     });

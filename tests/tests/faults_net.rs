@@ -15,15 +15,16 @@ use std::thread::sleep;
 use std::time::{Duration, Instant};
 
 use latscope_testkit::faults::{
-    available, eventually, fds, rss_kib, target_lost, target_to, target_unacked, truth_lost,
-    verdict, Pair,
+    available, fds, rss_kib, target_lost, target_to, target_unacked, truth_lost, verdict, Pair,
 };
 use latscope_testkit::fleet::drain;
 use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host_report_json, only_recording, read_json,
-    stderr_lines, wait_for_line, wait_streaming, Reaper, Scratch,
+    stderr_lines, wait_for_line, wait_streaming, Reaper,
 };
 use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 
 const PORT: u16 = 7411;
 
@@ -236,7 +237,7 @@ fn random_resets_are_resumed_and_any_loss_is_counted_alike() {
              }}"
         ),
     );
-    eventually("two resets", Duration::from_secs(10), || {
+    holds(Duration::from_secs(10), "two resets", || {
         s.pair.nft_hits(&s.pair.recorder_ns, "reset") >= 2
     });
     sleep(Duration::from_secs(3));
@@ -336,7 +337,7 @@ fn a_half_open_connection_is_reaped_when_its_run_resumes() {
              }}"
         ),
     );
-    eventually("a reset", Duration::from_secs(10), || {
+    holds(Duration::from_secs(10), "a reset", || {
         s.pair.nft_hits(&s.pair.recorder_ns, "reset") >= 1
     });
     s.pair.nft_flush(&s.pair.recorder_ns);
@@ -350,9 +351,9 @@ fn a_half_open_connection_is_reaped_when_its_run_resumes() {
         "figures: half-open: old connection reaped {:.1} s after the reset ({line})",
         t0.elapsed().as_secs_f64()
     );
-    eventually(
-        "the recorder's descriptors back to normal",
+    holds(
         Duration::from_secs(10),
+        "the recorder's descriptors back to normal",
         || fds(rpid) <= base,
     );
     let seen = sample(rpid);

@@ -9,13 +9,15 @@ use std::net::{TcpListener, TcpStream};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope_testkit::faults::{eventually, fds, rss_kib, target_lost, target_unacked};
+use latscope_testkit::faults::{fds, rss_kib, target_lost, target_unacked};
 use latscope_testkit::fleet::Recorder;
 use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host_report_json, read_json, recordings, target_args,
-    Reaper, Scratch,
+    Reaper,
 };
 use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 
 #[test]
 fn a_peer_that_never_reads_holds_up_neither_measuring_nor_outputs() {
@@ -109,7 +111,7 @@ fn probes_and_idle_connections_beside_sixteen_targets_cost_them_nothing() {
     let base = fds(pid);
     let mut targets: Vec<(Reaper, std::path::PathBuf)> = (0..n)
         .map(|i| {
-            let json = dir.join(&format!("t{i}.json"));
+            let json = dir.join(format!("t{i}.json"));
             let t = Reaper::new(
                 Command::new(bins().latscope)
                     .args(target_args("8", &json))
@@ -133,7 +135,7 @@ fn probes_and_idle_connections_beside_sixteen_targets_cost_them_nothing() {
         drop(TcpStream::connect(&rec.addr).expect("probe"));
     }
     let probes = t0.elapsed();
-    eventually("500 idle connections open", Duration::from_secs(20), || {
+    holds(Duration::from_secs(20), "500 idle connections open", || {
         rec.metric("latscope_connections ")
             .is_some_and(|v| v >= 500.0)
     });
@@ -144,9 +146,9 @@ fn probes_and_idle_connections_beside_sixteen_targets_cost_them_nothing() {
         let _ = c.read(&mut [0u8; 16]);
     }
     drop(idle);
-    eventually(
-        "the recorder's descriptors back to its targets' own",
+    holds(
         Duration::from_secs(20),
+        "the recorder's descriptors back to its targets' own",
         || fds(pid) <= base + 2 * n,
     );
     let after = (fds(pid), rss_kib(pid));

@@ -18,9 +18,10 @@ use latscope_testkit::faults::verdict;
 use latscope_testkit::fleet::drain;
 use latscope_testkit::host::{
     bins, host_report_json, read_json, stderr_lines, target_args, wait_for_line, Pty, Reaper,
-    Scratch,
 };
 use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 
 /// The frames a relay read from the target, passed on, and dropped while
 /// unplugged.
@@ -97,11 +98,9 @@ fn a_serial_adapter_unplugged_and_plugged_back_continues_the_recording() {
     );
     let herr = stderr_lines(host.child());
     let hpid = host.child().id();
-    latscope_testkit::fleet::wait_until(
-        "the host opening the line",
-        Duration::from_secs(10),
-        || latscope_testkit::wait::has_open(hpid, &link),
-    );
+    holds(Duration::from_secs(10), "the host opening the line", || {
+        latscope_testkit::wait::has_open(hpid, &link)
+    });
     let json = dir.join("t.json");
     let mut t = Reaper::new(
         Command::new(bins().latscope)
@@ -117,7 +116,7 @@ fn a_serial_adapter_unplugged_and_plugged_back_continues_the_recording() {
     let r = relay(stdout, Arc::clone(&to), Arc::clone(&count));
     // Two unplugs: 2 s away each.
     for _ in 0..2 {
-        latscope_testkit::fleet::wait_until("frames passed", Duration::from_secs(15), || {
+        holds(Duration::from_secs(15), "frames passed", || {
             count.passed.load(Ordering::Relaxed) >= 3
         });
         thread::sleep(Duration::from_secs(2));

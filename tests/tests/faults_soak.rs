@@ -18,9 +18,10 @@ use latscope_testkit::faults::{
     available, fds, rss_kib, target_lost, target_unacked, truth_lost, Pair, SmallDisk,
 };
 use latscope_testkit::host::{
-    bins, first_run, host_report_json, read_json, recordings, target_args, Reaper, Scratch,
+    bins, first_run, host_report_json, read_json, recordings, target_args, Reaper,
 };
 use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::Scratch;
 
 const PORT: u16 = 7412;
 

@@ -16,11 +16,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use latscope_testkit::fleet::{drain, wait_until, Recorder};
+use latscope_testkit::fleet::{drain, Recorder};
 use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host_report_json, only_recording, read_json,
-    recordings, target_args, Reaper, Scratch,
+    recordings, target_args, Reaper,
 };
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 
 const T: Duration = Duration::from_secs(20);
 
@@ -76,7 +78,7 @@ fn across_a_restart(
     let listen = h1.addr.clone();
     let json = dir.join("t.json");
     let mut t = target(secs, &json, &listen, extra);
-    wait_until("the recording grows", T, grows(&out));
+    holds(T, "the recording grows", grows(&out));
     h1.proc.child().kill().unwrap();
     let _ = h1.proc.wait(T);
     if !away.is_zero() {
@@ -156,14 +158,14 @@ fn boards_sharing_a_name_are_told_apart_by_run_and_warned_about() {
         .map(|i| {
             target(
                 "3",
-                &dir.join(&format!("t{i}.json")),
+                &dir.join(format!("t{i}.json")),
                 &r.addr,
                 &["--name", "twin"],
             )
         })
         .collect();
     let mut anon = target("3", &dir.join("anon.json"), &r.addr, &[]);
-    wait_until("three boards stream", T, || {
+    holds(T, "three boards stream", || {
         board_lines(&r.metrics()).len() == 3
     });
     let lines = board_lines(&r.metrics());

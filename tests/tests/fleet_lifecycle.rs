@@ -11,8 +11,10 @@ use std::time::{Duration, Instant};
 
 use rustix::process::Signal;
 
-use latscope_testkit::fleet::{drain, wait_until, Recorder};
-use latscope_testkit::host::{host_report_json, recordings, spawn_target, Scratch};
+use latscope_testkit::fleet::{drain, Recorder};
+use latscope_testkit::host::{host_report_json, recordings, spawn_target};
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 
 const T: Duration = Duration::from_secs(10);
 
@@ -47,7 +49,7 @@ fn probes_and_silent_connections_leave_no_file_and_do_not_end_the_recorder() {
         "a silent connection is closed"
     );
     assert!(closed_within(&mut junk, T), "a junk connection is closed");
-    wait_until("probes counted", T, || {
+    holds(T, "probes counted", || {
         r.metric("latscope_connections_refused_total{why=\"no_hello\"}") == Some(4.0)
     });
     assert!(recordings(&out).is_empty(), "{:?}", recordings(&out));
@@ -73,7 +75,7 @@ fn a_quiet_run_times_out_and_counts_for_exit_after() {
     let out = dir.join("rec");
     let mut r = Recorder::start(&out, &["-q", "--exit-after", "1", "--idle-timeout", "1.5"]);
     let mut t = spawn_target("60", &dir.join("t.json"), &format!("tcp:{}", r.addr));
-    wait_until("the run streams", T, || {
+    holds(T, "the run streams", || {
         r.metric("latscope_cycles_total{").is_some_and(|c| c > 0.0)
     });
     // Stopped, the target keeps its connection open and sends nothing.
@@ -100,12 +102,12 @@ fn sigterm_closes_every_recording_with_a_final_report_and_exit_0() {
         .map(|i| {
             spawn_target(
                 "60",
-                &dir.join(&format!("t{i}.json")),
+                &dir.join(format!("t{i}.json")),
                 &format!("tcp:{}", r.addr),
             )
         })
         .collect();
-    wait_until("both runs stream", T, || {
+    holds(T, "both runs stream", || {
         r.metrics().matches("latscope_cycles_total{").count() == 4
     });
     r.signal(Signal::TERM);
@@ -141,11 +143,11 @@ fn ended_runs_linger_on_metrics_then_go() {
     let r = Recorder::start(&dir.join("rec"), &["-q", "--linger", "2"]);
     let mut t = spawn_target("2", &dir.join("t.json"), &format!("tcp:{}", r.addr));
     assert!(t.wait(T).status.success());
-    wait_until("the final figures", T, || {
+    holds(T, "the final figures", || {
         r.metric("latscope_ended{") == Some(1.0)
     });
     let shown = Instant::now();
-    wait_until("the series expire", T, || {
+    holds(T, "the series expire", || {
         !r.metrics().contains("latscope_ended{")
     });
     assert!(
@@ -164,7 +166,7 @@ fn the_connection_cap_and_the_allow_list_refuse_at_once() {
     let dir = Scratch::new("fleet-cap");
     let r = Recorder::start(&dir.join("a"), &["-q", "--max-connections", "1"]);
     let _held = TcpStream::connect(&r.addr).expect("first");
-    wait_until("one open", T, || {
+    holds(T, "one open", || {
         r.metric("latscope_connections ") == Some(1.0)
     });
     let mut second = TcpStream::connect(&r.addr).expect("second");
@@ -209,7 +211,7 @@ fn out_of_descriptors_the_recorder_backs_off_and_recovers() {
     let held: Vec<TcpStream> = (0..40)
         .filter_map(|_| TcpStream::connect(&r.addr).ok())
         .collect();
-    wait_until("the back-off is reported", T, || {
+    holds(T, "the back-off is reported", || {
         r.stderr.try_iter().any(|l| l.contains("cannot accept"))
     });
     let c0 = cpu_ticks(pid);
@@ -219,7 +221,7 @@ fn out_of_descriptors_the_recorder_backs_off_and_recovers() {
     // Spinning on accept would use a whole core.
     assert!(used < 0.5, "recorder used {:.0} % of a core", used * 100.0);
     drop(held);
-    wait_until("metrics answer again", T, || {
+    holds(T, "metrics answer again", || {
         r.metrics().contains("# TYPE latscope_connections gauge")
     });
     let _ = r.proc.child().kill();

@@ -15,9 +15,11 @@ use latscope_core::layout::{Layout, MAX_LINEAR_US, MAX_TARGET_BUCKETS};
 use latscope_core::wire::MAX_THREADS;
 use latscope_host::budget::STREAM_LIMIT;
 use latscope_host::synth::{Synth, SynthConfig};
-use latscope_testkit::fleet::{drain, wait_until, Recorder};
+use latscope_testkit::fleet::{drain, Recorder};
 use latscope_testkit::forge::ForgedRun;
-use latscope_testkit::host::{host, host_report_json, recordings, Scratch};
+use latscope_testkit::host::{host, host_report_json, recordings};
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 
 const T: Duration = Duration::from_secs(20);
 
@@ -70,7 +72,7 @@ fn forged_peers_fill_their_own_budgets_and_give_them_back() {
         let _ = s.write_all(&forged(base, 4, false));
         peers.push(s);
     }
-    wait_until("the budgets refuse", T, || {
+    holds(T, "the budgets refuse", || {
         r.metric("latscope_recorder_memory_refused_total")
             .is_some_and(|v| v > 0.0)
     });
@@ -87,11 +89,11 @@ fn forged_peers_fill_their_own_budgets_and_give_them_back() {
     TcpStream::connect(&r.addr)
         .and_then(|mut s| s.write_all(&good))
         .expect("send the good run");
-    wait_until("the good run ends with its bye", T, || {
+    holds(T, "the good run ends with its bye", || {
         r.metric("latscope_runs_ended_total{how=\"bye\"}") == Some(1.0)
     });
     drop(peers);
-    wait_until("the forged runs' memory is given back", T, || {
+    holds(T, "the forged runs' memory is given back", || {
         r.metric("latscope_recorder_memory_bytes") == Some(0.0)
     });
     r.signal(Signal::TERM);

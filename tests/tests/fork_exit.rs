@@ -100,7 +100,7 @@ fn ballast_is_locked_while_running() {
 /// strace of a short ballast run: the main thread's calls after the
 /// measuring threads ended.
 fn exit_trace(extra: &[&str]) -> String {
-    let dir = latscope_testkit::host::Scratch::new("exit-trace");
+    let dir = latscope_testkit::Scratch::new("exit-trace");
     let out = dir.join("trace");
     let st = Command::new("strace")
         .args([
@@ -179,7 +179,7 @@ fn a_run_that_fails_after_set_up_still_demotes_and_unlocks() {
         cpus >= 2,
         "a pinned SCHED_DEADLINE thread is refused only beside other CPUs"
     );
-    let dir = latscope_testkit::host::Scratch::new("exit-failed");
+    let dir = latscope_testkit::Scratch::new("exit-failed");
     let out = dir.join("trace");
     let o = Command::new("strace")
         .args(["-f", "-qq", "-e"])

@@ -10,9 +10,10 @@ use std::process::{Child, Command, Stdio};
 use std::thread::sleep;
 use std::time::Duration;
 
-use latscope_testkit::host::{bins, host, Scratch};
+use latscope_testkit::host::{bins, host};
 use latscope_testkit::procs::{threads_named, voluntary_switches};
 use latscope_testkit::wait::until;
+use latscope_testkit::Scratch;
 use latscope_testkit::{is_root, require};
 use rustix::process::{kill_process, Pid, Signal};
 

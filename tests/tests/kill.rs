@@ -5,9 +5,10 @@
 use std::time::Duration;
 
 use latscope_core::wire::Body;
-use latscope_testkit::host::{first_run, host, host_report_json, spawn_target, Scratch};
+use latscope_testkit::host::{first_run, host, host_report_json, spawn_target};
 use latscope_testkit::procs::forget_snapshot_file;
 use latscope_testkit::wait::frame_in;
+use latscope_testkit::Scratch;
 
 #[test]
 fn killed_target_leaves_a_decodable_recording() {

@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use latscope_testkit::host::{bins, Reaper};
+use latscope_testkit::wait::holds;
 use latscope_testkit::{is_root, missing};
 
 /// The tracefs with instances, if mounted.
@@ -16,15 +17,6 @@ fn tracefs() -> Option<PathBuf> {
         .iter()
         .map(PathBuf::from)
         .find(|p| p.join("instances").is_dir())
-}
-
-/// Polls `ok` every 20 ms until it holds or `timeout` passes.
-fn wait_until(timeout: Duration, what: &str, mut ok: impl FnMut() -> bool) {
-    let end = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]
@@ -50,7 +42,7 @@ fn a_killed_explain_runs_leftovers_go_at_the_next_start() {
     let pid = killed.child().id();
     let instance = root.join(format!("instances/latscope-{pid}"));
     let status = PathBuf::from(format!("/dev/shm/cyclictest{pid}"));
-    wait_until(Duration::from_secs(30), "the run's instance", || {
+    holds(Duration::from_secs(30), "the run's instance", || {
         instance.is_dir() && status.exists()
     });
     killed.child().kill().expect("SIGKILL");

@@ -9,7 +9,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use latscope_testkit::host::{bins, Scratch};
+use latscope_testkit::host::bins;
+use latscope_testkit::Scratch;
 use latscope_testkit::{have, require};
 
 /// The generated files, in a scratch directory.

@@ -28,9 +28,10 @@ use std::sync::Mutex;
 
 use latscope_core::explain::CauseKind;
 use latscope_core::wire::{Body, Frame, Platform};
-use latscope_testkit::host::{bins, decode_frames, host, record_file, Scratch};
+use latscope_testkit::host::{bins, decode_frames, host, record_file};
 use latscope_testkit::qemu::which;
 use latscope_testkit::workspace_root;
+use latscope_testkit::Scratch;
 use latscope_testkit::{is_root, require};
 
 /// Builds and runs take turns: they share the firmware's target directory.

@@ -10,8 +10,9 @@
 use std::time::Duration;
 
 use latscope_testkit::fleet::Recorder;
-use latscope_testkit::host::{spawn_target, Scratch};
+use latscope_testkit::host::spawn_target;
 use latscope_testkit::siege::{self, sample, Plan};
+use latscope_testkit::Scratch;
 
 #[test]
 fn trickling_and_flooding_clients_delay_no_scrape_and_cost_little_memory() {

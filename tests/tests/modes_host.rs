@@ -2,8 +2,9 @@
 //! gives up one of latscope's guarantees: the stream's hello says which,
 //! and the host's report prints it.
 
-use latscope_testkit::host::{host, record_file, Scratch};
+use latscope_testkit::host::{host, record_file};
 use latscope_testkit::target::serial;
+use latscope_testkit::Scratch;
 
 #[test]
 fn the_hosts_report_names_a_mode_that_gives_up_a_guarantee() {

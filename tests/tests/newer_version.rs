@@ -12,8 +12,9 @@ use std::time::Duration;
 use latscope_core::wire::{Body, Frame, PROTOCOL_VERSION};
 use latscope_testkit::host::{
     bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, recordings,
-    stderr_lines, wait_for_line, Scratch,
+    stderr_lines, wait_for_line,
 };
+use latscope_testkit::Scratch;
 
 /// The first protocol version this build does not know.
 const NEXT: u8 = PROTOCOL_VERSION + 1;
@@ -66,7 +67,7 @@ fn newer_versions_on_stdin_get_one_clear_line() {
         let o = host_with_stdin(&["report", "-"], &s);
         assert_clear(&format!("report - v{v}"), o.status.code(), &o.stderr, v);
         assert!(o.stdout.is_empty(), "report - v{v}: wrote a report");
-        let out = dir.join(&format!("rec-v{v}.lsr"));
+        let out = dir.join(format!("rec-v{v}.lsr"));
         let o = host_with_stdin(&["record", "-q", "-o", &out.display().to_string(), "-"], &s);
         assert_clear(&format!("record - v{v}"), o.status.code(), &o.stderr, v);
     }

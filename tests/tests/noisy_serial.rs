@@ -37,8 +37,9 @@ use std::time::{Duration, Instant};
 use latscope_core::wire::{Body, Decoder, Frame, ThreadStats, MAX_FRAME};
 use latscope_testkit::host::{
     assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
-    serial_host, target_args, Pty, Reaper, Scratch,
+    serial_host, target_args, Pty, Reaper,
 };
+use latscope_testkit::Scratch;
 use serde_json::Value;
 
 const LINE_RATE: u64 = 11_520;

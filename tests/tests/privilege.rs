@@ -21,9 +21,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use latscope_core::wire::Body;
-use latscope_testkit::host::{bins, Scratch};
+use latscope_testkit::host::bins;
 use latscope_testkit::precondition::tracefs;
 use latscope_testkit::target::decode_all;
+use latscope_testkit::Scratch;
 use latscope_testkit::{have, is_root, missing};
 
 /// Whether the test can run (root, setpriv, prlimit); under CI it must.

@@ -8,14 +8,16 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use latscope_testkit::host::{
-    bins, free_local_addr, host_report_json, http_get, recordings, target_args, Reaper, Scratch,
+    bins, free_local_addr, host_report_json, http_get, recordings, target_args, Reaper,
 };
 use latscope_testkit::prometheus::{promtool, Prometheus, Sample};
+use latscope_testkit::wait::holds;
+use latscope_testkit::Scratch;
 use latscope_testkit::{have, require};
 
 const TARGETS: usize = 3;
@@ -25,14 +27,6 @@ fn deploy(rel: &str) -> PathBuf {
         .join("..")
         .join("deploy")
         .join(rel)
-}
-
-fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !done() {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Every `expr` in a Grafana dashboard.
@@ -79,7 +73,7 @@ fn recorder(listen: &str, out: &Path) -> (Reaper, String) {
             .spawn()
             .expect("run latscope-host"),
     );
-    wait_until("recorder metrics", Duration::from_secs(10), || {
+    holds(Duration::from_secs(10), "recorder metrics", || {
         http_get(&maddr, "/").is_ok()
     });
     (h, maddr)
@@ -110,7 +104,7 @@ fn run_named_targets(dir: &Scratch, listen: &str, n: usize) {
         .map(|i| {
             Reaper::new(
                 Command::new(bins().latscope)
-                    .args(target_args("4", &dir.join(&format!("t{i}.json"))))
+                    .args(target_args("4", &dir.join(format!("t{i}.json"))))
                     .args(["--name", &format!("bench-{i}"), "--stream"])
                     .arg(format!("tcp:{listen}"))
                     .stdout(Stdio::null())
@@ -234,7 +228,7 @@ fn the_classic_text_passes_promtool_check_metrics() {
     check("no targets");
     let target = std::thread::scope(|s| {
         let t = s.spawn(|| run_named_targets(&dir, &listen, 1));
-        wait_until("a target's series", Duration::from_secs(30), || {
+        holds(Duration::from_secs(30), "a target's series", || {
             http_get(&maddr, "/metrics").is_ok_and(|(_, b)| b.contains("latscope_cycles_total{"))
         });
         check("a target streaming");

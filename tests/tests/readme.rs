@@ -9,7 +9,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use latscope_testkit::host::Scratch;
+use latscope_testkit::Scratch;
 use xtask::scorecard::{self, Results, BEGIN, END};
 
 const SCORECARD: &str = scorecard::DIR;

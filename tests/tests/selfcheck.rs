@@ -18,9 +18,9 @@ use std::time::Duration;
 use latscope_core::wire::{Body, Bye, ByeReason, Frame};
 use latscope_testkit::host::{
     bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording, Reaper,
-    Scratch,
 };
 use latscope_testkit::wait::frame_in;
+use latscope_testkit::Scratch;
 use latscope_testkit::{is_root, require};
 
 fn decode(bytes: &[u8]) -> Vec<Frame> {

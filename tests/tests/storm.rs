@@ -21,9 +21,10 @@ use latscope_core::explain::CauseKind;
 use latscope_core::wire::{Aggregate, Body};
 use latscope_testkit::host::{
     assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
-    serial_host, Pty, Reaper, Relay, Scratch,
+    serial_host, Pty, Reaper, Relay,
 };
 use latscope_testkit::precondition::{is_root, missing, tracefs};
+use latscope_testkit::Scratch;
 
 const LINE_RATE: u64 = 11_520;
 const SECS: u64 = 8;

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use latscope_testkit::host::{
     assert_matches_target, bins, first_run, host, host_report_json, read_json, record_file,
-    target_args, Reaper, Scratch,
+    target_args, Reaper,
 };
+use latscope_testkit::Scratch;
 
 #[test]
 fn pipe_record_is_byte_exact_and_matches_the_target() {

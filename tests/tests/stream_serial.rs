@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use latscope_testkit::host::{
     assert_matches_target, first_run, host_report_json, read_json, serial_host, spawn_target, Pty,
-    Relay, Scratch,
+    Relay,
 };
+use latscope_testkit::Scratch;
 
 const LINE_RATE: u64 = 11_520;
 

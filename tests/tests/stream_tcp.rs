@@ -9,9 +9,10 @@ use latscope_testkit::fleet::Recorder;
 use latscope_testkit::host::{
     assert_cut_recording, assert_matches_target, bins, first_run, free_local_addr,
     host_report_json, http_get, listening_host, only_recording, read_json, recordings,
-    spawn_target, stderr_lines, wait_for_line, wait_streaming, Reaper, Scratch,
+    spawn_target, stderr_lines, wait_for_line, wait_streaming, Reaper,
 };
 use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::Scratch;
 
 fn start_host(
     out: &std::path::Path,

@@ -12,16 +12,17 @@ use std::time::Duration;
 
 use latscope_testkit::host::{
     assert_cut_recording, assert_matches_target, first_run, free_local_addr, host_report_json,
-    listening_host, only_recording, read_json, spawn_target, wait_streaming, Scratch,
+    listening_host, only_recording, read_json, spawn_target, wait_streaming,
 };
 use latscope_testkit::wait::assert_run_ok;
+use latscope_testkit::Scratch;
 
 #[test]
 fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {
     let dir = Scratch::new("tcp-restart");
     let listen = free_local_addr();
     let spawn_host = |out: &Path| listening_host(&listen, out);
-    let dirs: Vec<PathBuf> = (1..=3).map(|i| dir.join(&format!("conn{i}"))).collect();
+    let dirs: Vec<PathBuf> = (1..=3).map(|i| dir.join(format!("conn{i}"))).collect();
     let mut h1 = spawn_host(&dirs[0]);
     let json = dir.join("t.json");
     let secs = 9u64;

@@ -20,7 +20,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::machine::Machine;
-use crate::process::{cargo, command_line, first_line, log, status, Scratch};
+use latscope_testkit::Scratch;
+
+use crate::process::{cargo, command_line, first_line, log, status};
 use crate::results::{self, Report};
 use crate::throughput::incomplete_causes;
 use crate::{root, target_dir, Error};
@@ -105,7 +107,8 @@ pub fn run(args: &Args) -> Result<(), Error> {
         }
     };
     let machine = Machine::now();
-    let scratch = Scratch::new("frame-instructions")?;
+    let scratch =
+        Scratch::try_new("frame-instructions").map_err(Error::io("a scratch directory"))?;
     let mut rows = vec![];
     for name in RECORDINGS {
         log(&format!("callgrind: report -f {} {name}.lsr", args.format));

@@ -1,8 +1,6 @@
 //! Running the programs a task measures or checks: one way to start them,
 //! and one error when they fail.
 
-use std::fs;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crate::Error;
@@ -76,35 +74,6 @@ pub fn first_line(cmd: &mut Command) -> Option<String> {
 /// A progress line on standard error.
 pub fn log(what: &str) {
     eprintln!("# {what}");
-}
-
-/// A scratch directory of the task, removed when dropped.
-pub struct Scratch(PathBuf);
-
-impl Scratch {
-    /// `latscope-NAME.PID` in the temporary directory.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when it cannot be made.
-    pub fn new(name: &str) -> Result<Scratch, Error> {
-        let dir = std::env::temp_dir().join(format!("latscope-{name}.{}", std::process::id()));
-        fs::create_dir_all(&dir).map_err(Error::io(&dir))?;
-        Ok(Scratch(dir))
-    }
-
-    /// Its path.
-    pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        // best effort: a scratch directory left in the temporary
-        // directory is harmless
-        let _ = fs::remove_dir_all(&self.0);
-    }
 }
 
 #[cfg(test)]

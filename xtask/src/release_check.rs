@@ -640,6 +640,7 @@ fn c_string(b: &[u8], off: usize) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latscope_testkit::Scratch;
 
     /// An ELF header and program headers of the given types (no
     /// segments' contents: the check reads none).
@@ -915,23 +916,14 @@ mod tests {
         assert_eq!(runner("other-0.2.0-x86_64-unknown-linux-musl"), None);
     }
 
-    /// A directory of its own under the system's temporary directory.
-    fn scratch(tag: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("xtask-release-check-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
-    }
-
     #[test]
     fn a_missing_artefact_is_named() {
-        let dir = scratch("missing");
+        let scratch = Scratch::new("release-check-missing");
+        let dir = scratch.path().to_path_buf();
         for name in &EXPECTED[1..] {
             fs::write(dir.join(name), b"").unwrap();
         }
         let err = run(&Args { dir: dir.clone() }).unwrap_err();
-        fs::remove_dir_all(&dir).unwrap();
         assert!(
             matches!(&err, Error::Missing(what) if what.starts_with(EXPECTED[0])),
             "{err}"
@@ -942,22 +934,22 @@ mod tests {
     /// another machine than its name says, one of another version.
     #[test]
     fn linux_binaries_before_qemu() {
-        let dir = scratch("elf");
+        let scratch = Scratch::new("release-check-elf");
+        let dir = scratch.path();
         let name = EXPECTED[0]; // aarch64
         fs::write(
             dir.join(name),
             elf(64, EM_AARCH64, ET_EXEC, &[PT_LOAD, PT_INTERP]),
         )
         .unwrap();
-        let dynamic = check_artefact(&dir, name).unwrap_err().to_string();
+        let dynamic = check_artefact(dir, name).unwrap_err().to_string();
         fs::write(dir.join(name), elf(64, EM_X86_64, ET_EXEC, &[PT_LOAD])).unwrap();
-        let machine = check_artefact(&dir, name).unwrap_err().to_string();
+        let machine = check_artefact(dir, name).unwrap_err().to_string();
         fs::write(dir.join(name), b"#!/bin/sh\n").unwrap();
-        let script = check_artefact(&dir, name).unwrap_err().to_string();
+        let script = check_artefact(dir, name).unwrap_err().to_string();
         let stale = "latscope-0.0.1-aarch64-unknown-linux-musl";
         fs::write(dir.join(stale), elf(64, EM_AARCH64, ET_EXEC, &[PT_LOAD])).unwrap();
-        let version = check_artefact(&dir, stale).unwrap_err().to_string();
-        fs::remove_dir_all(&dir).unwrap();
+        let version = check_artefact(dir, stale).unwrap_err().to_string();
         assert!(version.contains("version 0.0.1 in its name"), "{version}");
         assert!(dynamic.contains("not statically linked"), "{dynamic}");
         assert!(machine.contains("machine 62"), "{machine}");
@@ -966,7 +958,8 @@ mod tests {
 
     #[test]
     fn windows_executable_with_mingw_runtime() {
-        let dir = scratch("pe");
+        let scratch = Scratch::new("release-check-pe");
+        let dir = scratch.path();
         let name = EXPECTED[4];
         assert!(name.ends_with(".exe"));
         fs::write(
@@ -979,14 +972,13 @@ mod tests {
             ),
         )
         .unwrap();
-        let err = check_artefact(&dir, name).unwrap_err().to_string();
+        let err = check_artefact(dir, name).unwrap_err().to_string();
         fs::write(
             dir.join(name),
             pe(PE32_PLUS, EXE, &["KERNEL32.dll", "ws2_32.dll"], &[]),
         )
         .unwrap();
-        let ok = check_artefact(&dir, name);
-        fs::remove_dir_all(&dir).unwrap();
+        let ok = check_artefact(dir, name);
         assert!(
             err.contains("libwinpthread-1.dll") && !err.contains("KERNEL32"),
             "{err}"

@@ -23,7 +23,9 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 use crate::machine::Machine;
-use crate::process::{command_line, log, status, stdout, Scratch};
+use latscope_testkit::Scratch;
+
+use crate::process::{command_line, log, status, stdout};
 use crate::results::{self, Report};
 use crate::{root, stats, target_dir, Error};
 
@@ -262,7 +264,7 @@ pub fn run(args: &Args) -> Result<(), Error> {
         Some(h) => fs::canonicalize(h).map_err(Error::io(h))?,
         None => release_host,
     };
-    let scratch = Scratch::new("host-throughput")?;
+    let scratch = Scratch::try_new("host-throughput").map_err(Error::io("a scratch directory"))?;
     let inputs = match &args.inputs {
         Some(d) => {
             fs::create_dir_all(d).map_err(Error::io(d))?;
