@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use super::targets::{TargetView, ThreadView};
+use crate::report::text::bye_text;
 use crate::summary::{avg_us, or_dash, us, us_opt};
 
 fn bar(elapsed_ns: u64, duration_ns: u64) -> String {
@@ -43,8 +44,8 @@ fn link(v: &TargetView) -> String {
 pub(crate) fn table(views: &[TargetView]) -> String {
     let mut out = String::new();
     for v in views {
-        let state = match (&v.ended, v.active) {
-            (Some(e), _) => format!("ended: {e}"),
+        let state = match (&v.bye, v.active) {
+            (Some(b), _) => format!("ended: {}", bye_text(b)),
             (None, true) => "streaming".into(),
             (None, false) => "connection closed".into(),
         };

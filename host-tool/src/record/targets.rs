@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use latscope_core::stats::{quantile, Ppm};
-use latscope_core::wire::LinkStats;
+use latscope_core::wire::{Bye, LinkStats};
 
-use crate::report::text::{degraded, ending, missing_devices};
+use crate::report::text::{degraded, missing_devices};
 use crate::session::Session;
 
 /// One thread as the live view and the metrics show it.
@@ -72,8 +72,8 @@ pub(crate) struct TargetView {
     pub host: String,
     /// Whether its connection is open.
     pub active: bool,
-    /// How the run ended, once its bye came.
-    pub ended: Option<String>,
+    /// The run's bye, once it came.
+    pub bye: Option<Bye>,
     /// Whether the run is over (bye, timeout, or the recorder stopped):
     /// these are its final figures.
     pub finished: bool,
@@ -116,9 +116,7 @@ impl TargetView {
         v.duration_ns = run.hello.config.duration_ns;
         v.degraded = degraded(run);
         v.missing = missing_devices(run);
-        if run.bye.is_some() {
-            v.ended = Some(ending(run));
-        }
+        v.bye = run.bye;
         let c = &run.hello.config;
         for (i, t) in run.threads.iter().enumerate() {
             let Some(st) = t.stats() else { continue };

@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use latscope_core::explain::CauseKind;
-use latscope_core::wire::{ByeReason, Level, LinkStats, Platform, Policy, RunConfig, TargetInfo};
+use latscope_core::wire::{
+    Bye, ByeReason, Level, LinkStats, Platform, Policy, RunConfig, TargetInfo,
+};
 
 use crate::aggregate::Run;
 use crate::summary::{avg_us, or_dash, summarize, us, us_opt, Summary, QUANTILES};
@@ -14,27 +16,29 @@ const SPIKES_SHOWN: usize = 10;
 
 /// How a run ended, in words.
 pub(crate) fn ending(run: &Run) -> String {
-    match &run.bye {
-        None => "no bye (stream cut short)".into(),
-        Some(b) => {
-            let why = match b.reason {
-                ByeReason::Completed => "completed".to_string(),
-                ByeReason::Signal(s) => format!("stopped by signal {s}"),
-                ByeReason::Break { thread, latency_ns } => {
-                    format!("break threshold hit by T{thread} at {} µs", us(latency_ns))
-                }
-                ByeReason::Error => "stopped by an error".to_string(),
-            };
-            format!(
-                "{why} after {:.2} s, {} cycles, max {} µs; frames the target could not send {}; self-check defects {}",
-                b.elapsed_ns as f64 / 1e9,
-                b.cycles,
-                us(b.max_ns),
-                b.frames_dropped,
-                b.defects
-            )
+    run.bye
+        .as_ref()
+        .map_or_else(|| "no bye (stream cut short)".into(), bye_text)
+}
+
+/// What a run's bye says, in words.
+pub(crate) fn bye_text(b: &Bye) -> String {
+    let why = match b.reason {
+        ByeReason::Completed => "completed".to_string(),
+        ByeReason::Signal(s) => format!("stopped by signal {s}"),
+        ByeReason::Break { thread, latency_ns } => {
+            format!("break threshold hit by T{thread} at {} µs", us(latency_ns))
         }
-    }
+        ByeReason::Error => "stopped by an error".to_string(),
+    };
+    format!(
+        "{why} after {:.2} s, {} cycles, max {} µs; frames the target could not send {}; self-check defects {}",
+        b.elapsed_ns as f64 / 1e9,
+        b.cycles,
+        us(b.max_ns),
+        b.frames_dropped,
+        b.defects
+    )
 }
 
 /// True if the target's kernel has no `/dev/cpu_dma_latency`, as the
