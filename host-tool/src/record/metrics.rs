@@ -117,16 +117,35 @@ impl ServerStats {
     }
 }
 
+/// A family's OpenMetrics type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Counter,
+    Gauge,
+    Summary,
+}
+
+impl Kind {
+    /// Its word on a `# TYPE` line.
+    const fn word(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+            Kind::Summary => "summary",
+        }
+    }
+}
+
 /// A family's metadata lines: `name` is the family's OpenMetrics name; a
 /// counter's classic name has `_total`.
-fn meta(o: &mut String, x: Exposition, name: &str, kind: &str, unit: Option<&str>, help: &str) {
-    let total = if x == Exposition::Text && kind == "counter" {
+fn meta(o: &mut String, x: Exposition, name: &str, kind: Kind, unit: Option<&str>, help: &str) {
+    let total = if x == Exposition::Text && kind == Kind::Counter {
         "_total"
     } else {
         ""
     };
     let _ = writeln!(o, "# HELP {name}{total} {help}");
-    let _ = writeln!(o, "# TYPE {name}{total} {kind}");
+    let _ = writeln!(o, "# TYPE {name}{total} {}", kind.word());
     if let (Exposition::OpenMetrics, Some(unit)) = (x, unit) {
         let _ = writeln!(o, "# UNIT {name} {unit}");
     }
@@ -167,7 +186,7 @@ fn fleet_families(o: &mut String, x: Exposition, st: &FleetStats) {
         o,
         x,
         "latscope_connections",
-        "gauge",
+        Kind::Gauge,
         None,
         "Target connections open.",
     );
@@ -176,7 +195,7 @@ fn fleet_families(o: &mut String, x: Exposition, st: &FleetStats) {
         o,
         x,
         "latscope_connections_accepted",
-        "counter",
+        Kind::Counter,
         None,
         "Target connections accepted.",
     );
@@ -189,7 +208,7 @@ fn fleet_families(o: &mut String, x: Exposition, st: &FleetStats) {
         o,
         x,
         "latscope_connections_refused",
-        "counter",
+        Kind::Counter,
         None,
         "Connections closed at once: over --max-connections (cap), outside --allow (allow), or without a hello in time (no_hello).",
     );
@@ -208,7 +227,7 @@ fn fleet_families(o: &mut String, x: Exposition, st: &FleetStats) {
         o,
         x,
         "latscope_runs_ended",
-        "counter",
+        Kind::Counter,
         None,
         "Runs that ended: with a bye, timed out, or interrupted by the recorder stopping.",
     );
@@ -228,28 +247,28 @@ fn memory_families(o: &mut String, x: Exposition, st: &FleetStats) {
     for (name, kind, help, series, value) in [
         (
             "latscope_recorder_memory_bytes",
-            "gauge",
+            Kind::Gauge,
             "What the decoding of the runs in progress holds, of the recorder's memory budget.",
             "latscope_recorder_memory_bytes",
             get(&st.memory),
         ),
         (
             "latscope_recorder_memory_limit_bytes",
-            "gauge",
+            Kind::Gauge,
             "The recorder's memory budget for all connections.",
             "latscope_recorder_memory_limit_bytes",
             crate::budget::GLOBAL_LIMIT as u64,
         ),
         (
             "latscope_recorder_memory_refused",
-            "counter",
+            Kind::Counter,
             "Runs, threads or histogram pages refused because a connection's or the recorder's memory budget was used up.",
             "latscope_recorder_memory_refused_total",
             get(&st.memory_refused),
         ),
         (
             "latscope_recorder_write_errors",
-            "counter",
+            Kind::Counter,
             "Writes or syncs of a recording that failed (a full disk, EIO): nothing was acknowledged past them.",
             "latscope_recorder_write_errors_total",
             get(&st.write_errors),
@@ -267,7 +286,7 @@ fn server_families(o: &mut String, x: Exposition, st: &ServerStats) {
         o,
         x,
         "latscope_metrics_scrapes",
-        "counter",
+        Kind::Counter,
         None,
         "Requests for /metrics answered, by the format served (openmetrics, or the classic text).",
     );
@@ -283,7 +302,7 @@ fn server_families(o: &mut String, x: Exposition, st: &ServerStats) {
         o,
         x,
         "latscope_metrics_refused",
-        "counter",
+        Kind::Counter,
         None,
         "Connections to the metrics server closed without an answer: outside --metrics-allow (allow), a request over 8 KiB (size), not complete within 2 s (deadline), the oldest of too many pending (crowded), or every worker busy (busy).",
     );
@@ -337,7 +356,7 @@ struct FamilySpec {
     family: Family,
     name: &'static str,
     /// Its OpenMetrics type.
-    kind: &'static str,
+    kind: Kind,
     /// Its `# UNIT` line, if it has one.
     unit: Option<&'static str>,
     help: &'static str,
@@ -346,7 +365,7 @@ struct FamilySpec {
 const fn thread(
     f: ThreadFamily,
     name: &'static str,
-    kind: &'static str,
+    kind: Kind,
     unit: Option<&'static str>,
     help: &'static str,
 ) -> FamilySpec {
@@ -359,12 +378,7 @@ const fn thread(
     }
 }
 
-const fn run(
-    f: RunFamily,
-    name: &'static str,
-    kind: &'static str,
-    help: &'static str,
-) -> FamilySpec {
+const fn run(f: RunFamily, name: &'static str, kind: Kind, help: &'static str) -> FamilySpec {
     FamilySpec {
         family: Family::Run(f),
         name,
@@ -379,85 +393,85 @@ const FAMILIES: [FamilySpec; 13] = [
     thread(
         ThreadFamily::Cycles,
         "latscope_cycles",
-        "counter",
+        Kind::Counter,
         None,
         "Wake-ups measured.",
     ),
     thread(
         ThreadFamily::Latency,
         "latscope_latency_seconds",
-        "summary",
+        Kind::Summary,
         Some("seconds"),
         "Wake-up latency: count, sum and quantiles (bucket upper edges).",
     ),
     thread(
         ThreadFamily::LatencyMax,
         "latscope_latency_max_seconds",
-        "gauge",
+        Kind::Gauge,
         Some("seconds"),
         "Largest latency, exact.",
     ),
     thread(
         ThreadFamily::MissedPeriods,
         "latscope_missed_periods",
-        "counter",
+        Kind::Counter,
         None,
         "Periods missed by late wake-ups.",
     ),
     thread(
         ThreadFamily::PageFaults,
         "latscope_page_faults",
-        "counter",
+        Kind::Counter,
         None,
         "Page faults of the measuring thread.",
     ),
     thread(
         ThreadFamily::DroppedRecords,
         "latscope_dropped_records",
-        "counter",
+        Kind::Counter,
         None,
         "Spike records the target could not queue.",
     ),
     run(
         RunFamily::LinkFrames,
         "latscope_link_frames",
-        "counter",
+        Kind::Counter,
         "Good frames received.",
     ),
     run(
         RunFamily::LinkErrors,
         "latscope_link_errors",
-        "counter",
+        Kind::Counter,
         "Frames rejected or lost on the link.",
     ),
     run(
         RunFamily::LinkBytesSkipped,
         "latscope_link_bytes_skipped",
-        "counter",
+        Kind::Counter,
         "Bytes not part of a good frame.",
     ),
     run(
         RunFamily::Connected,
         "latscope_connected",
-        "gauge",
+        Kind::Gauge,
         "Whether the target's connection is open.",
     ),
     run(
         RunFamily::Elapsed,
         "latscope_elapsed_seconds",
-        "gauge",
+        Kind::Gauge,
         "Run time of the target.",
     ),
     run(
         RunFamily::Ended,
         "latscope_ended",
-        "gauge",
+        Kind::Gauge,
         "Whether the run has ended (its figures are final); shown until the linger passes.",
     ),
     run(
         RunFamily::Degraded,
         "latscope_degraded",
-        "gauge",
+        Kind::Gauge,
         "Whether the run degraded its real-time settings (--best-effort).",
     ),
 ];
