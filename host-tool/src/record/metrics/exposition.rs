@@ -1,36 +1,17 @@
-//! `/metrics` over a minimal HTTP/1.1 server, for a lab's Prometheus: the
-//! OpenMetrics text when the request's `Accept` asks for it, the classic
-//! Prometheus text format (0.0.4) otherwise.
+//! The exposition of `/metrics`: the OpenMetrics text when the request's
+//! `Accept` asks for it, the classic Prometheus text format (0.0.4)
+//! otherwise.
 //!
-//! A target's series come in families ([`FAMILIES`]), each written by an
-//! exhaustive match on its enum: a family added without its samples does
-//! not build.
-//!
-//! The requests are read by one thread without blocking (`http.rs`): a
-//! slow or endless client costs a pending slot of at most 8 KiB for at most
-//! 2 s, and only a complete request takes one of the [`WORKERS`].
-
-#![deny(clippy::wildcard_enum_match_arm)]
+//! Every family (a target's, the listening recorder's, the server's) is
+//! one row of [`FAMILIES`] with its [`Kind`], and its samples are written
+//! by an exhaustive match on its enum: a family added without its samples
+//! does not build, and the family test covers every row.
 
 use std::fmt::Write as _;
-use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, TrySendError};
-use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::{Duration, Instant};
 
-use super::allow::Net;
-use super::http::{self, Refusal, Request};
-use super::targets::{FleetStats, TargetTable, TargetView, ThreadView};
-use crate::error::{Error, Result};
-
-/// Threads that answer complete requests.
-const WORKERS: usize = 2;
-/// Complete requests that may wait for a worker; more are answered 503.
-const QUEUE: usize = 8;
-/// How long a response has to be taken by its client.
-const WRITE_DEADLINE: Duration = Duration::from_secs(2);
+use super::super::http::Refusal;
+use super::super::targets::{FleetStats, TargetView, ThreadView};
 
 /// The two text formats `/metrics` is served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,7 +26,7 @@ pub(crate) enum Exposition {
 
 impl Exposition {
     /// The Content-Type of a response in this format.
-    fn content_type(self) -> &'static str {
+    pub(super) fn content_type(self) -> &'static str {
         match self {
             Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
             Exposition::Text => "text/plain; version=0.0.4; charset=utf-8",
@@ -104,14 +85,14 @@ pub(crate) struct ServerStats {
 }
 
 impl ServerStats {
-    fn served(&self, f: Exposition) -> &AtomicU64 {
+    pub(super) fn served(&self, f: Exposition) -> &AtomicU64 {
         match f {
             Exposition::OpenMetrics => &self.served[0],
             Exposition::Text => &self.served[1],
         }
     }
 
-    fn refused(&self, why: Refusal) -> &AtomicU64 {
+    pub(super) fn refused(&self, why: Refusal) -> &AtomicU64 {
         let i = Refusal::ALL.iter().position(|&w| w == why).unwrap_or(0);
         &self.refused[i]
     }
@@ -179,153 +160,41 @@ fn labels(v: &TargetView) -> String {
     )
 }
 
-/// The counters of a listening recorder.
-fn fleet_families(o: &mut String, x: Exposition, st: &FleetStats) {
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    meta(
-        o,
-        x,
-        "latscope_connections",
-        Kind::Gauge,
-        None,
-        "Target connections open.",
-    );
-    let _ = writeln!(o, "latscope_connections {}", get(&st.open));
-    meta(
-        o,
-        x,
-        "latscope_connections_accepted",
-        Kind::Counter,
-        None,
-        "Target connections accepted.",
-    );
-    let _ = writeln!(
-        o,
-        "latscope_connections_accepted_total {}",
-        get(&st.accepted)
-    );
-    meta(
-        o,
-        x,
-        "latscope_connections_refused",
-        Kind::Counter,
-        None,
-        "Connections closed at once: over --max-connections (cap), outside --allow (allow), or without a hello in time (no_hello).",
-    );
-    for (why, c) in [
-        ("cap", &st.refused_cap),
-        ("allow", &st.refused_allow),
-        ("no_hello", &st.no_hello),
-    ] {
-        let _ = writeln!(
-            o,
-            "latscope_connections_refused_total{{why=\"{why}\"}} {}",
-            get(c)
-        );
-    }
-    meta(
-        o,
-        x,
-        "latscope_runs_ended",
-        Kind::Counter,
-        None,
-        "Runs that ended: with a bye, timed out, or interrupted by the recorder stopping.",
-    );
-    for (how, c) in [
-        ("bye", &st.runs_bye),
-        ("timeout", &st.runs_timed_out),
-        ("interrupted", &st.runs_interrupted),
-    ] {
-        let _ = writeln!(o, "latscope_runs_ended_total{{how=\"{how}\"}} {}", get(c));
-    }
-    memory_families(o, x, st);
-}
-
-/// The recorder's memory budget.
-fn memory_families(o: &mut String, x: Exposition, st: &FleetStats) {
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    for (name, kind, help, series, value) in [
-        (
-            "latscope_recorder_memory_bytes",
-            Kind::Gauge,
-            "What the decoding of the runs in progress holds, of the recorder's memory budget.",
-            "latscope_recorder_memory_bytes",
-            get(&st.memory),
-        ),
-        (
-            "latscope_recorder_memory_limit_bytes",
-            Kind::Gauge,
-            "The recorder's memory budget for all connections.",
-            "latscope_recorder_memory_limit_bytes",
-            crate::budget::GLOBAL_LIMIT as u64,
-        ),
-        (
-            "latscope_recorder_memory_refused",
-            Kind::Counter,
-            "Runs, threads or histogram pages refused because a connection's or the recorder's memory budget was used up.",
-            "latscope_recorder_memory_refused_total",
-            get(&st.memory_refused),
-        ),
-        (
-            "latscope_recorder_write_errors",
-            Kind::Counter,
-            "Writes or syncs of a recording that failed (a full disk, EIO): nothing was acknowledged past them.",
-            "latscope_recorder_write_errors_total",
-            get(&st.write_errors),
-        ),
-    ] {
-        meta(o, x, name, kind, None, help);
-        let _ = writeln!(o, "{series} {value}");
-    }
-}
-
-/// The `/metrics` server's own counters.
-fn server_families(o: &mut String, x: Exposition, st: &ServerStats) {
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    meta(
-        o,
-        x,
-        "latscope_metrics_scrapes",
-        Kind::Counter,
-        None,
-        "Requests for /metrics answered, by the format served (openmetrics, or the classic text).",
-    );
-    for f in [Exposition::OpenMetrics, Exposition::Text] {
-        let _ = writeln!(
-            o,
-            "latscope_metrics_scrapes_total{{format=\"{}\"}} {}",
-            f.label(),
-            get(st.served(f))
-        );
-    }
-    meta(
-        o,
-        x,
-        "latscope_metrics_refused",
-        Kind::Counter,
-        None,
-        "Connections to the metrics server closed without an answer: outside --metrics-allow (allow), a request over 8 KiB (size), not complete within 2 s (deadline), the oldest of too many pending (crowded), or every worker busy (busy).",
-    );
-    for why in Refusal::ALL {
-        let _ = writeln!(
-            o,
-            "latscope_metrics_refused_total{{why=\"{}\"}} {}",
-            why.label(),
-            get(st.refused(why))
-        );
-    }
-}
-
-/// A family of a target's series: one of the run's, or one per thread.
-/// Each variant is made only in [`FAMILIES`] (so one missing there is dead
-/// code), and each is matched exhaustively where its samples are written
-/// (so one without samples does not build).
+/// A family of series: a target's (one of the run's, or one per thread),
+/// the listening recorder's, or the `/metrics` server's. Each variant is
+/// made only in [`FAMILIES`] (so one missing there is dead code), and each
+/// is matched exhaustively where its samples are written (so one without
+/// samples does not build).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Family {
     /// Series of one measuring thread.
     Thread(ThreadFamily),
     /// Series of the run as a whole.
     Run(RunFamily),
+    /// The listening recorder's own series.
+    Recorder(RecorderFamily),
+    /// The `/metrics` server's own series.
+    Server(ServerFamily),
+}
+
+/// The listening recorder's families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RecorderFamily {
+    Connections,
+    ConnectionsAccepted,
+    ConnectionsRefused,
+    RunsEnded,
+    MemoryBytes,
+    MemoryLimit,
+    MemoryRefused,
+    WriteErrors,
+}
+
+/// The `/metrics` server's families.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ServerFamily {
+    Scrapes,
+    Refused,
 }
 
 /// The families with one series (or several) per measuring thread.
@@ -388,8 +257,34 @@ const fn run(f: RunFamily, name: &'static str, kind: Kind, help: &'static str) -
     }
 }
 
-/// The families of a target's series, in the order of the exposition.
-const FAMILIES: [FamilySpec; 13] = [
+const fn recorder(
+    f: RecorderFamily,
+    name: &'static str,
+    kind: Kind,
+    help: &'static str,
+) -> FamilySpec {
+    FamilySpec {
+        family: Family::Recorder(f),
+        name,
+        kind,
+        unit: None,
+        help,
+    }
+}
+
+const fn server(f: ServerFamily, name: &'static str, kind: Kind, help: &'static str) -> FamilySpec {
+    FamilySpec {
+        family: Family::Server(f),
+        name,
+        kind,
+        unit: None,
+        help,
+    }
+}
+
+/// Every family, in the order of the exposition: the targets', then the
+/// recorder's (when it listens), then the server's (when it serves).
+const FAMILIES: [FamilySpec; 23] = [
     thread(
         ThreadFamily::Cycles,
         "latscope_cycles",
@@ -474,6 +369,66 @@ const FAMILIES: [FamilySpec; 13] = [
         Kind::Gauge,
         "Whether the run degraded its real-time settings (--best-effort).",
     ),
+    recorder(
+        RecorderFamily::Connections,
+        "latscope_connections",
+        Kind::Gauge,
+        "Target connections open.",
+    ),
+    recorder(
+        RecorderFamily::ConnectionsAccepted,
+        "latscope_connections_accepted",
+        Kind::Counter,
+        "Target connections accepted.",
+    ),
+    recorder(
+        RecorderFamily::ConnectionsRefused,
+        "latscope_connections_refused",
+        Kind::Counter,
+        "Connections closed at once: over --max-connections (cap), outside --allow (allow), or without a hello in time (no_hello).",
+    ),
+    recorder(
+        RecorderFamily::RunsEnded,
+        "latscope_runs_ended",
+        Kind::Counter,
+        "Runs that ended: with a bye, timed out, or interrupted by the recorder stopping.",
+    ),
+    recorder(
+        RecorderFamily::MemoryBytes,
+        "latscope_recorder_memory_bytes",
+        Kind::Gauge,
+        "What the decoding of the runs in progress holds, of the recorder's memory budget.",
+    ),
+    recorder(
+        RecorderFamily::MemoryLimit,
+        "latscope_recorder_memory_limit_bytes",
+        Kind::Gauge,
+        "The recorder's memory budget for all connections.",
+    ),
+    recorder(
+        RecorderFamily::MemoryRefused,
+        "latscope_recorder_memory_refused",
+        Kind::Counter,
+        "Runs, threads or histogram pages refused because a connection's or the recorder's memory budget was used up.",
+    ),
+    recorder(
+        RecorderFamily::WriteErrors,
+        "latscope_recorder_write_errors",
+        Kind::Counter,
+        "Writes or syncs of a recording that failed (a full disk, EIO): nothing was acknowledged past them.",
+    ),
+    server(
+        ServerFamily::Scrapes,
+        "latscope_metrics_scrapes",
+        Kind::Counter,
+        "Requests for /metrics answered, by the format served (openmetrics, or the classic text).",
+    ),
+    server(
+        ServerFamily::Refused,
+        "latscope_metrics_refused",
+        Kind::Counter,
+        "Connections to the metrics server closed without an answer: outside --metrics-allow (allow), a request over 8 KiB (size), not complete within 2 s (deadline), the oldest of too many pending (crowded), or every worker busy (busy).",
+    ),
 ];
 
 /// The exposition of all targets in format `x` (and, listening, the
@@ -502,23 +457,34 @@ pub(crate) fn exposition(
         .collect();
     for spec in &FAMILIES {
         let name = spec.name;
-        meta(o, x, name, spec.kind, spec.unit, spec.help);
-        for ((v, tl), tls) in views.iter().zip(&run_labels).zip(&thread_labels) {
-            match spec.family {
-                Family::Run(f) => run_family(o, f, name, tl, v),
-                Family::Thread(f) => {
+        match spec.family {
+            Family::Run(f) => {
+                meta(o, x, name, spec.kind, spec.unit, spec.help);
+                for (v, tl) in views.iter().zip(&run_labels) {
+                    run_family(o, f, name, tl, v);
+                }
+            }
+            Family::Thread(f) => {
+                meta(o, x, name, spec.kind, spec.unit, spec.help);
+                for (v, tls) in views.iter().zip(&thread_labels) {
                     for (t, l) in v.threads.iter().zip(tls) {
                         thread_family(o, f, name, l, t);
                     }
                 }
             }
+            Family::Recorder(f) => {
+                if let Some(st) = fleet {
+                    meta(o, x, name, spec.kind, spec.unit, spec.help);
+                    recorder_family(o, f, name, st);
+                }
+            }
+            Family::Server(f) => {
+                if let Some(st) = server {
+                    meta(o, x, name, spec.kind, spec.unit, spec.help);
+                    server_family(o, f, name, st);
+                }
+            }
         }
-    }
-    if let Some(st) = fleet {
-        fleet_families(o, x, st);
-    }
-    if let Some(st) = server {
-        server_families(o, x, st);
     }
     if x == Exposition::OpenMetrics {
         o.push_str("# EOF\n");
@@ -574,108 +540,66 @@ fn thread_family(o: &mut String, f: ThreadFamily, name: &str, l: &str, t: &Threa
     };
 }
 
-/// Answer one complete request; `body` is reused from request to
-/// request, so a scrape of hundreds of runs does not churn the allocator.
-fn answer(
-    mut stream: TcpStream,
-    req: &Request,
-    targets: &TargetTable,
-    server: &ServerStats,
-    body: &mut String,
-) {
-    let deadline = Instant::now() + WRITE_DEADLINE;
-    let (status, ctype) = match (req.method.as_str(), req.path.as_str()) {
-        ("GET", "/metrics") | ("GET", "/metrics/") => {
-            let x = Exposition::negotiate(&req.accept);
-            let fleet = targets
-                .listening
-                .load(Ordering::Relaxed)
-                .then_some(&targets.stats);
-            FleetStats::bump(server.served(x));
-            targets.with_views(|views| exposition(body, x, views, fleet, Some(server)));
-            ("200 OK", x.content_type())
+/// The series of the listening recorder's family `f` (named `name`).
+fn recorder_family(o: &mut String, f: RecorderFamily, name: &str, st: &FleetStats) {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let _ = match f {
+        RecorderFamily::Connections => writeln!(o, "{name} {}", get(&st.open)),
+        RecorderFamily::ConnectionsAccepted => writeln!(o, "{name}_total {}", get(&st.accepted)),
+        RecorderFamily::ConnectionsRefused => {
+            for (why, c) in [
+                ("cap", &st.refused_cap),
+                ("allow", &st.refused_allow),
+                ("no_hello", &st.no_hello),
+            ] {
+                let _ = writeln!(o, "{name}_total{{why=\"{why}\"}} {}", get(c));
+            }
+            Ok(())
         }
-        ("GET", "/") => {
-            body.clear();
-            body.push_str("latscope-host: metrics at /metrics\n");
-            ("200 OK", "text/plain; charset=utf-8")
+        RecorderFamily::RunsEnded => {
+            for (how, c) in [
+                ("bye", &st.runs_bye),
+                ("timeout", &st.runs_timed_out),
+                ("interrupted", &st.runs_interrupted),
+            ] {
+                let _ = writeln!(o, "{name}_total{{how=\"{how}\"}} {}", get(c));
+            }
+            Ok(())
         }
-        ("GET", _) => {
-            body.clear();
-            body.push_str("not found\n");
-            ("404 Not Found", "text/plain")
+        RecorderFamily::MemoryBytes => writeln!(o, "{name} {}", get(&st.memory)),
+        RecorderFamily::MemoryLimit => {
+            writeln!(o, "{name} {}", crate::budget::GLOBAL_LIMIT as u64)
         }
-        _ => {
-            body.clear();
-            body.push_str("only GET\n");
-            ("405 Method Not Allowed", "text/plain")
-        }
+        RecorderFamily::MemoryRefused => writeln!(o, "{name}_total {}", get(&st.memory_refused)),
+        RecorderFamily::WriteErrors => writeln!(o, "{name}_total {}", get(&st.write_errors)),
     };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = http::write_by(&mut stream, head.as_bytes(), deadline)
-        .and_then(|()| http::write_by(&mut stream, body.as_bytes(), deadline));
 }
 
-/// Serve the targets' metrics on `addr` to peers in `allow` (any, if
-/// empty): one thread reads the requests without blocking, [`WORKERS`]
-/// threads answer the complete ones, each with its own reused body buffer.
-pub(crate) fn serve(
-    addr: &str,
-    allow: Vec<Net>,
-    targets: Arc<TargetTable>,
-) -> Result<std::net::SocketAddr> {
-    let bind = |source| Error::Bind {
-        addr: addr.to_string(),
-        source,
-    };
-    let listener = TcpListener::bind(addr).map_err(bind)?;
-    let mut reader = http::Reader::new(listener, allow).map_err(bind)?;
-    let local = reader.local_addr().map_err(bind)?;
-    let server = Arc::new(ServerStats::default());
-    let (tx, rx) = mpsc::sync_channel::<(TcpStream, Request)>(QUEUE);
-    let rx = Arc::new(Mutex::new(rx));
-    for n in 0..WORKERS {
-        let (rx, targets, server) = (Arc::clone(&rx), Arc::clone(&targets), Arc::clone(&server));
-        thread::Builder::new()
-            .name(format!("metrics-{n}"))
-            .spawn(move || {
-                let mut body = String::new();
-                loop {
-                    let job = rx.lock().map(|r| r.recv());
-                    let Ok(Ok((stream, req))) = job else {
-                        return;
-                    };
-                    answer(stream, &req, &targets, &server, &mut body);
-                }
-            })
-            .map_err(|source| Error::Spawn {
-                thread: "metrics worker",
-                source,
-            })?;
+/// The series of the `/metrics` server's family `f` (named `name`).
+fn server_family(o: &mut String, f: ServerFamily, name: &str, st: &ServerStats) {
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    match f {
+        ServerFamily::Scrapes => {
+            for x in [Exposition::OpenMetrics, Exposition::Text] {
+                let _ = writeln!(
+                    o,
+                    "{name}_total{{format=\"{}\"}} {}",
+                    x.label(),
+                    get(st.served(x))
+                );
+            }
+        }
+        ServerFamily::Refused => {
+            for why in Refusal::ALL {
+                let _ = writeln!(
+                    o,
+                    "{name}_total{{why=\"{}\"}} {}",
+                    why.label(),
+                    get(st.refused(why))
+                );
+            }
+        }
     }
-    thread::Builder::new()
-        .name("metrics".into())
-        .spawn(move || loop {
-            reader.turn(
-                |stream, req| match tx.try_send((stream, req)) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full((stream, _))) => {
-                        FleetStats::bump(server.refused(Refusal::Busy));
-                        http::refuse(stream, Refusal::Busy);
-                    }
-                    Err(TrySendError::Disconnected(_)) => {}
-                },
-                |why| FleetStats::bump(server.refused(why)),
-            );
-        })
-        .map_err(|source| Error::Spawn {
-            thread: "metrics",
-            source,
-        })?;
-    Ok(local)
 }
 
 #[cfg(test)]
@@ -756,14 +680,22 @@ mod tests {
     }
 
     /// Every family of [`FAMILIES`] writes its own samples: for each run
-    /// (run families) or each thread (thread families), at least one line
-    /// under its header, each line its own name's.
+    /// (run families), each thread (thread families), or each of its label
+    /// values (the recorder's and the server's), at least one line under
+    /// its header, each line its own name's.
     #[test]
     fn every_family_yields_its_samples() {
         let (views, st) = populated();
         let refs: Vec<&TargetView> = views.iter().collect();
+        let server = ServerStats::default();
         let mut o = String::new();
-        exposition(&mut o, Exposition::OpenMetrics, &refs, Some(&st), None);
+        exposition(
+            &mut o,
+            Exposition::OpenMetrics,
+            &refs,
+            Some(&st),
+            Some(&server),
+        );
         let mut blocks = o.split("# TYPE ").skip(1);
         for spec in &FAMILIES {
             let block = blocks
@@ -782,6 +714,12 @@ mod tests {
             let per = match spec.family {
                 Family::Thread(_) => views.iter().map(|v| v.threads.len()).sum(),
                 Family::Run(_) => views.len(),
+                Family::Recorder(
+                    RecorderFamily::ConnectionsRefused | RecorderFamily::RunsEnded,
+                ) => 3,
+                Family::Recorder(_) => 1,
+                Family::Server(ServerFamily::Scrapes) => 2,
+                Family::Server(ServerFamily::Refused) => Refusal::ALL.len(),
             };
             let owners: std::collections::BTreeSet<&str> = samples
                 .iter()
@@ -800,6 +738,7 @@ mod tests {
                 assert!(l.starts_with(spec.name), "{}: {l}", spec.name);
             }
         }
+        assert_eq!(blocks.next(), None, "a family not in FAMILIES:\n{o}");
     }
 
     #[test]
