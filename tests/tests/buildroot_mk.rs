@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use latscope_testkit::Scratch;
+use latscope_testkit::{precondition, Scratch};
 
 fn root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -274,7 +274,13 @@ fn hash_lines() -> BTreeMap<String, String> {
             assert_eq!(w[0], "sha256", "{l:?}");
             (w[2].to_string(), w[1].to_string())
         })
-        .collect()
+        .fold(BTreeMap::new(), |mut lines, (file, hash)| {
+            // Buildroot checks every line of a file and fails at the first
+            // that does not match: two lines fail every archive.
+            let again = lines.insert(file.clone(), hash);
+            assert!(again.is_none(), "latscope.hash has two lines for {file}");
+            lines
+        })
 }
 
 #[test]
@@ -327,18 +333,25 @@ fn run(cmd: &mut Command) -> String {
 }
 
 #[test]
-fn source_archive_holds_the_target_crates_with_a_lock_of_their_own() {
+fn source_archive_holds_the_target_crates_vendored_with_a_lock_of_their_own() {
     let scratch = Scratch::new("source-archive");
     let script = root().join("scripts/source-archive");
-    let made = |dir: &str| {
-        let out = scratch.join(dir);
-        let printed = run(Command::new(&script)
-            .arg(&out)
-            .env("SOURCE_DATE_EPOCH", "1700000000"));
-        PathBuf::from(printed.trim())
+    let made = |dir: &str| -> Option<PathBuf> {
+        let out = Command::new(&script)
+            .arg(scratch.join(dir))
+            .output()
+            .expect("run scripts/source-archive");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        // Exit status 3: GNU tar 1.35 or rustup is missing.
+        if out.status.code() == Some(3) {
+            precondition::missing(stderr.trim());
+            return None;
+        }
+        assert!(out.status.success(), "scripts/source-archive: {stderr}");
+        Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
     };
-    let first = made("a");
-    let second = made("b");
+    let Some(first) = made("a") else { return };
+    let Some(second) = made("b") else { return };
     let vars = mk_vars(&read("buildroot/package/latscope/latscope.mk"));
     let name = mk_source(&vars);
     assert_eq!(
@@ -351,6 +364,12 @@ fn source_archive_holds_the_target_crates_with_a_lock_of_their_own() {
         fs::read(&second).expect("archive"),
         "the archive must be reproducible"
     );
+    // The bytes Buildroot checks: it keeps a vendored archive as it is.
+    assert_eq!(
+        hash_lines().get(&name),
+        Some(&sha256(&first)),
+        "latscope.hash is stale for the archive made now: run scripts/buildroot-hash"
+    );
 
     let listing = run(Command::new("tar").arg("tzf").arg(&first));
     let top = name.trim_end_matches(".tar.gz");
@@ -360,11 +379,18 @@ fn source_archive_holds_the_target_crates_with_a_lock_of_their_own() {
             .strip_prefix(&format!("{top}/"))
             .unwrap_or_else(|| panic!("{e} is outside the archive's top directory {top}/"));
         assert!(
-            rest.is_empty()
-                || ["Cargo.toml", "Cargo.lock", "LICENSE-APACHE", "LICENSE-MIT"].contains(&rest)
+            [
+                "Cargo.toml",
+                "Cargo.lock",
+                "LICENSE-APACHE",
+                "LICENSE-MIT",
+                ".cargo/config.toml"
+            ]
+            .contains(&rest)
                 || rest.starts_with("core/")
-                || rest.starts_with("shim-linux/"),
-            "{e}: the archive holds the target's crates alone"
+                || rest.starts_with("shim-linux/")
+                || rest.starts_with("VENDOR/"),
+            "{e}: the archive holds the target's crates and their vendored dependencies alone"
         );
     }
     for f in vars["LATSCOPE_LICENSE_FILES"].split_whitespace() {
@@ -377,13 +403,21 @@ fn source_archive_holds_the_target_crates_with_a_lock_of_their_own() {
         .arg("-C")
         .arg(scratch.path()));
     let tree = scratch.join(top);
-    // What Buildroot's download step runs first: cargo must accept the
-    // lock as it is, offline.
+    // Buildroot's cargo build: the vendored crates alone, offline, with a
+    // cargo home that has no registry cache to fall back on.
+    let config = fs::read_to_string(tree.join(".cargo/config.toml")).expect("config.toml");
+    assert!(
+        config.contains("replace-with = \"vendored-sources\"")
+            && config.contains("directory = \"VENDOR\""),
+        "{config}"
+    );
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     run(Command::new(&cargo)
         .args(["metadata", "--locked", "--offline", "--format-version", "1"])
         .arg("--manifest-path")
-        .arg(tree.join("shim-linux/Cargo.toml")));
+        .arg(tree.join("shim-linux/Cargo.toml"))
+        .current_dir(&tree)
+        .env("CARGO_HOME", scratch.join("empty-cargo-home")));
     // The same versions as the workspace's lock, and fewer crates: none of
     // the host tool's, none of the tests'.
     let own = lock_packages(&fs::read_to_string(tree.join("Cargo.lock")).expect("lock"));
@@ -409,6 +443,32 @@ fn source_archive_holds_the_target_crates_with_a_lock_of_their_own() {
             "the archive's lock lacks {present}"
         );
     }
+    // Every registry crate of that lock is vendored, with the lock's
+    // checksum (cargo vendor names a crate's directory `NAME`, or
+    // `NAME-VERSION` when two versions of it are locked).
+    for (crate_name, version, checksum) in own.iter().filter(|(_, _, c)| !c.is_empty()) {
+        let dir = [crate_name.clone(), format!("{crate_name}-{version}")]
+            .into_iter()
+            .map(|d| tree.join("VENDOR").join(d))
+            .find(|d| {
+                fs::read_to_string(d.join(".cargo-checksum.json"))
+                    .is_ok_and(|j| j.contains(&format!("\"package\":\"{checksum}\"")))
+            });
+        assert!(dir.is_some(), "{crate_name} {version} is not vendored");
+    }
+    // Vendored by the cargo of the workspace's oldest supported Rust, which
+    // is the oldest supported Buildroot's: every supported cargo reads it.
+    let pinned = fs::read_to_string(&script)
+        .expect("the script")
+        .lines()
+        .find_map(|l| l.strip_prefix("VENDOR_RUST=").map(str::to_string))
+        .expect("VENDOR_RUST= in scripts/source-archive");
+    let msrv = toml_str(&read("Cargo.toml"), "workspace.package", "rust-version")
+        .expect("[workspace.package] rust-version");
+    assert!(
+        pinned.starts_with(&format!("{msrv}.")),
+        "VENDOR_RUST={pinned}, rust-version {msrv}"
+    );
     // The project's release profile travels with it.
     let archive_ws = fs::read_to_string(tree.join("Cargo.toml")).expect("Cargo.toml");
     for key in ["opt-level", "lto", "codegen-units", "panic"] {

@@ -9,7 +9,11 @@
 //! - the `.exe` is a PE32+ x86-64 executable ([`Pe`]) that imports only
 //!   Windows' own DLLs ([`dll_allowed`]): no mingw runtime;
 //! - each Linux binary is a static ELF ([`Elf`]) for the machine its name
-//!   says, and prints the version under that machine's qemu-user.
+//!   says, and prints the version under that machine's qemu-user;
+//! - the target's source archive comes vendored, as Buildroot keeps it
+//!   ([`VENDORED`]), and its sha256 is the one line the Buildroot
+//!   package's hash file has for it ([`buildroot_sha256`]): a change to
+//!   the target's crates without `scripts/buildroot-hash` fails here.
 //!
 //! The ELF and PE headers are read here; sha256sum, tar and qemu-user are
 //! launched. Each check prints one line.
@@ -49,6 +53,15 @@ pub const EXPECTED: [&str; 7] = [
     artefact!("latscope-", "-docs.tar.gz"),
     artefact!("latscope-target-src-", ".tar.gz"),
 ];
+
+/// The Buildroot package's hash file, relative to the workspace's root.
+pub const BUILDROOT_HASH: &str = "buildroot/package/latscope/latscope.hash";
+
+/// What the target's source archive holds under its top directory besides
+/// the crates: Buildroot's download step sees `VENDOR/` and keeps the
+/// archive as it is (support/download/cargo-post-process), and cargo finds
+/// the vendored crates through `.cargo/config.toml`.
+pub const VENDORED: [&str; 2] = ["VENDOR/", ".cargo/config.toml"];
 
 /// ELF `e_machine` of 32-bit ARM.
 pub const EM_ARM: u16 = 40;
@@ -115,7 +128,78 @@ pub fn run(args: &Args) -> Result<(), Error> {
     for name in &files {
         check_artefact(dir, name)?;
     }
+    check_buildroot_hash(dir, &text, &crate::root().join(BUILDROOT_HASH))
+}
+
+/// The target's source archive against the Buildroot package: vendored
+/// ([`VENDORED`]), and its sha256 (from SHA256SUMS, which has verified)
+/// the hash file's.
+fn check_buildroot_hash(dir: &Path, sums: &str, hash_file: &Path) -> Result<(), Error> {
+    let name = EXPECTED[6];
+    let listing = launch(Command::new("tar").arg("tzf").arg(dir.join(name)))?;
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    let top = name.trim_end_matches(".tar.gz");
+    for what in VENDORED {
+        let path = format!("{top}/{what}");
+        if !listing.lines().any(|l| l.starts_with(&path)) {
+            return Err(Error::Check(format!(
+                "{name} has no {path}: Buildroot would vendor it again with its own cargo and tar, \
+                 and the hash would not hold"
+            )));
+        }
+    }
+    let made = sums
+        .lines()
+        .find(|l| l.get(64..).and_then(|r| r.get(2..)) == Some(name))
+        .and_then(|l| l.get(..64))
+        .ok_or_else(|| Error::Check(format!("{name} is not in SHA256SUMS")))?;
+    let text = fs::read_to_string(hash_file).map_err(Error::io(hash_file))?;
+    let listed = buildroot_sha256(&text, name).map_err(|why| Error::Parse {
+        what: hash_file.display().to_string(),
+        why,
+    })?;
+    if !listed.eq_ignore_ascii_case(made) {
+        return Err(Error::Check(format!(
+            "{} has sha256 {listed} for {name}, the archive made now is {made}: \
+             run scripts/buildroot-hash",
+            hash_file.display()
+        )));
+    }
+    println!("{name}: vendored, and its sha256 is the Buildroot package's");
     Ok(())
+}
+
+/// The sha256 that a Buildroot hash file (`TYPE  HEX  NAME` lines, `#`
+/// comments) lists for `name`.
+///
+/// # Errors
+///
+/// No sha256 line for `name`, or more than one: Buildroot's check-hash
+/// checks every line listed for a file and fails at the first that does
+/// not match, so two lines would fail any one archive.
+pub fn buildroot_sha256<'a>(text: &'a str, name: &str) -> Result<&'a str, String> {
+    let mut found = None;
+    for (i, line) in text.lines().enumerate() {
+        let mut words = line.split_whitespace();
+        let (Some(kind), Some(hash), Some(file)) = (words.next(), words.next(), words.next())
+        else {
+            continue;
+        };
+        if kind.starts_with('#') || file != name || kind != "sha256" {
+            continue;
+        }
+        if hash.len() != 64 || !hash.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return Err(format!("line {}: not a SHA-256 in hex: `{line}`", i + 1));
+        }
+        if found.replace(hash).is_some() {
+            return Err(format!(
+                "line {}: a second sha256 for {name}; Buildroot checks every line, \
+                 so two fail every archive",
+                i + 1
+            ));
+        }
+    }
+    found.ok_or_else(|| format!("no sha256 line for {name}"))
 }
 
 /// The names of the `latscope-*` files of `dir`, sorted.
@@ -914,6 +998,85 @@ mod tests {
         );
         assert_eq!(runner("latscope-0.2.0-riscv64gc-unknown-linux-musl"), None);
         assert_eq!(runner("other-0.2.0-x86_64-unknown-linux-musl"), None);
+    }
+
+    #[test]
+    fn buildroot_hash_lines() {
+        let a = "ab".repeat(32);
+        let b = "cd".repeat(32);
+        let name = EXPECTED[6];
+        let one = format!("# comment {a}  {name}\nsha256  {a}  {name}\nsha256  {b}  LICENSE-MIT\n");
+        assert_eq!(buildroot_sha256(&one, name), Ok(a.as_str()));
+        let two = format!("sha256  {a}  {name}\nsha256  {b}  {name}\n");
+        let err = buildroot_sha256(&two, name).unwrap_err();
+        assert!(err.starts_with("line 2: a second sha256"), "{err}");
+        let none = format!("sha512  {a}{a}  {name}\nsha256  {b}  other.tar.gz\n");
+        assert_eq!(
+            buildroot_sha256(&none, name),
+            Err(format!("no sha256 line for {name}"))
+        );
+        let short = format!("sha256  {}  {name}\n", &a[1..]);
+        assert!(buildroot_sha256(&short, name)
+            .unwrap_err()
+            .contains("not a SHA-256"));
+    }
+
+    /// The package's own hash file has exactly one line for the archive.
+    #[test]
+    fn the_package_hash_file_lists_the_archive_once() {
+        let text = fs::read_to_string(crate::root().join(BUILDROOT_HASH)).unwrap();
+        let hash = buildroot_sha256(&text, EXPECTED[6]).unwrap();
+        assert_eq!(hash.len(), 64);
+    }
+
+    /// An archive that is not vendored, then one whose hash is not the
+    /// hash file's, then the one that is.
+    #[test]
+    fn source_archive_against_the_hash_file() {
+        let scratch = Scratch::new("release-check-buildroot");
+        let dir = scratch.path();
+        let name = EXPECTED[6];
+        let top = name.trim_end_matches(".tar.gz");
+        let pack = |with_vendor: bool| {
+            let tree = scratch.join(top);
+            let _ = fs::remove_dir_all(&tree);
+            fs::create_dir_all(tree.join("core")).unwrap();
+            fs::write(tree.join("Cargo.toml"), b"[workspace]\n").unwrap();
+            if with_vendor {
+                fs::create_dir_all(tree.join("VENDOR/heapless")).unwrap();
+                fs::write(tree.join("VENDOR/heapless/lib.rs"), b"").unwrap();
+                fs::create_dir_all(tree.join(".cargo")).unwrap();
+                fs::write(tree.join(".cargo/config.toml"), b"").unwrap();
+            }
+            let ok = Command::new("tar")
+                .arg("czf")
+                .arg(dir.join(name))
+                .arg(top)
+                .current_dir(dir)
+                .status()
+                .unwrap();
+            assert!(ok.success());
+            let out = Command::new("sha256sum")
+                .arg(name)
+                .current_dir(dir)
+                .output()
+                .unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let hash_file = dir.join("latscope.hash");
+        let sums = pack(false);
+        fs::write(&hash_file, format!("sha256  {}", &sums)).unwrap();
+        let err = check_buildroot_hash(dir, &sums, &hash_file)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("has no {top}/VENDOR/")), "{err}");
+        let sums = pack(true);
+        let err = check_buildroot_hash(dir, &sums, &hash_file)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("run scripts/buildroot-hash"), "{err}");
+        fs::write(&hash_file, format!("sha256  {}", &sums)).unwrap();
+        check_buildroot_hash(dir, &sums, &hash_file).unwrap();
     }
 
     #[test]

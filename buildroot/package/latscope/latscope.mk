@@ -8,7 +8,9 @@
 # with a lock file of their own), written by scripts/source-archive. It is
 # taken from BR2_PACKAGE_LATSCOPE_SITE, or else from the target/dist
 # directory of the latscope tree that holds this BR2_EXTERNAL tree.
-# Buildroot vendors its crates at download time, so the build runs offline.
+# It comes with its crates vendored (VENDOR/), which Buildroot's download
+# step keeps as they are: the build runs offline, and latscope.hash holds
+# for every supported Buildroot, whatever its cargo and tar.
 LATSCOPE_VERSION = 0.2.0
 LATSCOPE_SOURCE = latscope-target-src-$(LATSCOPE_VERSION).tar.gz
 LATSCOPE_SITE = $(call qstrip,$(BR2_PACKAGE_LATSCOPE_SITE))
