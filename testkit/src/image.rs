@@ -1,7 +1,8 @@
 //! The busybox board image: a static busybox with its applet links, the
-//! static `latscope` in `/usr/bin`, and the shell script `testkit/image/init`
-//! as `/init`, packed as a gzip-compressed newc initramfs, the way a
-//! minimal buildroot image boots.
+//! static `latscope` in `/usr/bin`, the Buildroot package's init script as
+//! `/etc/init.d/S95latscope`, and the shell script `testkit/image/init` as
+//! `/init`, packed as a gzip-compressed newc initramfs, the way a minimal
+//! buildroot image boots.
 //!
 //! The busybox is Debian's `busybox-static` for the board's architecture,
 //! which `.ci/run setup` unpacks into the cache
@@ -20,12 +21,44 @@ use crate::Scratch;
 /// The image's `/init`.
 pub const INIT: &str = include_str!("../image/init");
 
+/// The Buildroot package's init script (`BR2_PACKAGE_LATSCOPE_START_AT_BOOT`),
+/// which the image's `initd=SECS` runs start and stop with.
+pub const INIT_SCRIPT: &str = include_str!("../../buildroot/package/latscope/S95latscope");
+
 /// The applets the image links (those the init script and a user at the
 /// console need; busybox has them all).
 const APPLETS: &[&str] = &[
-    "sh", "awk", "cat", "echo", "ls", "mkdir", "mount", "umount", "stty", "sync", "poweroff",
-    "reboot", "ps", "grep", "sleep", "taskset", "setpriv", "nc", "ip", "insmod", "dmesg",
-    "timeout", "base64", "rmdir", "dd",
+    "sh",
+    "awk",
+    "cat",
+    "echo",
+    "ls",
+    "mkdir",
+    "mount",
+    "umount",
+    "stty",
+    "sync",
+    "poweroff",
+    "reboot",
+    "ps",
+    "grep",
+    "sleep",
+    "taskset",
+    "setpriv",
+    "nc",
+    "ip",
+    "insmod",
+    "dmesg",
+    "timeout",
+    "base64",
+    "rmdir",
+    "dd",
+    "start-stop-daemon",
+    "kill",
+    "dirname",
+    "rm",
+    "sed",
+    "pidof",
 ];
 
 /// Debian's architecture name for `arch`.
@@ -70,7 +103,18 @@ pub fn build(
     dir: &Path,
 ) -> io::Result<PathBuf> {
     let root = dir.join("image");
-    for d in ["bin", "sbin", "usr/bin", "dev", "proc", "sys", "tmp"] {
+    for d in [
+        "bin",
+        "sbin",
+        "usr/bin",
+        "dev",
+        "proc",
+        "sys",
+        "tmp",
+        "etc/init.d",
+        "var/run",
+        "var/log",
+    ] {
         fs::create_dir_all(root.join(d))?;
     }
     fs::copy(busybox, root.join("bin/busybox"))?;
@@ -83,6 +127,9 @@ pub fn build(
     }
     fs::write(root.join("init"), INIT)?;
     fs::set_permissions(root.join("init"), fs::Permissions::from_mode(0o755))?;
+    let script = root.join("etc/init.d/S95latscope");
+    fs::write(&script, INIT_SCRIPT)?;
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
     let out = dir.join("image.cpio.gz");
     pack_initramfs(&root, &out)?;
     Ok(out)

@@ -18,6 +18,8 @@
 //!   IRQ's thread. On armv7
 //!   the stream goes through a pty that `latscope-host record --serial`
 //!   reads.
+//! - The Buildroot package's init script on the armv7 busybox image: it
+//!   starts latscope and stops it with SIGTERM, as at boot and shutdown.
 //! - A qemu-user smoke run of each ARM binary: a short measurement whose
 //!   output and stream file are checked.
 //!
@@ -35,6 +37,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use latscope_core::explain::{Attribution, CauseKind};
+use latscope_core::wire::ByeReason;
 use latscope_testkit::{board, boot, image, qemu, rtla};
 
 use board::{
@@ -752,6 +755,87 @@ fn image_armv7_streams_through_a_pty() {
     assert!(
         !text.contains("DEGRADED") && !text.contains("--best-effort"),
         "{text}"
+    );
+}
+
+/// Seconds latscope measures under the init script before it is stopped.
+const INITD_SECS: u64 = 4;
+
+/// The Buildroot package's init script (`/etc/init.d/S95latscope`) on the
+/// busybox image, with busybox's start-stop-daemon: started as at boot,
+/// stopped as at shutdown after [`INITD_SECS`]. latscope ends on SIGTERM
+/// within the script's wait, its stream ends with a bye that says so, no
+/// pidfile or process is left, and its summary is in its log.
+#[test]
+fn image_armv7_init_script_starts_and_stops_latscope() {
+    if qemu::board_tests_disabled() {
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
+        return;
+    }
+    let arch = Arch::Armv7;
+    let Some(board) = Board::find(arch) else {
+        return;
+    };
+    let Some(bin) = latscope_binary(arch) else {
+        return;
+    };
+    let Some(busybox) = image::busybox(arch) else {
+        return;
+    };
+    let scratch = Scratch::new("initd");
+    let initrd =
+        image::build(&busybox, &bin, None, scratch.path()).expect("build the busybox image");
+    let args =
+        format!("initd={INITD_SECS} -t 1 -i {INTERVAL_US} -p 80 -q --stream serial:/dev/ttyAMA1");
+    let boot = board
+        .run(&Spec {
+            initrd: &initrd,
+            args: &args,
+            console: Console::Socket { flood: false },
+            port: Port::Socket,
+            // the run, and the script's stop (at most 10 s)
+            timeout: boot_limit(&[(1, secs(INITD_SECS + 10))]),
+        })
+        .unwrap_or_else(|e| panic!("image {arch:?} did not complete: {e}"));
+    let sum = decode(&boot.stream);
+    let report = Report::parse(&boot.console);
+    let console = &boot.console;
+    let mut bad = Vec::new();
+    for line in ["image: initd start status 0", "image: initd stop status 0"] {
+        if !console.contains(line) {
+            bad.push(format!("no {line:?}"));
+        }
+    }
+    for line in [
+        "image: initd pidfile left",
+        "image: initd latscope still running",
+    ] {
+        if console.contains(line) {
+            bad.push(line.to_string());
+        }
+    }
+    // latscope's summary (-q: the final one), from its log file
+    if !console.lines().any(|l| l.contains("image: log T: 0")) {
+        bad.push("no summary line in /var/log/latscope.log".to_string());
+    }
+    match &sum.bye {
+        Some(bye) if bye.reason == ByeReason::Signal(15) && bye.cycles > 0 => {}
+        other => bad.push(format!("the bye is {other:?}, not SIGTERM after cycles")),
+    }
+    if sum.hello.is_none() || sum.stats.len() != 1 {
+        bad.push(format!(
+            "hello {}, statistics of {} threads",
+            sum.hello.is_some(),
+            sum.stats.len()
+        ));
+    }
+    assert!(
+        report.passed() && bad.is_empty() && boot.status.success(),
+        "init script on {arch:?}: verdict {:?}, qemu {}:\n  {}\n{}--- console ---\n{console}",
+        report.verdict,
+        boot.status,
+        bad.join("\n  "),
+        describe(&sum),
     );
 }
 

@@ -527,6 +527,14 @@ fn kconfig_wiring_follows_buildroot_rust_packages() {
             "Config.in line not tab-indented: {l:?}"
         );
     }
+    // Started at boot on request: the option, and the init script the
+    // .mk installs for it (the board test runs that script).
+    assert!(lines.contains(&"config BR2_PACKAGE_LATSCOPE_START_AT_BOOT"));
+    let mk = read("buildroot/package/latscope/latscope.mk");
+    assert!(mk.contains("$(LATSCOPE_PKGDIR)/S95latscope"), "{mk}");
+    assert!(root()
+        .join("buildroot/package/latscope/S95latscope")
+        .is_file());
     // The package installs the target program only; the host tool is not
     // something Buildroot builds.
     assert!(

@@ -60,4 +60,16 @@ endef
 LATSCOPE_PRE_CONFIGURE_HOOKS += LATSCOPE_CARGO_FETCH
 endif
 
+# Started at boot (BR2_PACKAGE_LATSCOPE_START_AT_BOOT): the init script
+# and its arguments.
+ifeq ($(BR2_PACKAGE_LATSCOPE_START_AT_BOOT),y)
+define LATSCOPE_INSTALL_INIT_SYSV
+	$(INSTALL) -D -m 755 $(LATSCOPE_PKGDIR)/S95latscope \
+		$(TARGET_DIR)/etc/init.d/S95latscope
+	mkdir -p $(TARGET_DIR)/etc/default
+	printf 'LATSCOPE_ARGS="%s"\n' '$(call qstrip,$(BR2_PACKAGE_LATSCOPE_ARGS))' \
+		>$(TARGET_DIR)/etc/default/latscope
+endef
+endif
+
 $(eval $(cargo-package))
