@@ -16,8 +16,11 @@
 //!   `unsafe`; clock, procfs, seccomp, PID 1, the exit discipline, tracefs);
 //! * `bench`: hidden options for the proof scripts and tests.
 //!
-//! Dependencies point one way: `config` and `linux` depend on nothing
-//! above them, and nothing depends on `app`.
+//! Dependencies point one way, each module using only those before it:
+//! `error`, `linux`, `bench`, `config`, `output`, `link`, `rt`, `sender`,
+//! `app`, then the two public interfaces. Inside `config`, the option
+//! table and the number readers come before the parser that uses them.
+//! A test (`layering.rs`) reads the sources and holds them to it.
 //!
 //! The binary is a thin `main` over [`main`]. The only other public items
 //! are the [`testing`] interface, for the integration tests and the fuzz
@@ -30,6 +33,8 @@ mod app;
 mod bench;
 mod config;
 mod error;
+#[cfg(test)]
+mod layering;
 mod link;
 mod linux;
 pub mod option_docs;

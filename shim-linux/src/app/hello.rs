@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use latscope_core::wire::{bounded, Degraded, Hello, Policy, RunConfig, ThreadInfo, SCHEMA_KEY};
 
 use super::setup::{Degradations, Setup};
-use crate::config::Config;
+use crate::config::{self, Config};
 use crate::linux::{procfs, random_u64};
 
 /// The hello of a run whose threads are set up.
@@ -23,7 +23,7 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
         schema: SCHEMA_KEY,
         tool_version: bounded(env!("CARGO_PKG_VERSION")),
         run_id: random_u64(),
-        target: procfs::target_info(&cfg.cmdline, cfg.name.as_deref(), cfg.clock),
+        target: procfs::target_info(&cfg.cmdline, &board_name(cfg), cfg.clock),
         config: RunConfig {
             policy: if rt { cfg.policy } else { Policy::Other },
             priority: match s.plans.first() {
@@ -100,5 +100,17 @@ pub fn policy_label(cfg: &Config, d: &Degraded) -> &'static str {
             Policy::Other => "other/other",
             p => p.name(),
         }
+    }
+}
+
+/// `--name`; without it, the host name and a keyed hash of
+/// `/etc/machine-id` ([`config::default_name`]).
+fn board_name(cfg: &Config) -> String {
+    match &cfg.name {
+        Some(n) => n.clone(),
+        None => config::default_name(
+            &procfs::uname().nodename,
+            procfs::read_text("/etc/machine-id").as_deref(),
+        ),
     }
 }

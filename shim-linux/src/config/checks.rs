@@ -3,11 +3,40 @@
 //! over `-d`, policy and priority, and the combinations that make no
 //! sense. Each surprise is a note; each impossibility an error.
 
-use latscope_core::wire::{Policy, WakeMode};
+use latscope_core::wire::{Policy, StartAlign, WakeMode};
 
-use super::parse::Saw;
 use super::{Config, Dest};
 use crate::error::Error;
+
+/// Which options were given, where a default depends on it.
+#[derive(Debug, Default)]
+pub(super) struct Saw {
+    pub priority: bool,
+    pub distance: bool,
+    pub threads: bool,
+    pub affinity: bool,
+    pub relative: bool,
+    pub system: bool,
+    pub posix_timers: bool,
+    pub aligned: Option<u64>,
+    pub secaligned: Option<u64>,
+    pub spike_nodes: bool,
+}
+
+impl Saw {
+    /// `-A` or `--secaligned` as a start alignment (offsets in µs).
+    pub(super) fn align(&self) -> StartAlign {
+        match (self.aligned, self.secaligned) {
+            (Some(us), _) => StartAlign::Threads {
+                offset_ns: us * 1000,
+            },
+            (None, Some(us)) => StartAlign::Second {
+                offset_ns: us * 1000,
+            },
+            (None, None) => StartAlign::Own,
+        }
+    }
+}
 
 /// The checks and settings that need the whole command line.
 pub(super) fn check(cfg: &mut Config, saw: &Saw) -> Result<(), Error> {

@@ -1,8 +1,20 @@
 //! The `--help` text: an introduction, the options of the option table
 //! in sections ([`LAYOUT`]), and what the exit statuses and signals mean.
 
+use latscope_core::layout::Layout;
+
 use super::options::{Arg, Help, Opt, Spec, OPTIONS};
-use crate::rt::hist_bytes_per_thread;
+
+/// The histogram memory of one measuring thread in a run with `-h
+/// hist_us`: the record's counters and the sender's two snapshots (4 bytes
+/// a bucket each) and cumulative histogram (8), and the cycle numbers of
+/// the first overflows (8 per `-h` row). `--help` states it.
+pub const fn hist_bytes_per_thread(hist_us: u32) -> usize {
+    match Layout::for_hist_us(hist_us) {
+        Some(l) => l.len() * (4 + 4 + 4 + 8) + hist_us as usize * 8,
+        None => 0,
+    }
+}
 
 /// The `--help` text, with the histogram memory each `-h` costs.
 pub fn help() -> String {
@@ -277,8 +289,8 @@ end.
 
 #[cfg(test)]
 mod tests {
+    use super::hist_bytes_per_thread;
     use super::{help, names, Help, Item, LAYOUT, OPTIONS};
-    use crate::rt::hist_bytes_per_thread;
 
     /// `--help` lists every option of the table once, with its names, except
     /// the hidden ones (which it does not name at all); the joined ones in

@@ -110,6 +110,19 @@ pub fn duration_s(word: &str) -> Result<(i64, Option<String>), Error> {
     Ok((secs, note))
 }
 
+/// A decimal integer in `lo..=hi` (latscope's own options: no `atoi`).
+pub fn parse_u64(flag: &str, v: &str, lo: u64, hi: u64) -> Result<u64, Error> {
+    let n: u64 = v
+        .parse()
+        .map_err(|_| Error::usage(format!("{flag} '{v}': not a whole number")))?;
+    if n < lo || n > hi {
+        return Err(Error::usage(format!(
+            "{flag} {n}: must be between {lo} and {hi}"
+        )));
+    }
+    Ok(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,14 +10,15 @@
 
 use latscope_core::cyclictest::HistShape;
 use latscope_core::layout::MAX_LINEAR_US;
-use latscope_core::wire::{ClockKind, Policy, StartAlign};
+use latscope_core::wire::{ClockKind, Policy};
 
+use super::checks::{self, Saw};
 use super::cpus::{parse_cpu_list, CpuList};
 use super::getopt::{self, Given};
-use super::numbers::{self, atoi};
+use super::numbers::{self, atoi, parse_u64};
 use super::options::Opt;
 use super::values::{parse_dest, parse_duration, parse_report_interval};
-use super::{checks, Action, Config, Threads};
+use super::{Action, Config, Threads};
 use crate::bench;
 use crate::error::Error;
 use crate::linux::tracefs::MIN_BUFFER_KB;
@@ -32,21 +33,6 @@ const MAX_US: i64 = 3_600_000_000;
 const MAX_TRACE_BUFFER_KB: u64 = 1 << 20;
 /// Most `--spike` samples listed.
 const MAX_SPIKE_NODES: i64 = 65_536;
-
-/// Which options were given, where a default depends on it.
-#[derive(Debug, Default)]
-pub(super) struct Saw {
-    pub priority: bool,
-    pub distance: bool,
-    pub threads: bool,
-    pub affinity: bool,
-    pub relative: bool,
-    pub system: bool,
-    pub posix_timers: bool,
-    pub aligned: Option<u64>,
-    pub secaligned: Option<u64>,
-    pub spike_nodes: bool,
-}
 
 /// Parse the arguments after the program name.
 pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
@@ -392,33 +378,5 @@ fn nonempty(flag: &str, v: &str) -> Result<String, Error> {
         Err(Error::usage(format!("{flag}: empty path")))
     } else {
         Ok(v.to_string())
-    }
-}
-
-/// A decimal integer in `lo..=hi` (latscope's own options: no `atoi`).
-pub(super) fn parse_u64(flag: &str, v: &str, lo: u64, hi: u64) -> Result<u64, Error> {
-    let n: u64 = v
-        .parse()
-        .map_err(|_| Error::usage(format!("{flag} '{v}': not a whole number")))?;
-    if n < lo || n > hi {
-        return Err(Error::usage(format!(
-            "{flag} {n}: must be between {lo} and {hi}"
-        )));
-    }
-    Ok(n)
-}
-
-impl Saw {
-    /// `-A` or `--secaligned` as a start alignment (offsets in µs).
-    pub(super) fn align(&self) -> StartAlign {
-        match (self.aligned, self.secaligned) {
-            (Some(us), _) => StartAlign::Threads {
-                offset_ns: us * 1000,
-            },
-            (None, Some(us)) => StartAlign::Second {
-                offset_ns: us * 1000,
-            },
-            (None, None) => StartAlign::Own,
-        }
     }
 }

@@ -1,7 +1,7 @@
 //! The values of latscope's own options: stream destinations and its
 //! durations with units (`--warmup`, `--report-interval`).
 
-use super::parse::parse_u64;
+use super::numbers::parse_u64;
 use super::Dest;
 use crate::error::Error;
 

@@ -155,16 +155,11 @@ pub fn machine_model() -> String {
         .unwrap_or_default()
 }
 
-/// The facts about this system that go into the hello.
-/// `name` is `--name`; without it, the host name and a keyed hash of
-/// `/etc/machine-id`. `clock` is the clock the samples are measured with:
-/// a nanosecond clock, of the resolution `clock_getres` gives it.
-pub fn target_info(argv: &str, name: Option<&str>, clock: ClockKind) -> TargetInfo {
+/// The facts about this system that go into the hello, under the board
+/// name `name`. `clock` is the clock the samples are measured with: a
+/// nanosecond clock, of the resolution `clock_getres` gives it.
+pub fn target_info(argv: &str, name: &str, clock: ClockKind) -> TargetInfo {
     let u = uname();
-    let name = match name {
-        Some(n) => n.to_string(),
-        None => crate::config::default_name(&u.nodename, read_text("/etc/machine-id").as_deref()),
-    };
     let cpus = read_text("/sys/devices/system/cpu/online")
         .map(|s| count_cpu_list(&s))
         .unwrap_or(0);
@@ -185,7 +180,7 @@ pub fn target_info(argv: &str, name: Option<&str>, clock: ClockKind) -> TargetIn
             .and_then(|s| s.parse().ok())
             .unwrap_or(0),
         argv: bounded(argv),
-        name: bounded(&name),
+        name: bounded(name),
         platform: Platform::Linux,
         model: bounded(&machine_model()),
         clock_hz: NS_CLOCK_HZ,

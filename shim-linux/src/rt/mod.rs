@@ -41,16 +41,6 @@ pub type Snap = SnapshotIn<Box<[u32]>>;
 /// What the stream's reports keep about a thread, sized as the record.
 pub type Log = ThreadLogIn<Box<[u32]>, Box<[u64]>>;
 
-/// The histogram memory of one measuring thread in a run with `-h
-/// hist_us`: the record's counters and the sender's two snapshots (4 bytes
-/// a bucket each) and cumulative histogram (8), and the cycle numbers of
-/// the first overflows (8 per `-h` row). `--help` states it.
-pub const fn hist_bytes_per_thread(hist_us: u32) -> usize {
-    match Layout::for_hist_us(hist_us) {
-        Some(l) => l.len() * (4 + 4 + 4 + 8) + hist_us as usize * 8,
-        None => 0,
-    }
-}
 /// Capacity of a spike queue (one slot stays free).
 pub const SPIKE_QUEUE: usize = 256;
 /// Capacity of a `-v` sample queue.
