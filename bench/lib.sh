@@ -64,6 +64,16 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# The target with the `proof` feature (the hidden options the proof scripts
+# use, which what ships refuses), in a target directory of its own:
+# LATSCOPE then names it.
+build_proof() {
+	log "building latscope with the proof options (release)"
+	(cd "$ROOT" && CARGO_TARGET_DIR=$TARGET_DIR/proof cargo build -q --release -p latscope --features proof) ||
+		die "cargo build of latscope --features proof failed"
+	LATSCOPE=$TARGET_DIR/proof/release/latscope
+}
+
 build_musl() {
 	rustup target list --installed 2>/dev/null | grep -qx x86_64-unknown-linux-musl ||
 		rustup target add x86_64-unknown-linux-musl >/dev/null 2>&1 || return 1

@@ -43,6 +43,7 @@ pub fn entries() -> Vec<Entry> {
             let (help, joined, hidden) = match s.help {
                 Help::Text(t) => (config::fill(t, "\n"), false, None),
                 Help::Joined => (String::new(), true, None),
+                #[cfg(feature = "proof")]
                 Help::Hidden(t) => (String::new(), false, Some(t)),
             };
             Entry {

@@ -94,7 +94,7 @@ fn sigterm_ends_run_cleanly_with_complete_stream() {
 }
 
 #[test]
-fn self_check_full_run_and_probe() {
+fn self_check_full_run_has_no_defect() {
     let _g = serial();
     let mut args = vec!["-t", "2", "-l", "500", "-q", "--self-check"];
     args.extend(privilege_flags());
@@ -102,7 +102,13 @@ fn self_check_full_run_and_probe() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("self-check: 0 defect(s)"), "{err}");
+}
 
+/// The probe, in a `proof` build (a workspace test build has the feature).
+#[cfg(feature = "proof")]
+#[test]
+fn self_check_probe_requests_are_refused_and_counted() {
+    let _g = serial();
     let mut args = vec!["-l", "300", "-q", "--self-check-probe", "--stream", "-"];
     args.extend(privilege_flags());
     let out = this_target!().run(&args);
@@ -132,6 +138,19 @@ fn self_check_full_run_and_probe() {
         panic!("no bye");
     };
     assert_eq!(bye.defects as usize, refused.len());
+}
+
+/// Without the `proof` feature (as it ships), the proof scripts' options
+/// are unknown: a usage error before anything runs.
+#[cfg(not(feature = "proof"))]
+#[test]
+fn proof_options_are_unknown_as_it_ships() {
+    for opt in ["--self-check-probe", "--no-exit-demote", "--ballast-mib=1"] {
+        let out = this_target!().run(&["-l", "10", "-q", opt]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{opt}: {err}");
+        assert!(err.contains("unknown option"), "{opt}: {err}");
+    }
 }
 
 #[test]

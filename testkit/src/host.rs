@@ -29,6 +29,46 @@ pub struct Bins {
 
 use crate::{target_dir, workspace_root};
 
+/// The target program built with the `proof` feature, once per test
+/// process: the proof scripts' hidden options (`--ballast-mib`,
+/// `--no-exit-demote`, `--self-check-probe`), which the shipped binary
+/// refuses. Release code without LTO, in a target directory of its own.
+/// `LATSCOPE_PROOF_BIN` names a prebuilt one (CI's release stage builds
+/// it).
+pub fn proof_bin() -> PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("LATSCOPE_PROOF_BIN") {
+            return PathBuf::from(p);
+        }
+        let dir = target_dir().join("proof-for-tests");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "latscope",
+                "--features",
+                "proof",
+                "--config",
+                "profile.release.lto=false",
+                "--config",
+                "profile.release.codegen-units=16",
+            ])
+            .current_dir(workspace_root())
+            .env("CARGO_TARGET_DIR", &dir)
+            .status()
+            .expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build of latscope --features proof failed"
+        );
+        dir.join("release").join("latscope")
+    })
+    .clone()
+}
+
 /// Build `latscope` and `latscope-host` (release) once per test process,
 /// into a target directory of their own so the build never waits on the
 /// lock of the build running the tests. `LATSCOPE_HOST_BIN` and

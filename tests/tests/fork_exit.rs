@@ -16,7 +16,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use latscope_testkit::host::{bins, Reaper};
+use latscope_testkit::host::{bins, proof_bin, Reaper};
 use latscope_testkit::{have, is_root, require};
 
 /// `fork_repro MODE 2` -> its `minflt` (faults of the RT thread).
@@ -75,7 +75,7 @@ fn vmlck_kib(pid: u32) -> u64 {
 fn ballast_is_locked_while_running() {
     require!(is_root(), "needs root (real-time policy and locked memory)");
     let mut t = Reaper::new(
-        Command::new(bins().latscope)
+        Command::new(proof_bin())
             .args(["--ballast-mib", "64", "-t", "1", "-a", "0", "-i", "1000"])
             .args(["-D", "3", "-q", "--policy", "rr"])
             .stdout(Stdio::null())
@@ -111,7 +111,7 @@ fn exit_trace(extra: &[&str]) -> String {
         ])
         .arg("-o")
         .arg(&out)
-        .arg(bins().latscope)
+        .arg(proof_bin())
         .args(["--ballast-mib", "16", "-t", "1", "-a", "0", "-i", "1000"])
         .args(["-l", "200", "-q", "--policy", "rr"])
         .args(extra)

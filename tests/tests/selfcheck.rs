@@ -17,7 +17,8 @@ use std::time::Duration;
 
 use latscope_core::wire::{Body, Bye, ByeReason, Frame};
 use latscope_testkit::host::{
-    bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording, Reaper,
+    bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording,
+    proof_bin, Reaper,
 };
 use latscope_testkit::wait::frame_in;
 use latscope_testkit::Scratch;
@@ -66,7 +67,13 @@ const RT: &[&str] = &["-t", "2", "-a", "0,1", "-i", "500", "-d", "0", "-q"];
 /// The target at the real-time settings [`RT`] and `extra`, streaming to
 /// `stream`.
 fn rt_target(extra: &[&str], stream: &str) -> Command {
-    let mut c = Command::new(bins().latscope);
+    // the probe is one of the proof scripts' options: a `proof` build has it
+    let bin = if extra.contains(&"--self-check-probe") {
+        proof_bin()
+    } else {
+        bins().latscope
+    };
+    let mut c = Command::new(bin);
     c.args(RT).args(extra).arg(format!("--stream={stream}"));
     c
 }

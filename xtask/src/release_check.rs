@@ -9,7 +9,8 @@
 //! - the `.exe` is a PE32+ x86-64 executable ([`Pe`]) that imports only
 //!   Windows' own DLLs ([`dll_allowed`]): no mingw runtime;
 //! - each Linux binary is a static ELF ([`Elf`]) for the machine its name
-//!   says, and prints the version under that machine's qemu-user;
+//!   says, and prints the version under that machine's qemu-user; each
+//!   target binary refuses the proof scripts' options ([`PROOF_OPTIONS`]);
 //! - the target's source archive comes vendored, as Buildroot keeps it
 //!   ([`VENDORED`]), and its sha256 is the one line the Buildroot
 //!   package's hash file has for it ([`buildroot_sha256`]): a change to
@@ -309,6 +310,30 @@ fn check_artefact(dir: &Path, name: &str) -> Result<(), Error> {
         )));
     }
     println!("{name}: {}, {first} under {qemu}", elf.linkage());
+    if !name.starts_with("latscope-host-") {
+        refuses_proof_options(&path, qemu, name)?;
+        println!("{name}: refuses {}", PROOF_OPTIONS.join(", "));
+    }
+    Ok(())
+}
+
+/// The proof scripts' hidden options: only a build with the target's
+/// `proof` feature has them, and what ships must not.
+pub const PROOF_OPTIONS: [&str; 3] = ["--ballast-mib=1", "--no-exit-demote", "--self-check-probe"];
+
+/// Each of [`PROOF_OPTIONS`] is an unknown option to the target binary at
+/// `path`, run by `runner` (its qemu-user): a usage error, exit status 2.
+fn refuses_proof_options(path: &Path, runner: &str, name: &str) -> Result<(), Error> {
+    for opt in PROOF_OPTIONS {
+        let out = launch(Command::new(runner).arg(path).args(["-l", "1", "-q", opt]))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(2) || !err.contains("unknown option") {
+            return Err(Error::Check(format!(
+                "{name} does not refuse {opt} (built with the proof feature?): {}",
+                said(&out, false)
+            )));
+        }
+    }
     Ok(())
 }
 
@@ -1077,6 +1102,31 @@ mod tests {
         assert!(err.contains("run scripts/buildroot-hash"), "{err}");
         fs::write(&hash_file, format!("sha256  {}", &sums)).unwrap();
         check_buildroot_hash(dir, &sums, &hash_file).unwrap();
+    }
+
+    /// A binary that refuses the proof options passes; one that runs
+    /// with them, or refuses them for another reason, does not (`sh` in
+    /// place of qemu-user).
+    #[test]
+    fn proof_options_must_be_unknown() {
+        let scratch = Scratch::new("release-check-proof");
+        let script = |name: &str, body: &str| {
+            let p = scratch.join(name);
+            fs::write(&p, body).unwrap();
+            p
+        };
+        let shipped = script(
+            "shipped",
+            "echo \"latscope: unknown option $4\" >&2; exit 2\n",
+        );
+        refuses_proof_options(&shipped, "sh", "shipped").unwrap();
+        let proof = script("proof", "echo T: 0; exit 0\n");
+        let err = refuses_proof_options(&proof, "sh", "proof")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("does not refuse --ballast-mib=1"), "{err}");
+        let other = script("other", "echo 'latscope: -l 1: bad' >&2; exit 2\n");
+        assert!(refuses_proof_options(&other, "sh", "other").is_err());
     }
 
     #[test]

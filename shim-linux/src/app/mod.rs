@@ -93,12 +93,12 @@ fn run(cfg: &Config) -> i32 {
     }
     setup::cyclictest::notes(cfg);
     let mut held = exit::Held {
-        demote: !cfg.bench.no_exit_demote,
+        demote: !cfg.bench.no_exit_demote(),
         ..exit::Held::default()
     };
     let status = measure(cfg, &mut held)
         .unwrap_or_else(|e| fail(&e.with_run_hint(cfg.unprivileged_flags())));
-    if cfg.bench.no_exit_demote {
+    if cfg.bench.no_exit_demote() {
         let cpu = config::first_pinned_cpu(cfg, &linux::available_cpus());
         bench::naive_exit(cpu, cfg.policy, cfg.priority, &mut held);
         if let Some(limit) = held.idle.take() {

@@ -259,7 +259,8 @@ fn sender_options(cfg: &Config, s: &Setup, deg: &Degradations) -> sender::Option
         report_ns: cfg.report_ns as i64,
         console: s.console,
         policy: policy_label(cfg, &deg.flags),
-        self_check_probe: cfg.bench.self_check_probe,
+        #[cfg(feature = "proof")]
+        self_check_probe: cfg.bench.self_check_probe(),
         refresh_on_max: cfg.refresh_on_max,
         oscope: cfg.oscope,
         unbuffered: cfg.unbuffered,

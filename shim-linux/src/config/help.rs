@@ -210,7 +210,9 @@ fn entry(out: &mut String, opt: Opt, wide: bool) {
         }
         Help::Text(text) => lines(out, &label, text, wide),
         // not listed
-        Help::Joined | Help::Hidden(_) => {}
+        Help::Joined => {}
+        #[cfg(feature = "proof")]
+        Help::Hidden(_) => {}
     }
 }
 
@@ -316,6 +318,7 @@ mod tests {
             match spec.help {
                 Help::Text(_) => assert_eq!((items, lines), (1, 1), "{label}"),
                 Help::Joined => assert_eq!((items, lines), (0, 1), "{label}"),
+                #[cfg(feature = "proof")]
                 Help::Hidden(_) => {
                     assert_eq!(items, 0, "{label}");
                     assert!(!h.contains(&format!("--{}", spec.long)), "{label}");

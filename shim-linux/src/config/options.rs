@@ -66,8 +66,11 @@ pub enum Opt {
     HistShape,
     SelfCheck,
     Version,
+    #[cfg(feature = "proof")]
     SelfCheckProbe,
+    #[cfg(feature = "proof")]
     NoExitDemote,
+    #[cfg(feature = "proof")]
     BallastMib,
 }
 
@@ -106,7 +109,8 @@ pub enum Help {
     /// text describes both (the `--deadline-*` trio).
     Joined,
     /// Not listed in `--help` (the proof scripts' options, see
-    /// `crate::bench`): what it does.
+    /// `crate::bench`, in `proof` builds only): what it does.
+    #[cfg(feature = "proof")]
     Hidden(&'static str),
 }
 
@@ -150,7 +154,9 @@ const fn own(opt: Opt, long: &'static str, arg: Arg, help: Help) -> Spec {
 }
 
 use Arg::{No, Optional, Required};
-use Help::{Hidden, Joined, Text};
+#[cfg(feature = "proof")]
+use Help::Hidden;
+use Help::{Joined, Text};
 
 /// Every option latscope knows, with its `--help` text (the order of
 /// `--help` is [`super::help`]'s).
@@ -601,7 +607,8 @@ pub const OPTIONS: &[Spec] = &[
         ),
     ),
     own(Opt::Version, "version", No, Text("print the version")),
-    // the proof scripts' (see `bench`)
+    // the proof scripts' (see `bench`), in `proof` builds only
+    #[cfg(feature = "proof")]
     own(
         Opt::SelfCheckProbe,
         "self-check-probe",
@@ -611,6 +618,7 @@ pub const OPTIONS: &[Spec] = &[
              each is refused and counted (implies --self-check)",
         ),
     ),
+    #[cfg(feature = "proof")]
     own(
         Opt::NoExitDemote,
         "no-exit-demote",
@@ -620,6 +628,7 @@ pub const OPTIONS: &[Spec] = &[
              measuring policy and exits holding its locked memory",
         ),
     ),
+    #[cfg(feature = "proof")]
     own(
         Opt::BallastMib,
         "ballast-mib",

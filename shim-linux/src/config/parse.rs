@@ -19,6 +19,7 @@ use super::numbers::{self, atoi, parse_u64};
 use super::options::Opt;
 use super::values::{parse_dest, parse_duration, parse_report_interval};
 use super::{Action, Config, Threads};
+#[cfg(feature = "proof")]
 use crate::bench;
 use crate::error::Error;
 use crate::linux::tracefs::MIN_BUFFER_KB;
@@ -124,10 +125,13 @@ impl Parser {
             Opt::TraceBufferSize => self.trace_buffer_size(g, v)?,
             Opt::HistShape => self.hist_shape(g, v)?,
             // the proof scripts'
+            #[cfg(feature = "proof")]
             Opt::BallastMib => {
                 self.cfg.bench.ballast_mib = parse_u64(&g.spelled, v, 0, bench::MAX_BALLAST_MIB)?;
             }
+            #[cfg(feature = "proof")]
             Opt::NoExitDemote => self.cfg.bench.no_exit_demote = true,
+            #[cfg(feature = "proof")]
             Opt::SelfCheckProbe => self.self_check_probe(),
         }
         Ok(None)
@@ -154,6 +158,7 @@ impl Parser {
 
     /// `--self-check-probe` (the proof scripts'): the probe proves the
     /// self-check, so it turns one on.
+    #[cfg(feature = "proof")]
     fn self_check_probe(&mut self) {
         self.cfg.bench.self_check_probe = true;
         self.cfg.self_check = true;

@@ -71,9 +71,33 @@ fn latscopes_own_options() {
     assert!(!c.mlock && c.best_effort);
     assert_eq!((c.warmup_ns, c.report_ns), (500_000_000, 2_000_000_000));
     assert_eq!(ok(&["--name", "board-7"]).name.as_deref(), Some("board-7"));
+}
+
+/// The proof scripts' options, in a `proof` build.
+#[cfg(feature = "proof")]
+#[test]
+fn the_proof_options_in_a_proof_build() {
     let c = ok(&["--self-check-probe", "--ballast-mib", "3"]);
-    assert!(c.self_check && c.bench.self_check_probe);
-    assert_eq!((c.bench.ballast_mib, c.bench.no_exit_demote), (3, false));
+    assert!(c.self_check && c.bench.self_check_probe());
+    assert_eq!(
+        (c.bench.ballast_mib(), c.bench.no_exit_demote()),
+        (3, false)
+    );
+}
+
+/// What ships refuses the proof scripts' options as unknown ones.
+#[cfg(not(feature = "proof"))]
+#[test]
+fn the_proof_options_are_unknown_without_the_feature() {
+    for args in [
+        &["--ballast-mib", "3"][..],
+        &["--no-exit-demote"],
+        &["--self-check-probe"],
+    ] {
+        let err = parse(args).unwrap_err().to_string();
+        assert!(err.contains("unknown option"), "{args:?}: {err}");
+    }
+    assert!(!OPTIONS.iter().any(|s| s.long == "ballast-mib"));
 }
 
 #[test]
@@ -256,10 +280,11 @@ fn fields(c: &Config) -> Vec<(&'static str, String)> {
     macro_rules! named {
         ($($f:ident),* ; bench: $($k:ident),* $(,)?) => {{
             let Config { $($f,)* bench } = c;
-            let crate::bench::Knobs { $($k,)* } = bench;
+            #[cfg(feature = "proof")]
+            let crate::bench::Knobs { $($k: _,)* } = bench;
             vec![
                 $((stringify!($f), format!("{:?}", $f)),)*
-                $((stringify!($k), format!("{:?}", $k)),)*
+                $((stringify!($k), format!("{:?}", bench.$k())),)*
             ]
         }};
     }
@@ -354,8 +379,11 @@ fn effect(
         Opt::HistShape => (&["-h", "10"], Some("2.7"), &["hist_shape"]),
         Opt::SelfCheck => (&[], None, &["self_check"]),
         // the probe proves the self-check, so it turns it on
+        #[cfg(feature = "proof")]
         Opt::SelfCheckProbe => (&[], None, &["self_check_probe", "self_check"]),
+        #[cfg(feature = "proof")]
         Opt::NoExitDemote => (&[], None, &["no_exit_demote"]),
+        #[cfg(feature = "proof")]
         Opt::BallastMib => (&[], Some("3"), &["ballast_mib"]),
     }
 }
@@ -411,8 +439,8 @@ fn only_no_exit_demote_turns_off_the_exit_discipline() {
         args.extend(value);
         if let Ok(Action::Run(c)) = parse(&args) {
             assert_eq!(
-                c.bench.no_exit_demote,
-                spec.opt == Opt::NoExitDemote,
+                c.bench.no_exit_demote(),
+                spec.long == "no-exit-demote",
                 "{args:?}"
             );
         } else {

@@ -220,6 +220,7 @@ pub mod sig {
     /// SIGHUP.
     pub const HUP: u32 = g::SIGHUP;
     /// SIGCHLD.
+    #[cfg(feature = "proof")]
     pub const CHLD: u32 = g::SIGCHLD;
     /// SIGUSR2.
     pub const USR2: u32 = g::SIGUSR2;
@@ -491,10 +492,12 @@ pub fn seccomp_deny(fd: rustix::fd::BorrowedFd<'_>, id: u64, errno: i32) -> Resu
 
 /// One request that `--self-check` must refuse: its name, and what the
 /// kernel answered (`Ok` means it was **not** refused).
+#[cfg(feature = "proof")]
 pub type Probe = (&'static str, Result<(), Errno>);
 
 /// A path that does not exist, so that an exec the filter failed to refuse
 /// still fails harmlessly (ENOENT instead of EPERM).
+#[cfg(feature = "proof")]
 const PROBE_PATH: &core::ffi::CStr = c"/latscope-self-check-probe/none";
 
 /// The self-check probe: every process-creation and exec request the
@@ -502,23 +505,23 @@ const PROBE_PATH: &core::ffi::CStr = c"/latscope-self-check-probe/none";
 /// active. Each should fail with EPERM (and be counted as a defect),
 /// `clone3` with ENOSYS. Should the filter not be active:
 /// - `clone(SIGCHLD)`, `fork` and `vfork` would create a child, which
-///   leaves at once through `exit(0)` without running any Rust code;
+///   leaves at once through `exit(0)` in the same `asm!` block that made
+///   the request ([`new_process`]): no Rust code runs in it;
 /// - `execve` and `execveat` name a path that does not exist (ENOENT);
 /// - `clone3` with a size of 0 is rejected by the kernel (EINVAL).
+///
+/// Only in `proof` builds (`--self-check-probe`).
+#[cfg(feature = "proof")]
 pub fn probe_process_creation() -> Vec<Probe> {
     let mut v = Vec::with_capacity(6);
-    // SAFETY: new-process requests with no pointer argument (flags
-    // SIGCHLD, a NULL stack): the kernel copies the caller's memory. A
-    // child that came into being would only make the `exit` syscall.
-    let child_exits = |nr: u32, a0: usize| unsafe { leave_if_child(syscall4(nr, a0, 0, 0, 0)) };
     v.push((
         "clone (new process)",
-        child_exits(g::__NR_clone, sig::CHLD as usize),
+        new_process(NewProcess::Clone).map(drop),
     ));
     #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
     {
-        v.push(("fork", child_exits(g::__NR_fork, 0)));
-        v.push(("vfork", child_exits(g::__NR_vfork, 0)));
+        v.push(("fork", new_process(NewProcess::Fork).map(drop)));
+        v.push(("vfork", new_process(NewProcess::Vfork).map(drop)));
     }
     let path = PROBE_PATH.as_ptr() as usize;
     // SAFETY: execve(path, NULL, NULL): `path` is a NUL-terminated static
@@ -545,21 +548,96 @@ pub fn probe_process_creation() -> Vec<Probe> {
     v
 }
 
-/// The raw return of a process-creation request: in a child (0), `exit(0)`
-/// at once; in the caller, the result.
-///
-/// # Safety
-/// Must be called right after the request, before any other code runs in
-/// the child (a vfork child shares the caller's memory).
-#[inline(always)]
-unsafe fn leave_if_child(ret: isize) -> Result<(), Errno> {
-    if ret == 0 {
-        // SAFETY: `exit` takes no pointer and does not return.
-        unsafe {
-            syscall4(g::__NR_exit, 0, 0, 0, 0);
-        }
+/// A request for a new process that takes no pointer.
+#[cfg(feature = "proof")]
+#[derive(Debug, Clone, Copy)]
+enum NewProcess {
+    /// `clone(SIGCHLD, NULL)`: a copy of the process, as `fork` makes.
+    Clone,
+    /// `fork()`.
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    Fork,
+    /// `vfork()`: the child borrows the caller's memory and stack.
+    #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+    Vfork,
+}
+
+/// `clone`, `fork` or `vfork`, and in a child that came into being,
+/// `exit(0)` at once: request, test and exit are one `asm!` block, so the
+/// child runs only those instructions (a `vfork` child shares the
+/// caller's stack, which no Rust code may touch). The caller gets the
+/// kernel's answer: the child's PID, or the error.
+#[cfg(feature = "proof")]
+fn new_process(kind: NewProcess) -> Result<usize, Errno> {
+    let (nr, a0) = match kind {
+        NewProcess::Clone => (g::__NR_clone, sig::CHLD as usize),
+        #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+        NewProcess::Fork => (g::__NR_fork, 0),
+        #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+        NewProcess::Vfork => (g::__NR_vfork, 0),
+    };
+    let ret: isize;
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the request (number in rax, first argument in rdi, the
+    // others zero: no pointer) returns 0 in a child, which then makes the
+    // `exit` syscall with status 0 and never returns; it touches no memory
+    // and no stack. The caller continues at `2:` with the result in rax;
+    // the kernel clobbers rcx and r11, the test the flags.
+    unsafe {
+        asm!(
+            "syscall",
+            "test rax, rax",
+            "jnz 2f",
+            "mov eax, {exit}",
+            "xor edi, edi",
+            "syscall",
+            "2:",
+            exit = const g::__NR_exit,
+            inlateout("rax") nr as isize => ret,
+            inlateout("rdi") a0 => _,
+            in("rsi") 0usize, in("rdx") 0usize, in("r10") 0usize,
+            lateout("rcx") _, lateout("r11") _,
+            options(nostack),
+        );
     }
-    check(ret).map(drop)
+    #[cfg(target_arch = "aarch64")]
+    // SAFETY: as on x86-64: number in x8, arguments in x0..x3 (no
+    // pointer), result in x0; a child (x0 = 0) loads `exit` into x8 and
+    // traps again with status 0, touching no memory.
+    unsafe {
+        asm!(
+            "svc 0",
+            "cbnz x0, 2f",
+            "mov x8, #{exit}",
+            "svc 0",
+            "2:",
+            exit = const g::__NR_exit,
+            inlateout("x8") nr as usize => _,
+            inlateout("x0") a0 => ret,
+            in("x1") 0usize, in("x2") 0usize, in("x3") 0usize,
+            options(nostack),
+        );
+    }
+    #[cfg(target_arch = "arm")]
+    // SAFETY: as on x86-64, in ARM mode: number in r7, arguments in r0..r3
+    // (no pointer), result in r0; a child (r0 = 0) loads `exit` into r7 and
+    // traps again with status 0, touching no memory.
+    unsafe {
+        asm!(
+            "svc 0",
+            "cmp r0, #0",
+            "bne 2f",
+            "mov r7, #{exit}",
+            "svc 0",
+            "2:",
+            exit = const g::__NR_exit,
+            inlateout("r7") nr as usize => _,
+            inlateout("r0") a0 => ret,
+            in("r1") 0usize, in("r2") 0usize, in("r3") 0usize,
+            options(nostack),
+        );
+    }
+    check(ret)
 }
 
 #[cfg(test)]
@@ -567,6 +645,30 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use super::*;
+
+    /// Without the self-check's filter the probe's requests succeed: each
+    /// child leaves at once with status 0, inside the request's `asm!`
+    /// block (a `vfork` child that ran on would corrupt this very stack).
+    #[cfg(feature = "proof")]
+    #[test]
+    fn a_child_of_the_probe_exits_at_once() {
+        use rustix::process::{waitpid, Pid, WaitOptions};
+        let kinds = [
+            NewProcess::Clone,
+            #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+            NewProcess::Fork,
+            #[cfg(any(target_arch = "x86_64", target_arch = "arm"))]
+            NewProcess::Vfork,
+        ];
+        for kind in kinds {
+            let pid = new_process(kind).unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            let pid = Pid::from_raw(i32::try_from(pid).expect("a PID")).expect("a child's PID");
+            let (_, status) = waitpid(Some(pid), WaitOptions::empty())
+                .expect("waitpid")
+                .expect("the child's status");
+            assert_eq!(status.exit_status(), Some(0), "{kind:?}");
+        }
+    }
 
     #[test]
     fn a_ttys_output_queue_is_read_and_dev_null_is_no_tty() {

@@ -13,6 +13,7 @@
 
 mod attribution;
 mod live;
+#[cfg(feature = "proof")]
 mod probe;
 mod publish;
 mod status;
@@ -74,6 +75,7 @@ pub struct Options {
     /// Policy name for the live header.
     pub policy: &'static str,
     /// Make every forbidden request once under `--self-check`.
+    #[cfg(feature = "proof")]
     pub self_check_probe: bool,
     /// `-M`: redraw the live view only when a maximum grew.
     pub refresh_on_max: bool,
@@ -226,6 +228,7 @@ impl Sender<'_> {
             if self.publish.service_link(now, first) {
                 self.restart_stream();
             }
+            #[cfg(feature = "proof")]
             if first && self.opts.self_check_probe {
                 self.probe();
             }

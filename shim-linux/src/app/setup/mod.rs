@@ -177,8 +177,8 @@ impl Setup {
         let console = Console::of(cfg);
         let mut deg = Degradations::default();
         lock_memory(cfg, held, &mut deg)?;
-        if cfg.bench.ballast_mib > 0 {
-            held.ballast = bench::ballast(cfg.bench.ballast_mib);
+        if cfg.bench.ballast_mib() > 0 {
+            held.ballast = bench::ballast(cfg.bench.ballast_mib());
         }
         let dma_latency = dma_latency(cfg, held, &mut deg)?;
         let idle_limit = idle_limit(cfg, &plans, &available, held, &mut deg)?;
@@ -462,7 +462,7 @@ fn loop_settings(cfg: &Config, clock: LinuxClock) -> LoopSettings {
         policy: cfg.policy,
         deadline: cfg.deadline_ns(),
         best_effort: cfg.best_effort,
-        exit_demote: !cfg.bench.no_exit_demote,
+        exit_demote: !cfg.bench.no_exit_demote(),
         cycle: CycleConfig {
             interval_ns: cfg.interval_us * 1000,
             warmup_cycles: 0,
