@@ -217,6 +217,24 @@ where
     }
 }
 
+/// What the current report sends of each thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReportKind {
+    /// Its delta, its statistics and the next chunk of the rolling
+    /// snapshot.
+    Rolling,
+    /// Its statistics alone: the report started before the report bytes
+    /// sent so far were paid for, less than [`MAX_LEAN_NS`] after the last
+    /// report with deltas (see [`Reporter::with_budget`]).
+    Lean,
+    /// Its delta, its statistics and a full snapshot: frames were lost
+    /// ([`Reporter::lost`]).
+    Full,
+    /// The final report: as [`ReportKind::Full`], its statistics marked
+    /// `last_report`.
+    Final,
+}
+
 /// The protocol's sending state machine: sequence numbers, report epochs,
 /// when hellos and reports are due, and which snapshot each report
 /// carries. It never allocates; its frames go to a [`FrameSink`] as they
@@ -241,14 +259,12 @@ pub struct Reporter {
     next_hello: i64,
     epoch: u32,
     elapsed_ns: u64,
-    full: bool,
-    /// The current report carries statistics only: it started before the
-    /// report bytes sent so far were paid for, less than [`MAX_LEAN_NS`]
-    /// after the last report with deltas (see [`Reporter::with_budget`]).
-    lean: bool,
+    /// What the current report sends.
+    kind: ReportKind,
     /// When the last report with deltas began.
     histograms_at: i64,
-    last: bool,
+    /// Frames were lost since the current report began: the next one is
+    /// [`ReportKind::Full`].
     resync: bool,
     /// Bytes per second the stream may average (0: no budget).
     budget: u32,
@@ -278,10 +294,8 @@ impl Reporter {
             next_hello: start_ns.saturating_add(HELLO_EVERY_NS as i64),
             epoch: 0,
             elapsed_ns: 0,
-            full: false,
-            lean: false,
+            kind: ReportKind::Rolling,
             histograms_at: start_ns,
-            last: false,
             resync: false,
             budget: 0,
             paid_until: start_ns,
@@ -418,7 +432,12 @@ impl Reporter {
     /// report interval later, or an interval after `now` if the caller
     /// fell that far behind.
     pub fn begin_report(&mut self, now: i64) -> u32 {
-        self.begin(now, self.resync, false);
+        let kind = if self.resync {
+            ReportKind::Full
+        } else {
+            ReportKind::Rolling
+        };
+        self.begin(now, kind);
         self.next_report = self.next_report.saturating_add(self.report_ns);
         if self.next_report <= now {
             self.next_report = now.saturating_add(self.report_ns);
@@ -429,22 +448,25 @@ impl Reporter {
     /// Start the final report: statistics marked `last_report` and a full
     /// snapshot of every thread. Returns its number (the bye's epoch).
     pub fn begin_final(&mut self, now: i64) -> u32 {
-        self.begin(now, true, true);
+        self.begin(now, ReportKind::Final);
         self.epoch
     }
 
-    fn begin(&mut self, now: i64, full: bool, last: bool) {
+    /// Start a report of `kind`, which a rolling one turns lean while the
+    /// bytes sent so far are unpaid for and its histograms not stale.
+    fn begin(&mut self, now: i64, kind: ReportKind) {
         let stale = now.saturating_sub(self.histograms_at) >= MAX_LEAN_NS as i64;
-        self.lean = !full && !stale && self.paid_until > now;
-        if !self.lean {
+        self.kind = match kind {
+            ReportKind::Rolling if !stale && self.paid_until > now => ReportKind::Lean,
+            other => other,
+        };
+        if self.kind != ReportKind::Lean {
             self.histograms_at = now;
         }
         // time unused is not saved up
         self.paid_until = self.paid_until.max(now);
         self.epoch = self.epoch.wrapping_add(1);
         self.elapsed_ns = now.saturating_sub(self.start_ns).max(0) as u64;
-        self.full = full;
-        self.last = last;
         self.resync = false;
     }
 
@@ -468,7 +490,7 @@ impl Reporter {
     {
         let cur_buckets = cur.buckets.as_ref();
         let c = cur.counters;
-        let top = if self.lean {
+        let top = if self.kind == ReportKind::Lean {
             highest_change(log.prev.as_ref(), cur_buckets)
         } else {
             let top = self.send_delta(log, cur_buckets, out);
@@ -498,14 +520,16 @@ impl Reporter {
             minflt: extra.minflt,
             majflt: extra.majflt,
             dropped: extra.dropped,
-            last_report: self.last,
+            last_report: self.kind == ReportKind::Final,
         };
         self.send(Body::Stats(log.stats), out);
-        if self.full {
-            self.full_snapshot(log, out);
-        } else if !self.lean {
-            let end = self.chunk(log, log.cursor, ROLL_BYTES, out);
-            log.cursor = if end >= log.buckets() { 0 } else { end as u16 };
+        match self.kind {
+            ReportKind::Full | ReportKind::Final => self.full_snapshot(log, out),
+            ReportKind::Rolling => {
+                let end = self.chunk(log, log.cursor, ROLL_BYTES, out);
+                log.cursor = if end >= log.buckets() { 0 } else { end as u16 };
+            }
+            ReportKind::Lean => {}
         }
     }
 
