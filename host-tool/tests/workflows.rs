@@ -17,30 +17,16 @@ use serde_json::Value;
 
 const HOST: &str = env!("CARGO_BIN_EXE_latscope-host");
 
-/// A directory of its own under the system's temporary directory, removed
-/// when the test passes.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let d = std::env::temp_dir().join(format!("latscope-wf-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).expect("scratch directory");
-        Scratch(d)
-    }
-
-    fn join(&self, p: &str) -> PathBuf {
-        self.0.join(p)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-}
+// The tests' one scratch directory and one way to wait, included as they
+// are: the test kit itself does not build for Windows, where these run too.
+// Not every function of them is used here.
+#[allow(dead_code)]
+#[path = "../../testkit/src/poll.rs"]
+mod poll;
+#[allow(dead_code)]
+#[path = "../../testkit/src/scratch.rs"]
+mod scratch;
+use scratch::Scratch;
 
 fn host(args: &[&str]) -> Output {
     Command::new(HOST)
@@ -169,14 +155,9 @@ struct Proc(Child);
 
 impl Proc {
     fn wait(&mut self, limit: Duration) -> ExitStatus {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(s) = self.0.try_wait().expect("try_wait") {
-                return s;
-            }
-            assert!(Instant::now() < deadline, "still running after {limit:?}");
-            thread::sleep(Duration::from_millis(20));
-        }
+        poll::until(limit, "latscope-host to end", || {
+            self.0.try_wait().expect("try_wait")
+        })
     }
 }
 

@@ -2,30 +2,23 @@
 //! stream, SIGUSR1 reports status, the self-check counts defects, -b stops.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use latscope_core::wire::{Body, ByeReason};
 use latscope_testkit::host::{stderr_lines, wait_for_line};
 use latscope_testkit::target::{decode_all, privilege_flags, serial, tool};
 use latscope_testkit::this_target;
-use latscope_testkit::wait::frame_in;
+use latscope_testkit::wait::{frame_in, poll};
 use rustix::process::{kill_process, Pid, Signal};
 
 /// The binary under test.
 const BIN: &str = env!("CARGO_BIN_EXE_latscope");
 
 fn wait_for(child: &mut std::process::Child, limit: Duration) -> std::process::ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("latscope did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll(limit, || child.try_wait().expect("try_wait")).unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("latscope did not end within {limit:?}")
+    })
 }
 
 fn signal_ends_run_cleanly(sig: Signal, signo: u8) {

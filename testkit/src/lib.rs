@@ -33,6 +33,7 @@ pub mod forge;
 pub mod host;
 pub mod image;
 pub mod kept_runs;
+pub mod poll;
 pub mod precondition;
 pub mod procs;
 pub mod prometheus;
