@@ -19,7 +19,7 @@ use latscope_core::cycle::{Cycle, CycleConfig, Step};
 use latscope_core::explain::parse_line;
 use latscope_core::layout::Layout;
 use latscope_core::layout::{DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
-use latscope_core::protocol::{ArrayStore, Assembler, Extra, Reporter, ThreadLog};
+use latscope_core::protocol::{ArrayStore, Assembler, Reporter, SideCounts, ThreadLog};
 use latscope_core::ringbuf::{Decoder as PageDecoder, EventFormats, Page, PageHeader};
 use latscope_core::seqlock::{SharedHistogram, Snapshot};
 use latscope_core::wire::{Body, Decoder, MAX_FRAME};
@@ -43,12 +43,12 @@ impl Lat {
     }
 }
 
-fn record(n: u64) -> f64 {
+fn publish(n: u64) -> f64 {
     let mut w = REC.writer().expect("one writer");
     let mut lat = Lat(0x1234_5678);
     let t = Instant::now();
     for _ in 0..n {
-        w.record(black_box(lat.next()), 0);
+        w.publish(black_box(lat.next()), 0);
     }
     t.elapsed().as_nanos() as f64 / n as f64
 }
@@ -71,7 +71,7 @@ fn cycle(n: u64) -> f64 {
     for _ in 0..n {
         let now = c.deadline() + lat.next();
         if let Step::Sample { sample, .. } = c.on_wake(black_box(now)) {
-            w.record(sample.latency, sample.missed);
+            w.publish(sample.latency, sample.missed);
         }
     }
     t.elapsed().as_nanos() as f64 / n as f64
@@ -108,14 +108,14 @@ fn sample_stream(frames: usize) -> Vec<u8> {
     while n < frames {
         for w in &mut writers {
             for _ in 0..100 {
-                w.record(lat.next(), 0);
+                w.publish(lat.next(), 0);
             }
         }
         now += 1_000_000_000;
         rep.begin_report(now);
         for (rec, log) in recs.iter().zip(logs.iter_mut()) {
             rec.snapshot(&mut snap, 100).expect("no writer running");
-            rep.report(log, &snap, Extra::default(), &mut |b: &[u8]| {
+            rep.report(log, &snap, SideCounts::default(), &mut |b: &[u8]| {
                 out.extend_from_slice(b);
                 n += 1;
             });
@@ -240,17 +240,12 @@ fn trace_text(reps: u64) -> f64 {
 /// counts: the mode, its two counts (their difference cancels start-up
 /// and exit), and what one operation is.
 const COUNTED: [(&str, u64, u64, &str); 6] = [
-    (
-        "record",
-        200_000,
-        400_000,
-        "record one sample (seqlock publish)",
-    ),
+    ("publish", 200_000, 400_000, "publish one sample (seqlock)"),
     (
         "cycle",
         200_000,
         400_000,
-        "cycle logic + record, one sample",
+        "cycle logic + publish, one sample",
     ),
     (
         "encode",
@@ -360,7 +355,7 @@ fn main() {
     if let [mode, n] = args.as_slice() {
         let n: u64 = n.parse().expect("a count");
         match mode.as_str() {
-            "record" => black_box(record(n)),
+            "publish" => black_box(publish(n)),
             "cycle" => black_box(cycle(n)),
             "decode" => black_box(decode(&sample_stream(n as usize)).0),
             "assemble" => black_box(assemble(&sample_stream(n as usize)).0),
@@ -368,17 +363,17 @@ fn main() {
             "encode" => black_box(sample_stream(n as usize).len() as f64),
             "pages" => black_box(trace_pages(n)),
             "text" => black_box(trace_text(n)),
-            _ => panic!("modes: record, cycle, decode, assemble, encode, pages, text"),
+            _ => panic!("modes: publish, cycle, decode, assemble, encode, pages, text"),
         };
         return;
     }
     let n = 20_000_000;
     println!(
-        "record one sample (seqlock publish): {:6.2} ns/sample",
-        record(n)
+        "publish one sample (seqlock):       {:6.2} ns/sample",
+        publish(n)
     );
     println!(
-        "cycle logic + record:                {:6.2} ns/sample",
+        "cycle logic + publish:               {:6.2} ns/sample",
         cycle(n)
     );
     println!(

@@ -5,7 +5,7 @@
 //!   then much later);
 //! * a [`Cycle`] that turns wake-ups into samples, recorded into a static
 //!   [`SharedHistogram`] (the measuring context's only memory);
-//! * a [`Reporter`] in the reporting context that reads the record once a
+//! * a [`Reporter`] in the reporting context that reads the shared histogram once a
 //!   second and writes the protocol's frames into a buffer (on a
 //!   microcontroller, the UART's DMA buffer), paced by a [`Pacer`] as on a
 //!   115200-baud line, its reports within that line's byte budget
@@ -19,7 +19,8 @@
 use latscope_core::cycle::{Clock, Cycle, CycleConfig, SleepError, Step};
 use latscope_core::layout::{buckets_for, Layout, MIN_TOP_US};
 use latscope_core::protocol::{
-    line_budget, ArrayStore, Assembler, Extra, FrameSink, Pacer, Reporter, SliceSink, ThreadLog,
+    line_budget, ArrayStore, Assembler, FrameSink, Pacer, Reporter, SideCounts, SliceSink,
+    ThreadLog,
 };
 use latscope_core::seqlock::{SharedHistogram, Snapshot};
 use latscope_core::stats::Ppm;
@@ -34,7 +35,7 @@ const N: usize = buckets_for(LINEAR_US, MIN_TOP_US);
 const INTERVAL_NS: u64 = 1_000_000;
 const SEC: i64 = 1_000_000_000;
 
-/// The measuring context's record: in a static, no allocator needed.
+/// The measuring context's shared histogram: in a static, no allocator needed.
 static RECORD: SharedHistogram<N> = SharedHistogram::new(LINEAR_US);
 
 /// A simulated timer: sleeping moves time to the deadline plus a wake-up
@@ -161,14 +162,14 @@ fn measure(
         let Step::Sample { sample, stop } = cycle.on_wake(now) else {
             continue;
         };
-        writer.record(sample.latency, sample.missed);
+        writer.publish(sample.latency, sample.missed);
         if reporter.report_due(now) {
             line.now = now;
             reporter.begin_report(now);
             RECORD
                 .snapshot(&mut snap, 16)
                 .expect("the writer is not running");
-            reporter.report(log, &snap, Extra::default(), line);
+            reporter.report(log, &snap, SideCounts::default(), line);
         }
         if stop.is_some() {
             return;
@@ -202,7 +203,7 @@ fn main() {
     let epoch = reporter.begin_final(end);
     let mut snap = Box::new(Snapshot::<N>::new());
     RECORD.snapshot(&mut snap, 16).expect("the writer is done");
-    reporter.report(&mut log, &snap, Extra::default(), &mut line);
+    reporter.report(&mut log, &snap, SideCounts::default(), &mut line);
     let bye = Bye {
         reason: ByeReason::Completed,
         epoch,

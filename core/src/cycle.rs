@@ -165,7 +165,7 @@ pub struct Sample {
 pub enum Step {
     /// A warm-up wake-up: not recorded.
     Warmup,
-    /// A sample to record; `stop` is set if it was the last one.
+    /// A sample to publish; `stop` is set if it was the last one.
     Sample {
         /// The sample.
         sample: Sample,

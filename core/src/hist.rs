@@ -123,8 +123,8 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
         &self.totals
     }
 
-    /// Record one latency.
-    pub fn record(&mut self, ns: u64) {
+    /// Add one latency.
+    pub fn add(&mut self, ns: u64) {
         let i = self.layout.bucket_of(ns);
         if let Some(c) = self.counts.as_mut().get_mut(i) {
             *c = c.saturating_add(1);
@@ -196,7 +196,7 @@ mod tests {
     fn record_keeps_exact_totals() {
         let mut h = H::new(1000);
         for ns in [3_400, 12_000, 999_999, 2_400_000, 75_000_000_000] {
-            h.record(ns);
+            h.add(ns);
         }
         let t = h.totals();
         assert_eq!(t.count, 5);
@@ -219,9 +219,9 @@ mod tests {
     fn merge_adds_and_rejects_other_layouts() {
         let mut a = H::new(1000);
         let mut b = H::new(1000);
-        a.record(1_000);
-        b.record(9_000);
-        b.record(2_000);
+        a.add(1_000);
+        b.add(9_000);
+        b.add(2_000);
         a.merge(&b).unwrap();
         assert_eq!(a.totals().count, 3);
         assert_eq!(a.totals().min, 1_000);
@@ -244,8 +244,8 @@ mod tests {
         let layout = Layout::new(3500, buckets_for(3500, MIN_TOP_US));
         let mut h = HistogramIn::with_counts(layout, vec![7u64; layout.len()]).unwrap();
         assert!(h.counts().iter().all(|&c| c == 0), "zeroed");
-        h.record(3_499_999);
-        h.record(3_500_000);
+        h.add(3_499_999);
+        h.add(3_500_000);
         assert_eq!(h.counts()[3499], 1);
         assert_eq!(h.counts()[3500..].iter().sum::<u64>(), 1);
         let mut fixed = H::new(1000);

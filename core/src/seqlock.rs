@@ -411,18 +411,18 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
     /// periods it `missed`. Early wake-ups are counted, not put in the
     /// histogram. Never waits, never fails.
     #[inline]
-    pub fn record(&mut self, latency_ns: i64, missed: u64) {
+    pub fn publish(&mut self, latency_ns: i64, missed: u64) {
         if latency_ns >= 0 && missed == 0 {
-            self.record_plain(latency_ns as u64);
+            self.publish_plain(latency_ns as u64);
         } else {
-            self.record_other(latency_ns, missed);
+            self.publish_other(latency_ns, missed);
         }
     }
 
-    /// [`Writer::record`] of the common sample: on time or late by
+    /// [`Writer::publish`] of the common sample: on time or late by
     /// `latency_ns`, no period missed.
     #[inline]
-    pub fn record_plain(&mut self, latency_ns: u64) {
+    pub fn publish_plain(&mut self, latency_ns: u64) {
         self.section(|w| {
             w.add_latency(latency_ns);
             w.rec.last.store(latency_ns);
@@ -442,7 +442,7 @@ impl<B: AsRef<[AtomicU32]>> Writer<'_, B> {
 
     /// The rare samples: early, or late by whole periods.
     #[inline(never)]
-    fn record_other(&mut self, latency_ns: i64, missed: u64) {
+    fn publish_other(&mut self, latency_ns: i64, missed: u64) {
         self.section(|w| {
             let r = w.rec;
             if latency_ns >= 0 {
@@ -533,7 +533,7 @@ mod tests {
     fn const_constructible_in_a_static() {
         static REC: Rec = Rec::new(1000);
         let mut w = REC.writer().unwrap();
-        w.record(5_000, 0);
+        w.publish(5_000, 0);
         let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         REC.snapshot(&mut s, 4).unwrap();
         assert_eq!(s.counters.cycles, 1);
@@ -546,9 +546,9 @@ mod tests {
         assert_eq!(r.counters(4), Ok(Counters::ZERO));
         let mut w = r.writer().unwrap();
         for ns in [-2_000, 7_000, 3_000, 2_000_000] {
-            w.record(ns, 0);
+            w.publish(ns, 0);
         }
-        w.record(9_000, 3);
+        w.publish(9_000, 3);
         let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         r.snapshot(&mut s, 4).unwrap();
         let c = r.counters(4).unwrap();
@@ -567,8 +567,8 @@ mod tests {
     fn early_samples_are_counted_not_wrapped() {
         let r = Rec::new(1000);
         let mut w = r.writer().unwrap();
-        w.record(-3_000, 0);
-        w.record(4_000, 0);
+        w.publish(-3_000, 0);
+        w.publish(4_000, 0);
         let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         r.snapshot(&mut s, 4).unwrap();
         assert_eq!(s.counters.early, 1);
@@ -597,7 +597,7 @@ mod tests {
         ];
         let mut want = [0u32; DEFAULT_BUCKETS];
         for &ns in &edges {
-            w.record(ns as i64, 0);
+            w.publish(ns as i64, 0);
             want[r.layout().bucket_of(ns)] += 1;
             r.snapshot(&mut s, 4).unwrap();
             assert!(s.buckets == want, "after {ns} ns");
@@ -613,7 +613,7 @@ mod tests {
         let r = SharedHistogramIn::with_buckets(layout, mem.into_boxed_slice()).unwrap();
         let mut w = r.writer().unwrap();
         for ns in [999_999, 19_999_999, 20_000_000, 70_000_000_000] {
-            w.record(ns, 0);
+            w.publish(ns, 0);
         }
         let mut s = SnapshotIn::with_buckets(vec![9u32; layout.len()]);
         r.snapshot(&mut s, 4).unwrap();
@@ -648,7 +648,7 @@ mod tests {
             max: 9_000_000,
         };
         w.seed(seed);
-        w.record(200_000, 3);
+        w.publish(200_000, 3);
         let mut s = Snapshot::<DEFAULT_BUCKETS>::new();
         r.snapshot(&mut s, 4).unwrap();
         assert_eq!(s.counters.cycles, ten_years + 1);
@@ -666,7 +666,7 @@ mod tests {
         let writer = std::thread::spawn(move || {
             let mut w = r2.writer().unwrap();
             for i in 0..200_000u64 {
-                w.record(((i * 7919) % 50_000) as i64, i % 3);
+                w.publish(((i * 7919) % 50_000) as i64, i % 3);
             }
             d2.store(true, Relaxed);
         });
@@ -705,7 +705,7 @@ mod loom_tests {
             let r2 = rec.clone();
             let t = loom::thread::spawn(move || {
                 let mut w = r2.writer().unwrap();
-                w.record(1_500, 1);
+                w.publish(1_500, 1);
             });
             let mut s = Snapshot::<2>::new();
             if rec.try_snapshot(&mut s) {

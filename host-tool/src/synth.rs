@@ -5,12 +5,11 @@
 //! benchmarks.
 
 use latscope_core::layout::{Layout, DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
-use latscope_core::protocol::{Extra, Reporter, ThreadLog};
+use latscope_core::protocol::{Reporter, SideCounts, ThreadLog};
 use latscope_core::seqlock::Snapshot;
 use latscope_core::wire::{
-    bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Platform, Policy,
-    RunConfig, SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode,
-    WallTime, NS_CLOCK_HZ, SCHEMA_KEY,
+    bounded, Body, Bye, ByeReason, Hello, Level, LogLine, Platform, Policy, RunConfig, SpikeFlags,
+    SpikeSample, TargetInfo, ThreadInfo, ThreadStats, WallTime, NS_CLOCK_HZ, SCHEMA_KEY,
 };
 
 use std::io::{self, Write};
@@ -175,32 +174,19 @@ impl Synth {
                 policy: Policy::Fifo,
                 priority: 80,
                 interval_ns: 1_000_000,
-                distance_ns: 0,
-                clock: ClockKind::Monotonic,
                 mlock: true,
                 dma_latency_us: Some(0),
-                timer_slack_ns: 0,
                 duration_ns: u64::from(self.cfg.reports) * 1_000_000_000,
-                loops: 0,
-                warmup_cycles: 0,
                 report_ns: 1_000_000_000,
                 spike_ns: self.cfg.spike_ns,
-                break_ns: 0,
                 hist_us: self.cfg.hist_us,
-                hist_all: false,
-                nsecs: false,
                 started: Some(WallTime {
                     unix_s: 1_796_041_475,
                     utc_offset_s: 3600,
                 }),
                 layout: self.layout,
-                degraded: Degraded::default(),
-                self_check: false,
                 threads,
-                wake: WakeMode::Absolute,
-                align: StartAlign::Own,
-                smi: false,
-                tracefs_mounted: false,
+                ..RunConfig::default()
             },
         }
     }
@@ -275,7 +261,7 @@ impl Synth {
             self.rep.report(
                 &mut th.log,
                 &th.snap,
-                Extra::default(),
+                SideCounts::default(),
                 &mut |b: &[u8]| out(b),
             );
             th.stats = *th.log.stats();

@@ -1,6 +1,6 @@
 //! latscope on a Cortex-M: the interrupt latency of Arm's MPS2 AN386
 //! (qemu's `mps2-an386`), measured by latscope-core and streamed over UART0
-//! in latscope's frames, for `latscope-host` to record, report and compare
+//! in latscope's frames, for `latscope-host` to store, report and compare
 //! with a Linux board.
 //!
 //! * **Measuring**: APB timer 0 expires every interval. Its handler's first
@@ -8,12 +8,12 @@
 //!   it expired: the latency. The dual timer, free-running and extended in
 //!   software ([`Ticks64`]), says which period that was, so that late and
 //!   missed periods count as on Linux; the handler hands that `now` to the
-//!   core's `Cycle::on_wake` and records the sample in a static
+//!   core's `Cycle::on_wake` and publishes the sample in a static
 //!   `SharedHistogram`.
 //! * **Reporting**: thread mode, below every interrupt, runs the core's
 //!   `Reporter` and a `Pacer` and writes the frames to UART0.
 //! * **Explaining**: [`trace`] timestamps every handler and every masked
-//!   critical section; a spike's window is split by those records into the
+//!   critical section; a spike's window is split by those timestamps into the
 //!   core's `Attribution`.
 //! * **A disturbance** (build-time [`config`]): APB timer 1, phase-locked to
 //!   timer 0, expires a fixed offset before a measuring expiry and busy-runs
@@ -57,14 +57,14 @@ pub const TOP_US: u64 = 1_000_000;
 /// Buckets of the histogram.
 pub const BUCKETS: usize = buckets_for(LINEAR_US, TOP_US);
 
-/// The measuring interrupt's record: its counters (all zero, so in
-/// `.bss`, not copied from flash) and the record over them.
+/// The measuring interrupt's shared histogram: its counters (all zero,
+/// so in `.bss`, not copied from flash) and the histogram over them.
 static RECORD_COUNTERS: [AtomicU32; BUCKETS] = [const { AtomicU32::new(0) }; BUCKETS];
-/// The record's type.
-pub type Record = SharedHistogramIn<&'static [AtomicU32; BUCKETS]>;
-/// The reporting context's log of the record.
+/// The shared histogram's type.
+pub type SharedHistogram = SharedHistogramIn<&'static [AtomicU32; BUCKETS]>;
+/// The reporting context's log of the shared histogram.
 pub type Log = ThreadLogIn<&'static mut [u32; BUCKETS], &'static mut [u64; BUCKETS]>;
-/// A snapshot of the record.
+/// A seqlock snapshot of the shared histogram.
 pub type Snap = SnapshotIn<&'static mut [u32; BUCKETS]>;
 
 /// A spike, for thread mode to send and explain.
@@ -130,7 +130,7 @@ struct Start {
     first_expiry: u64,
     /// The cycle, started one period before the first expiry.
     cycle: Cycle,
-    /// The record's writer.
+    /// The shared histogram's writer.
     writer: Writer<'static, &'static [AtomicU32; BUCKETS]>,
 }
 
@@ -187,7 +187,7 @@ fn measure(st: &mut Measure, count: u32, entry: u32) {
     let Step::Sample { sample, stop } = st.start.cycle.on_wake(now) else {
         return;
     };
-    st.start.writer.record(sample.latency, sample.missed);
+    st.start.writer.publish(sample.latency, sample.missed);
     if sample.flags.spike {
         let window = sample.latency.max(0) as u64 / TICK_NS;
         let from = (sample.deadline as u64 / TICK_NS) as u32;
@@ -285,7 +285,7 @@ fn main() -> ! {
     static mut PREV: [u32; BUCKETS] = [0; BUCKETS];
     static mut HIST: [u64; BUCKETS] = [0; BUCKETS];
     static mut SNAP: [u32; BUCKETS] = [0; BUCKETS];
-    static mut REC: Option<Record> = None;
+    static mut REC: Option<SharedHistogram> = None;
     static mut REPORTER: Option<Reporter> = None;
     static mut HELLO: Option<Hello> = None;
     let Some(mut cp) = cortex_m::Peripherals::take() else {
@@ -299,9 +299,9 @@ fn main() -> ! {
     ) else {
         panic!("the memory is sized for the layout");
     };
-    let rec: &'static Record = REC.insert(rec);
+    let rec: &'static SharedHistogram = REC.insert(rec);
     let Some(writer) = rec.writer() else {
-        panic!("the record has one writer");
+        panic!("the shared histogram has one writer");
     };
     device::Uart0::init();
     let clock = start_timers(&mut cp.NVIC, writer);

@@ -1,5 +1,5 @@
 //! Thread mode, below every interrupt: the core's `Reporter` and `Pacer`
-//! turn the record into frames on UART0, spikes are sent and explained,
+//! turn the shared histogram into frames on UART0, spikes are sent and explained,
 //! and the run ends with the final report, the controls and the bye.
 
 use core::fmt::Write as _;
@@ -7,7 +7,7 @@ use core::sync::atomic::Ordering::Relaxed;
 
 use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
 use latscope_core::layout::Layout;
-use latscope_core::protocol::{line_budget, Extra, FrameSink, Pacer, Reporter};
+use latscope_core::protocol::{line_budget, FrameSink, Pacer, Reporter, SideCounts};
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, ClockKind, Degraded, Hello, Level, LogLine, Platform, Policy,
     RunConfig, SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, WakeMode, SCHEMA_KEY,
@@ -17,7 +17,7 @@ use crate::config::{self, TICK_NS};
 use crate::device::{DualTimer, Uart0, TIMER_0, TIMER_1};
 use crate::trace::{self, Handler};
 use crate::{
-    Log, Record, Snap, Spike, Ticks64, BUCKETS, DISTURB_RUNS, DONE, LINEAR_US, SPIKES,
+    Log, SharedHistogram, Snap, Spike, Ticks64, BUCKETS, DISTURB_RUNS, DONE, LINEAR_US, SPIKES,
     SPIKES_DROPPED,
 };
 
@@ -175,7 +175,7 @@ fn log(reporter: &mut Reporter, line: &mut Line, text: &str) {
 /// sleeps after the bye.
 pub fn run(
     clock: Ticks64,
-    record: &'static Record,
+    hist: &'static SharedHistogram,
     mut log_: Log,
     mut snap: Snap,
     reporter: &'static mut Option<Reporter>,
@@ -191,9 +191,9 @@ pub fn run(
     let reporter = reporter.insert(Reporter::new(start, REPORT_NS).with_budget(line_budget(BAUD)));
     reporter.hello(start, hello, &mut line);
     reporter.resend(&log_, &mut line);
-    let extra = || Extra {
+    let extra = || SideCounts {
         dropped: u64::from(SPIKES_DROPPED.load(Relaxed)),
-        ..Extra::default()
+        ..SideCounts::default()
     };
     loop {
         while let Some(s) = trace::masked(|cs| SPIKES.borrow(cs).borrow_mut().pop_front()) {
@@ -208,7 +208,7 @@ pub fn run(
         }
         if reporter.report_due(now) {
             reporter.begin_report(now);
-            if record.snapshot(&mut snap, 16).is_ok() {
+            if hist.snapshot(&mut snap, 16).is_ok() {
                 reporter.report(&mut log_, &snap, extra(), &mut line);
             }
         }
@@ -216,7 +216,7 @@ pub fn run(
     }
     let end = line.clock.now_ns();
     let epoch = reporter.begin_final(end);
-    while record.snapshot(&mut snap, 16).is_err() {}
+    while hist.snapshot(&mut snap, 16).is_err() {}
     reporter.report(&mut log_, &snap, extra(), &mut line);
     closing_logs(reporter, &mut line);
     let stats = *log_.stats();

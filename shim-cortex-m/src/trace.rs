@@ -2,7 +2,7 @@
 //! timestamps its entry and exit on the free-running clock, and every
 //! critical section through [`masked`], which timestamps how long
 //! interrupts were masked. A spike's window is then split by these
-//! records ([`attribute`]): measured, not inferred.
+//! timestamps ([`attribute`]): measured, not inferred.
 
 use core::cell::RefCell;
 use core::sync::atomic::{compiler_fence, AtomicU32, Ordering::Relaxed, Ordering::SeqCst};
@@ -115,7 +115,7 @@ pub fn entries(h: Handler) -> u32 {
 }
 
 /// The last masked sections (start and end ticks), in a ring. Written
-/// inside the critical section it records, so writers never overlap.
+/// inside the critical section it times, so writers never overlap.
 struct Masks {
     n: usize,
     at: [(u32, u32); KEPT],
@@ -165,7 +165,7 @@ impl Share {
     }
 }
 
-/// Where a spike's window went, by the records.
+/// Where a spike's window went, by the timestamps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Split {
     /// Per handler (by index): its time in the window. Only handlers that

@@ -185,7 +185,7 @@ mod tests {
             Error::sys("pinning", Errno::INVAL),
             Error::output("--json x", "No space left on device"),
             Error::Unavailable("tracefs is not mounted".into()),
-            Error::Internal("record claimed twice"),
+            Error::Internal("shared histogram claimed twice"),
         ] {
             assert_eq!(e.exit_status(), EXIT_FAILED, "{e}");
             assert!(!e.to_string().contains('\n'), "{e}");

@@ -170,7 +170,7 @@ fn config_files_depend_one_way() {
 #[test]
 fn uses_are_read_and_upward_ones_reported() {
     let code = "use crate::{config::{self, Config}, linux};\n\
-                let x = crate::rt::now();\nuse super::parse::Saw;";
+                let x = crate::rt::now();\nuse super::parse::OptionsGiven;";
     let crate_uses = segments(code, "crate::");
     assert_eq!(
         crate_uses.into_iter().collect::<Vec<_>>(),

@@ -62,7 +62,7 @@ pub fn entries() -> Vec<Entry> {
 
 /// One item of a section of `--help`'s option list.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Item {
+pub enum HelpRow {
     /// An option's entry: the long name of its [`Entry`] (the entries
     /// joined to it follow it in [`entries`]).
     Option(&'static str),
@@ -77,7 +77,7 @@ pub struct Section {
     /// Its heading.
     pub heading: &'static str,
     /// Its items, in `--help`'s order.
-    pub items: Vec<Item>,
+    pub items: Vec<HelpRow>,
 }
 
 /// The sections of `--help`'s option list, in its order; every option
@@ -93,8 +93,8 @@ pub fn sections() -> Vec<Section> {
                     Shown::Opt(o) => OPTIONS
                         .iter()
                         .find(|s| s.opt == o)
-                        .map(|s| Item::Option(s.long)),
-                    Shown::Row(label, text) => Some(Item::Row(label, text)),
+                        .map(|s| HelpRow::Option(s.long)),
+                    Shown::Row(label, text) => Some(HelpRow::Row(label, text)),
                 })
                 .collect(),
         })
@@ -131,7 +131,7 @@ mod tests {
             let n = sections
                 .iter()
                 .flat_map(|s| &s.items)
-                .filter(|i| **i == Item::Option(e.long))
+                .filter(|i| **i == HelpRow::Option(e.long))
                 .count();
             let shown = !e.joined && e.hidden.is_none();
             assert_eq!(n, usize::from(shown), "--{}", e.long);

@@ -65,7 +65,7 @@ pub struct Measured {
 pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) -> Measured {
     let clock = LinuxClock::new(ClockKind::Monotonic);
     clock.warm_up();
-    let shared = Shared::new(Layout::DEFAULT).expect("a record of the default layout");
+    let shared = Shared::new(Layout::DEFAULT).expect("a shared histogram of the default layout");
     let control = Control::new();
     let mut q = rt::spike_queue();
     let (tx, mut rx) = q.split();
@@ -116,7 +116,7 @@ pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) ->
         queued += 1;
     }
     let mut snap = rt::Snap::with_buckets(rt::touched(Layout::DEFAULT.len()));
-    let _ = shared.rec.snapshot(&mut snap, 1000);
+    let _ = shared.hist.snapshot(&mut snap, 1000);
     Measured {
         cycles: snap.counters.cycles,
         queued,

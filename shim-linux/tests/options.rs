@@ -1,5 +1,5 @@
 //! cyclictest 2.4's options one by one: each is accepted, and what it does
-//! is observed from outside (the output, the stream's records, the threads'
+//! is observed from outside (the output, the stream's spike samples, the threads'
 //! placement and policy, the system calls, the files it makes).
 //!
 //! The placement without `-a`, the histogram and break options, the
@@ -58,7 +58,7 @@ fn hello(frames: &[Frame]) -> &Hello {
         .expect("a hello")
 }
 
-/// The spike records of thread `t`, by cycle.
+/// The spike samples of thread `t`, by cycle.
 fn spikes(frames: &[Frame], t: u16) -> Vec<SpikeSample> {
     let mut v: Vec<SpikeSample> = frames
         .iter()

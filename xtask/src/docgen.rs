@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use clap::{Arg, ArgAction, Command, ValueHint};
 pub use clap_complete::Shell;
 
-use latscope::option_docs::{self as options, Entry, Item};
+use latscope::option_docs::{self as options, Entry, HelpRow};
 
 /// The version the pages name (the workspace's, the programs' own).
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -148,7 +148,7 @@ pub fn target_page() -> String {
         for item in section.items {
             r.push_str(".TP\n");
             match item {
-                Item::Option(long) => {
+                HelpRow::Option(long) => {
                     let at = entries.iter().position(|e| e.long == long);
                     let Some(at) = at else { continue };
                     let joined = entries[at + 1..].iter().take_while(|e| e.joined);
@@ -160,7 +160,7 @@ pub fn target_page() -> String {
                     r.push('\n');
                     text_line(&mut r, &one_line(&entries[at].help));
                 }
-                Item::Row(label, text) => {
+                HelpRow::Row(label, text) => {
                     text_line(&mut r, label);
                     text_line(&mut r, &one_line(text));
                 }

@@ -55,13 +55,13 @@ pub struct JsonDoc<'a> {
 }
 
 /// What became of a run's spikes (samples above the spike threshold),
-/// over all threads: each was sent as a record, aggregated (only counted:
+/// over all threads: each was sent on its own, aggregated (only counted:
 /// the link had no room) or dropped (its queue was full).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpikeTotals {
     /// Spikes, counted exactly where they were measured.
     pub spikes: u64,
-    /// Sent as a record.
+    /// Sent on its own.
     pub sent: u64,
     /// Of those, explained.
     pub explained: u64,
@@ -81,7 +81,7 @@ impl SpikeTotals {
     }
 }
 
-/// Whether the trace records `sched_wakeup` of the measuring threads only.
+/// Whether the trace holds `sched_wakeup` of the measuring threads only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wakeups {
     /// Every task's (the measuring threads' ids were not known yet).

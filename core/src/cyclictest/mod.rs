@@ -5,7 +5,7 @@
 //! [`core::fmt::Write`], without an allocator and without floating point.
 //!
 //! The inputs are plain figures ([`Thread`], [`Options`]), so a target
-//! reading its live records and a host reading a recording print the same
+//! reading its live shared histograms and a host reading a recording print the same
 //! bytes for the same run.
 
 mod json;
@@ -23,7 +23,7 @@ use crate::seqlock::Counters;
 use crate::tz::{civil_from_days, weekday, WallTime};
 use crate::wire::SpikeSample;
 
-/// cyclictest's default number of `--spike` records kept (`--spike-nodes`).
+/// cyclictest's default number of `--spike` samples kept (`--spike-nodes`).
 pub const SPIKE_NODES: usize = 1024;
 
 /// What the formats know about one measuring thread.
@@ -177,7 +177,7 @@ pub fn is_spike(r: &SpikeSample, spike_ns: u64) -> bool {
     spike_ns > 0 && r.latency_ns > 0 && r.latency_ns as u64 > spike_ns
 }
 
-/// Order `--spike` records as they are printed: by wake-up time, then
+/// Order `--spike` samples as they are printed: by wake-up time, then
 /// thread and cycle.
 pub fn sort_spikes(spikes: &mut [SpikeSample]) {
     spikes.sort_unstable_by_key(|s| {

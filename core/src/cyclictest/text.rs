@@ -68,7 +68,7 @@ pub fn status_block<W: Write>(w: &mut W, threads: &[Thread<'_>], nsecs: bool) ->
 
 /// latscope's own summary of a thread, a `#` comment line (scripts that
 /// parse cyclictest's lines skip it): missed periods, early wake-ups,
-/// faults, dropped records and the quantiles in µs.
+/// faults, dropped spike samples and the quantiles in µs.
 pub(crate) fn extra_line<W: Write>(w: &mut W, t: &Thread<'_>, opts: &Options) -> Result {
     let c = &t.counters;
     write!(
@@ -229,7 +229,7 @@ pub fn verbose_line<W: Write>(
     writeln!(w, "{thread:8}:{cycle:8}:{v:8}")
 }
 
-/// The `--spike` list: a blank line, one line per kept record (latency in
+/// The `--spike` list: a blank line, one line per kept spike sample (latency in
 /// µs, or ns with `nsecs`; the wake-up time stamp always in µs of the
 /// clock), and `spikes = N` with a blank line. Nothing at all when no
 /// sample was over the threshold, as cyclictest.
@@ -290,7 +290,7 @@ pub struct EndText<'a> {
     pub status_lines: bool,
     /// latscope's `# T:` lines.
     pub extras: bool,
-    /// `--spike`: the records in print order and how many there were.
+    /// `--spike`: the spike samples in print order and how many there were.
     pub spikes: Option<(&'a [SpikeSample], u64)>,
     /// `-b` was given.
     pub break_armed: bool,

@@ -95,7 +95,7 @@ pub struct Classifier {
     /// Time given to the current IRQ thread while its priority was not
     /// known (met by its events, not by a switch); settled when its
     /// switch-out shows the priority.
-    unsure: Option<Unsure>,
+    unsure: Option<UnsettledIrq>,
     /// The trace lost events since the last one (or before the first):
     /// the gap to the next event is untraced, for this reason.
     lost: Option<Loss>,
@@ -211,18 +211,18 @@ impl Classifier {
             // The trace stops before the wake-up while the measuring thread
             // runs outside any IRQ: the rest is its own way out.
             Some(last) if last < end && self.own_way_out() => {
-                self.add_time(last, end, Owner::Current);
+                self.add_time(last, end, StretchOwner::Current);
             }
             // Otherwise: lost, or no event came while the trace recorded,
             // or the trace as read ends before the wake-up.
             Some(last) if last < end => match self.lost.take() {
                 Some(loss) => self.add_loss(last, end, loss),
                 None if self.recorded_to >= end => {
-                    self.add_time(last, end, Owner::Unknown(UNTRACED_OFF));
+                    self.add_time(last, end, StretchOwner::Unknown(UNTRACED_OFF));
                 }
-                None => self.add_time(last, end, Owner::Unknown(UNTRACED_BEYOND)),
+                None => self.add_time(last, end, StretchOwner::Unknown(UNTRACED_BEYOND)),
             },
-            Some(last) => self.add_time(last, end, Owner::Current),
+            Some(last) => self.add_time(last, end, StretchOwner::Current),
         }
         let mut work = self.work;
         if let Some(c) = work
@@ -281,7 +281,7 @@ impl Classifier {
     }
 
     /// Who owns the time between the previous event and `kind`.
-    fn gap_owner(&self, kind: &EventKind<'_>) -> Owner {
+    fn gap_owner(&self, kind: &EventKind<'_>) -> StretchOwner {
         // An exit whose entry we never saw: that context was running.
         let orphan = match *kind {
             EventKind::IrqExit { irq } => Some((CauseKind::Irq, irq, "")),
@@ -292,10 +292,10 @@ impl Classifier {
         if let Some((k, id, name)) = orphan {
             let known = self.stack.iter().any(|f| f.kind == k && f.id == id);
             if !known && self.overflow == 0 {
-                return Owner::Orphan(k, id, bounded(name));
+                return StretchOwner::Orphan(k, id, bounded(name));
             }
         }
-        Owner::Current
+        StretchOwner::Current
     }
 
     /// Updates the current task from the line's header (catches switches
@@ -468,7 +468,7 @@ impl Classifier {
     }
 
     /// Adds `[from, to]` clipped to the window to `owner`.
-    fn add_time(&mut self, from: u64, to: u64, owner: Owner) {
+    fn add_time(&mut self, from: u64, to: u64, owner: StretchOwner) {
         let s = from.max(self.window.deadline_ns);
         let e = to.min(self.window.wake_ns);
         self.add_clipped(s, e, owner);
@@ -482,25 +482,25 @@ impl Classifier {
                 self.lost_events = self.lost_events.saturating_add(n);
             }
         }
-        self.add_time(from, to, Owner::Unknown(loss.id()));
+        self.add_time(from, to, StretchOwner::Unknown(loss.id()));
     }
 
     /// Adds `[s, e]` (already clipped) to `owner`.
-    fn add_clipped(&mut self, s: u64, e: u64, owner: Owner) {
+    fn add_clipped(&mut self, s: u64, e: u64, owner: StretchOwner) {
         if e <= s {
             return;
         }
         let ns = e - s;
         match owner {
-            Owner::Unknown(why) => {
+            StretchOwner::Unknown(why) => {
                 // Part of the window is not in the trace.
                 self.out.partial = true;
                 self.add_base(CauseKind::Untraced, why, PRIO_UNKNOWN, "", ns);
             }
-            Owner::Orphan(kind, id, name) => {
+            StretchOwner::Orphan(kind, id, name) => {
                 add_to(&mut self.work, kind, id, PRIO_UNKNOWN, &name, 1, ns);
             }
-            Owner::Current => {
+            StretchOwner::Current => {
                 if let Some(top) = self.stack.last_mut() {
                     let count = u32::from(!top.counted);
                     top.counted = true;
@@ -542,7 +542,7 @@ impl Classifier {
                 let counted = u32::from(!self.base_counted);
                 self.add_base(CauseKind::Irq, irq, c.prio, &c.comm, ns);
                 if c.prio == PRIO_UNKNOWN {
-                    let u = self.unsure.get_or_insert(Unsure {
+                    let u = self.unsure.get_or_insert(UnsettledIrq {
                         pid: c.pid,
                         irq,
                         comm: c.comm.clone(),
@@ -625,7 +625,7 @@ struct Switch<'a> {
 /// Time an IRQ thread of unknown priority was given (see
 /// [`Classifier::settle`]).
 #[derive(Debug, Clone)]
-struct Unsure {
+struct UnsettledIrq {
     pid: u32,
     irq: u32,
     comm: Name,
@@ -636,7 +636,7 @@ struct Unsure {
 
 /// Who owns a stretch of time.
 #[derive(Clone)]
-enum Owner {
+enum StretchOwner {
     /// The innermost context, else the current task or state.
     Current,
     /// Nothing is known, for this reason (an `UNTRACED_*` id).

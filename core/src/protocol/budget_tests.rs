@@ -18,7 +18,7 @@ const SEC: i64 = 1_000_000_000;
 const MS: i64 = 1_000_000;
 const BAUD: u32 = 115_200;
 
-/// A spike record of thread 0 at `now`.
+/// A spike sample of thread 0 at `now`.
 fn spike(now: i64, latency_ns: i64) -> Body {
     Body::Spike(SpikeSample {
         thread: 0,
@@ -56,9 +56,9 @@ struct Storm {
     /// Whether a host's assembler of each thread was exact after every
     /// report that was not lean, and at the end.
     exact: bool,
-    /// (time, bytes) of every spike record and explanation sent.
+    /// (time, bytes) of every spike sample and explanation sent.
     spike_bytes: Vec<(i64, usize)>,
-    /// Spike records offered and sent, worst ones offered and sent.
+    /// Spike samples offered and sent, worst ones offered and sent.
     offered: u64,
     sent: u64,
     worst_offered: u64,
@@ -109,7 +109,7 @@ fn storm_at(baud: u32, threads: usize, spread: i64, secs: i64) -> Storm {
         k += 1;
         for (t, w) in writers.iter_mut().enumerate() {
             let lat = 20_000 + ((k * 7 + t as i64 * 13) % spread) * 1_000;
-            w.record(lat, 0);
+            w.publish(lat, 0);
         }
         let worst = k % 100 == 0;
         let room = rep.spike_room(now);
@@ -141,7 +141,7 @@ fn storm_at(baud: u32, threads: usize, spread: i64, secs: i64) -> Storm {
             let mut frames = 0;
             for ((rec, log), host) in recs.iter().zip(logs.iter_mut()).zip(&mut hosts) {
                 rec.snapshot(&mut snap, 4).unwrap();
-                rep.report(log, &snap, Extra::default(), &mut |b: &[u8]| {
+                rep.report(log, &snap, SideCounts::default(), &mut |b: &[u8]| {
                     frames += 1;
                     if !last {
                         out.report_bytes += b.len();
@@ -191,7 +191,7 @@ fn worst_second(sent: &[(i64, usize)]) -> usize {
 #[test]
 fn narrow_reports_keep_their_second_under_a_saturating_spike_rate() {
     let s = storm(2, 8, 20);
-    // 1,000 records a second are far more than the share carries
+    // 1,000 spike samples a second are far more than the share carries
     assert!(s.sent < s.offered / 4, "{} of {}", s.sent, s.offered);
     // every report on time: the spikes are not charged to the reports
     let gap = longest_gap(&s.reports);
@@ -272,7 +272,7 @@ fn spikes_keep_to_their_share_and_the_worst_find_room() {
     let total: usize = s.spike_bytes.iter().map(|&(_, n)| n).sum();
     let per_s = total / secs as usize;
     assert!(per_s >= share * 9 / 10 && per_s <= share + ahead / secs as usize);
-    // ordinary records use it up to the reserve: every worst one went
+    // ordinary spike samples use it up to the reserve: every worst one went
     assert_eq!(s.worst_sent, s.worst_offered);
 }
 

@@ -1,5 +1,5 @@
 //! The protocol as state machines on top of [`crate::wire`]: the
-//! [`Reporter`] that turns measuring threads' records into frames on a
+//! [`Reporter`] that turns measuring threads' shared histograms into frames on a
 //! schedule, and the [`Assembler`] that turns frames back into exact
 //! histograms. Both sides of latscope use them: the target's sender thread
 //! and the host, and a bare-metal user gets the same protocol by calling
@@ -57,7 +57,7 @@
 //!   histograms. The histograms still go at least every [`MAX_LEAN_NS`],
 //!   so they never freeze, even where the statistics alone outgrow the
 //!   share;
-//! * **spike records and explanations**: 25 % of the line
+//! * **spike samples and explanations**: 25 % of the line
 //!   ([`Reporter::with_spike_share`], [`spike_share`]), never charged to
 //!   the reports. The caller asks [`Reporter::spike_room`] before each;
 //!   the last [`SPIKE_RESERVE_NS`] of the share's burst is kept for the
@@ -101,7 +101,7 @@ pub use assembler::Assembler;
 pub use buckets::{ArrayStore, BucketStore};
 pub use pacer::{Pacer, PACED_PERCENT, PROMISED_PERCENT};
 pub use reporter::{
-    line_budget, spike_share, Extra, Reporter, Room, ThreadLog, ThreadLogIn, HELLO_EVERY_NS,
+    line_budget, spike_share, Reporter, Room, SideCounts, ThreadLog, ThreadLogIn, HELLO_EVERY_NS,
     MAX_BUDGET_WAIT_NS, MAX_LEAN_NS, ROLL_BYTES, SPIKE_AHEAD_NS, SPIKE_RESERVE_NS,
 };
 pub use sink::{FrameSink, SliceSink};

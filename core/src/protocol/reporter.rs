@@ -1,4 +1,4 @@
-//! The sending side: measuring threads' records in, frames out, on the
+//! The sending side: measuring threads' shared histograms in, frames out, on the
 //! schedule documented in [`super`].
 
 use crate::error::Error;
@@ -35,7 +35,7 @@ pub const fn line_budget(baud: u32) -> u32 {
     baud / 10 * 7 / 100
 }
 
-/// The share of a serial line of `baud` (8N1) that spike records and
+/// The share of a serial line of `baud` (8N1) that spike samples and
 /// explanations may use ([`Reporter::with_spike_share`]): 25 % of it, in
 /// bytes per second. With the reports' 7 % and the share's burst
 /// ([`SPIKE_AHEAD_NS`]) no second carries more than half of the line.
@@ -49,7 +49,7 @@ pub const SPIKE_AHEAD_NS: i64 = 500_000_000;
 
 /// The part of [`SPIKE_AHEAD_NS`] kept for the worst spikes (a spike worse
 /// than any sent in the interval, and its explanation): ordinary spike
-/// records leave it unspent.
+/// samples leave it unspent.
 pub const SPIKE_RESERVE_NS: i64 = 250_000_000;
 
 /// What the spike share has room for now ([`Reporter::spike_room`]).
@@ -60,7 +60,7 @@ pub enum Room {
     Nothing,
     /// Only the worst: the reserve is left.
     Worst,
-    /// Any spike record or explanation.
+    /// Any spike sample or explanation.
     Any,
 }
 
@@ -94,16 +94,16 @@ fn highest_change(prev: &[u32], cur: &[u32]) -> Option<usize> {
 /// recoverable after a loss; see the link budget in `docs/protocol.md`.
 pub const ROLL_BYTES: usize = 48;
 
-/// A thread's figures that its record does not hold: the target measures
+/// A thread's figures that its shared histogram does not hold: the target measures
 /// them elsewhere (0 where they do not exist, as on bare metal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Extra {
+pub struct SideCounts {
     /// Minor page faults since measuring started.
     pub minflt: u64,
     /// Major page faults since measuring started.
     pub majflt: u64,
-    /// Spike records the measuring thread could not queue.
+    /// Spike samples the measuring thread could not queue.
     pub dropped: u64,
 }
 
@@ -112,7 +112,7 @@ pub struct Extra {
 /// histogram and statistics as of that report (for snapshots, and for the
 /// caller's own output), and where the rolling snapshot is.
 ///
-/// As many buckets as the thread's record, about 12 B per bucket: the
+/// As many buckets as the thread's shared histogram, about 12 B per bucket: the
 /// previous counters in storage `P` and the histogram in `H`, arrays sized
 /// at compile time ([`ThreadLog`], const-constructible) or memory the
 /// caller sized by a run-time layout ([`ThreadLogIn::with_memory`]).
@@ -125,7 +125,7 @@ pub struct ThreadLogIn<P, H> {
     cursor: u16,
 }
 
-/// The log of a record of `N` buckets, sized at compile time.
+/// The log of a shared histogram of `N` buckets, sized at compile time.
 pub type ThreadLog<const N: usize> = ThreadLogIn<[u32; N], [u64; N]>;
 
 /// The statistics of thread `index` before its first report.
@@ -151,7 +151,7 @@ const fn no_stats(index: u16) -> ThreadStats {
 }
 
 impl<const N: usize> ThreadLogIn<[u32; N], [u64; N]> {
-    /// The log of thread `index` before its first report, for a record of
+    /// The log of thread `index` before its first report, for a shared histogram of
     /// `linear_us` linear buckets.
     pub const fn new(index: u16, linear_us: u32) -> Self {
         ThreadLogIn {
@@ -169,7 +169,7 @@ where
     P: AsRef<[u32]> + AsMut<[u32]>,
     H: AsRef<[u64]> + AsMut<[u64]>,
 {
-    /// The log of thread `index` before its first report, for a record of
+    /// The log of thread `index` before its first report, for a shared histogram of
     /// `layout`, in the caller's memory (one counter per bucket each,
     /// zeroed here); fails on any other length.
     ///
@@ -206,7 +206,7 @@ where
         self.prev.as_ref().len()
     }
 
-    /// The record's counters as of the last report.
+    /// The shared histogram's counters as of the last report.
     pub const fn counters(&self) -> &Counters {
         &self.counters
     }
@@ -246,7 +246,7 @@ enum ReportKind {
 ///    [`Reporter::send`], then [`Reporter::resend`] for every thread;
 /// 2. [`Reporter::hello_due`] → [`Reporter::hello`];
 /// 3. [`Reporter::report_due`] → [`Reporter::begin_report`], then per
-///    thread a fresh [`crate::seqlock::Snapshot`] of its record into [`Reporter::report`];
+///    thread a fresh [`crate::seqlock::Snapshot`] of its shared histogram into [`Reporter::report`];
 /// 4. spikes, explanations and log lines through [`Reporter::send`];
 /// 5. frames the link could not deliver → [`Reporter::lost`];
 /// 6. at the end: [`Reporter::begin_final`], [`Reporter::report`] for
@@ -324,7 +324,7 @@ impl Reporter {
         self
     }
 
-    /// The same reporter with a share of the line for spike records and
+    /// The same reporter with a share of the line for spike samples and
     /// explanations: [`Reporter::spike_room`] says whether one may go, and
     /// what they cost never delays a report. 0: no limit.
     pub const fn with_spike_share(mut self, bytes_per_s: u32) -> Reporter {
@@ -332,7 +332,7 @@ impl Reporter {
         self
     }
 
-    /// What the spike share has room for at `now`: a spike record or
+    /// What the spike share has room for at `now`: a spike sample or
     /// explanation may go while the share is spent less than
     /// [`SPIKE_AHEAD_NS`] ahead of `now`, an ordinary one only while
     /// [`SPIKE_RESERVE_NS`] of that is left. The caller asks before each
@@ -396,7 +396,7 @@ impl Reporter {
         now >= self.report_at()
     }
 
-    /// Encode `body` as the next frame into `out`. A spike record or an
+    /// Encode `body` as the next frame into `out`. A spike sample or an
     /// explanation is charged to the spike share, any other frame to the
     /// reports' budget.
     pub fn send<S: FrameSink + ?Sized>(&mut self, body: Body, out: &mut S) {
@@ -471,7 +471,7 @@ impl Reporter {
     }
 
     /// Report one thread in the current report: `cur` is a fresh snapshot
-    /// of its record, `extra` the figures the record does not hold. Sends
+    /// of its shared histogram, `extra` the figures it does not hold. Sends
     /// its delta parts, its statistics and its snapshot chunk(s), and
     /// moves `log` to this report. In a lean report (see
     /// [`Reporter::with_budget`]) it sends the statistics alone, and the
@@ -480,7 +480,7 @@ impl Reporter {
         &mut self,
         log: &mut ThreadLogIn<P, H>,
         cur: &SnapshotIn<C>,
-        extra: Extra,
+        extra: SideCounts,
         out: &mut S,
     ) where
         P: AsRef<[u32]> + AsMut<[u32]>,

@@ -1,4 +1,4 @@
-//! Records → [`Reporter`] → frames → [`Assembler`]: the same histograms and
+//! Shared histograms → [`Reporter`] → frames → [`Assembler`]: the same histograms and
 //! statistics, on a clean link and through lost, repeated and reordered
 //! frames as far as the protocol promises (see "Exactness" in the module
 //! docs).
@@ -36,7 +36,7 @@ struct Sent {
     final_phase: bool,
 }
 
-/// The target side: records, logs and the truth of every epoch.
+/// The target side: shared histograms, logs and the truth of every epoch.
 struct Target {
     /// Leaked: the writers borrow them while the target reports.
     recs: Vec<&'static SharedHistogram<N>>,
@@ -44,7 +44,7 @@ struct Target {
     rep: Reporter,
     /// Per report but the final one: whether it was lean (statistics only).
     lean: Vec<bool>,
-    /// (thread, epoch) → the record's cumulative counts and statistics.
+    /// (thread, epoch) → the shared histogram's cumulative counts and statistics.
     truth: BTreeMap<(u16, u32), (Vec<u64>, ThreadStats)>,
     sent: Vec<Sent>,
     now: i64,
@@ -75,7 +75,7 @@ impl Target {
         for t in 0..self.recs.len() {
             let mut snap = Box::new(Snapshot::<N>::new());
             self.recs[t].snapshot(&mut snap, 4).unwrap();
-            let extra = Extra {
+            let extra = SideCounts {
                 minflt: t as u64,
                 majflt: 0,
                 dropped: 1,
@@ -89,7 +89,7 @@ impl Target {
             // one frame, the statistics, is a lean report's
             lean &= self.sent.len() == sent_before + 1;
             sent_before = self.sent.len();
-            // the record's own counts: a lean report leaves the log's
+            // the shared histogram's own counts: a lean report leaves the log's
             // histogram behind them
             let counts = snap.buckets.iter().map(|&c| u64::from(c)).collect();
             let stats = *self.logs[t].stats();
@@ -112,7 +112,7 @@ impl Target {
                 Step::Report(samples) => {
                     for (w, s) in writers.iter_mut().zip(samples) {
                         for &ns in s {
-                            w.record(ns, u64::from(ns > 3_000_000));
+                            w.publish(ns, u64::from(ns > 3_000_000));
                         }
                     }
                     self.now += SEC;
@@ -268,7 +268,7 @@ proptest! {
     #![proptest_config(crate::proptest_cases::config(256))]
 
     /// A clean link: after every report each thread's histogram and
-    /// statistics are the record's, exactly, and every frame but the hello
+    /// statistics are the shared histogram's, exactly, and every frame but the hello
     /// is a small frame.
     #[test]
     fn clean_link_is_exact_after_every_report((threads, steps, budget) in case()) {
@@ -507,7 +507,7 @@ fn a_resync_sends_full_snapshots_once() {
     let rec: Box<SharedHistogram<N>> = Box::new(SharedHistogram::new(LINEAR));
     let mut w = rec.writer().unwrap();
     for b in 0..N as i64 {
-        w.record(b * 1_000, 0);
+        w.publish(b * 1_000, 0);
     }
     let mut log = Box::new(ThreadLog::<N>::new(0, LINEAR));
     let mut r = Reporter::new(0, SEC as u64);
@@ -516,7 +516,7 @@ fn a_resync_sends_full_snapshots_once() {
         rec.snapshot(&mut snap, 4).unwrap();
         r.begin_report(now);
         let mut ranges = Vec::new();
-        r.report(log, &snap, Extra::default(), &mut |b: &[u8]| {
+        r.report(log, &snap, SideCounts::default(), &mut |b: &[u8]| {
             let f = Decoder::<MAX_FRAME>::new()
                 .frames(b)
                 .next()
@@ -600,9 +600,9 @@ fn malformed_or_foreign_frames_change_nothing_they_cannot_say() {
 }
 
 /// A thread log in caller memory sized by a run-time layout (`-h 20000`,
-/// the cap) sends what the assembler turns back into the record's exact
+/// the cap) sends what the assembler turns back into the shared histogram's exact
 /// histogram, 1 µs rows to 20,000 µs included; memory of another length
-/// is refused. (Not under loom: the record's atomics are then loom's.)
+/// is refused. (Not under loom: the shared histogram's atomics are then loom's.)
 #[cfg(not(loom))]
 #[test]
 fn a_run_time_layout_in_caller_memory_reassembles_exactly() {
@@ -631,7 +631,7 @@ fn a_run_time_layout_in_caller_memory_reassembles_exactly() {
     ];
     for (i, ns) in rounds.iter().enumerate() {
         for &x in *ns {
-            w.record(x, 0);
+            w.publish(x, 0);
         }
         rec.snapshot(&mut snap, 4).unwrap();
         let now = (i as i64 + 1) * SEC;
@@ -640,7 +640,7 @@ fn a_run_time_layout_in_caller_memory_reassembles_exactly() {
         } else {
             rep.begin_report(now);
         }
-        rep.report(&mut log, &snap, Extra::default(), &mut |b: &[u8]| {
+        rep.report(&mut log, &snap, SideCounts::default(), &mut |b: &[u8]| {
             for f in Decoder::<MAX_FRAME>::new().frames(b) {
                 assert!(asm.apply(&f.unwrap().body));
             }

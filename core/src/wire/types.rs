@@ -405,6 +405,56 @@ pub struct RunConfig {
     pub tracefs_mounted: bool,
 }
 
+impl RunConfig {
+    /// A configuration that says nothing of the run: policy `Other` at
+    /// priority 0, every time, count and threshold 0, nothing locked, held
+    /// or degraded, no thread, the default layout. What a host shows
+    /// before a hello, and what tests build on with struct update syntax.
+    pub const fn unknown() -> RunConfig {
+        RunConfig {
+            policy: Policy::Other,
+            priority: 0,
+            interval_ns: 0,
+            distance_ns: 0,
+            clock: ClockKind::Monotonic,
+            mlock: false,
+            dma_latency_us: None,
+            timer_slack_ns: 0,
+            duration_ns: 0,
+            loops: 0,
+            warmup_cycles: 0,
+            report_ns: 0,
+            spike_ns: 0,
+            break_ns: 0,
+            hist_us: 0,
+            hist_all: false,
+            nsecs: false,
+            started: None,
+            layout: Layout::DEFAULT,
+            degraded: Degraded {
+                no_rt_policy: false,
+                no_mlock: false,
+                no_dma_latency: false,
+                no_affinity: false,
+                no_dma_latency_device: false,
+            },
+            self_check: false,
+            threads: Vec::new(),
+            wake: WakeMode::Absolute,
+            align: StartAlign::Own,
+            smi: false,
+            tracefs_mounted: false,
+        }
+    }
+}
+
+impl Default for RunConfig {
+    /// [`RunConfig::unknown`].
+    fn default() -> RunConfig {
+        RunConfig::unknown()
+    }
+}
+
 /// The first frame of a run and of every connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -479,7 +529,7 @@ pub struct ThreadStats {
     pub minflt: u64,
     /// Major page faults of the thread since measuring started.
     pub majflt: u64,
-    /// Spike records that could not be queued (counted, not lost silently).
+    /// Spike samples that could not be queued (counted, not lost silently).
     pub dropped: u64,
     /// Set on the final statistics, just before the bye.
     pub last_report: bool,
@@ -630,7 +680,7 @@ pub struct Bye {
 /// Each such sample is, once the sender has dealt with it, exactly one of
 /// *sent* (its [`SpikeSample`] frame went to the link), *aggregated* (the
 /// sender chose not to send it, the link's share going to worse spikes:
-/// it is counted here only) or *dropped* (its record was lost before the
+/// it is counted here only) or *dropped* (its spike sample was lost before the
 /// sender saw it: the target's queue was full). *Explained* ones are sent
 /// ones whose [`Body::Explain`] frame went too. Until then it is *queued*.
 /// So every frame satisfies
@@ -642,8 +692,8 @@ pub struct Bye {
 ///
 /// The interval fields count what happened in this report interval: the
 /// samples above the threshold the thread took in it (`above`, `max_*`:
-/// from the thread's exact record, not from the lossy queue), and the
-/// records the sender sent, explained, aggregated in it or the queue
+/// from the thread's exact count, not from the lossy queue), and the
+/// spike samples the sender sent, explained, aggregated in it or the queue
 /// dropped in it (which may be samples of an earlier interval).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -660,25 +710,25 @@ pub struct Aggregate {
     pub max_cycle: u64,
     /// Its deadline (clock ns).
     pub max_deadline_ns: i64,
-    /// Spike records sent in this interval.
+    /// Spike samples sent in this interval.
     pub sent: u64,
     /// Explanations sent in this interval.
     pub explained: u64,
-    /// Spike records aggregated (not sent) in this interval.
+    /// Spike samples aggregated (not sent) in this interval.
     pub aggregated: u64,
-    /// Spike records dropped in this interval.
+    /// Spike samples dropped in this interval.
     pub dropped: u64,
     /// Running total: samples above the spike threshold.
     pub spikes: u64,
-    /// Running total: spike records sent.
+    /// Running total: spike samples sent.
     pub spikes_sent: u64,
     /// Running total: spikes explained.
     pub spikes_explained: u64,
-    /// Running total: spike records aggregated.
+    /// Running total: spike samples aggregated.
     pub spikes_aggregated: u64,
-    /// Running total: spike records dropped.
+    /// Running total: spike samples dropped.
     pub spikes_dropped: u64,
-    /// Spike records still waiting for the sender (0 in the final report).
+    /// Spike samples still waiting for the sender (0 in the final report).
     pub queued: u64,
     /// Set on the final report's aggregate, as [`ThreadStats::last_report`].
     pub last_report: bool,

@@ -357,9 +357,7 @@ impl Aggregator {
 
 /// The stand-in hello of a run whose hello was never decoded.
 fn unknown_hello() -> Hello {
-    use latscope_core::wire::{
-        bounded, ClockKind, Degraded, Policy, RunConfig, StartAlign, TargetInfo, WakeMode,
-    };
+    use latscope_core::wire::{bounded, RunConfig, TargetInfo};
     Hello {
         schema: SCHEMA_KEY,
         tool_version: bounded("?"),
@@ -371,34 +369,7 @@ fn unknown_hello() -> Hello {
             preempt_model: bounded("?"),
             ..TargetInfo::default()
         },
-        config: RunConfig {
-            policy: Policy::Other,
-            priority: 0,
-            interval_ns: 0,
-            distance_ns: 0,
-            clock: ClockKind::Monotonic,
-            mlock: false,
-            dma_latency_us: None,
-            timer_slack_ns: 0,
-            duration_ns: 0,
-            loops: 0,
-            warmup_cycles: 0,
-            report_ns: 0,
-            spike_ns: 0,
-            break_ns: 0,
-            hist_us: 0,
-            hist_all: false,
-            nsecs: false,
-            started: None,
-            layout: Layout::DEFAULT,
-            degraded: Degraded::default(),
-            self_check: false,
-            threads: heapless::Vec::new(),
-            wake: WakeMode::Absolute,
-            align: StartAlign::Own,
-            smi: false,
-            tracefs_mounted: false,
-        },
+        config: RunConfig::default(),
     }
 }
 

@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use latscope_core::wire::{Ack, MAX_ACK_FRAME};
 
-use super::fleet::{Fleet, Item, Link, WriteFailed};
+use super::fleet::{Fleet, FrameSpan, RunHold, WriteFailed};
 use super::lock;
-use super::split::{Kind, Peeker, Piece, Splitter};
+use super::split::{FrameRole, Peeker, Piece, Splitter};
 use crate::budget::Budget;
 use crate::console;
 
@@ -39,9 +39,9 @@ struct Conn {
     peek: Peeker,
     /// This read's frames, copied with their delimiters.
     bytes: Vec<u8>,
-    items: Vec<Item>,
+    items: Vec<FrameSpan>,
     out: Vec<u8>,
-    link: Option<Link>,
+    link: Option<RunHold>,
     /// Frames before the hello (not recorded).
     before_hello: u64,
     /// Frames of another protocol version or schema before the hello.
@@ -232,7 +232,7 @@ impl Conn {
                     None
                 }
             };
-            items.push(Item {
+            items.push(FrameSpan {
                 range: start..bytes.len(),
                 peek: peeked,
             });
@@ -258,7 +258,7 @@ impl Conn {
     fn find_hello(&mut self, from: usize) -> Result<Option<usize>, Option<String>> {
         for i in from..self.items.len() {
             match &self.items[i].peek {
-                Some(p) if matches!(p.kind, Kind::Hello { .. }) => {
+                Some(p) if matches!(p.kind, FrameRole::Hello { .. }) => {
                     let seg = &self.bytes[self.items[i].range.clone()];
                     let attached = self
                         .fleet

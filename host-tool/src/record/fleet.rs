@@ -10,8 +10,8 @@ use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::lock;
-use super::recordings::{self, Store};
-use super::split::{newer, Kind, Peeked};
+use super::recordings::{self, RecordingFile};
+use super::split::{newer, FrameRole, Peeked};
 use super::targets::{TargetTable, TargetView};
 use crate::budget::{Budget, Charge, SESSION_FIXED};
 use crate::console;
@@ -33,7 +33,7 @@ pub(crate) enum Ending {
 }
 
 /// One run and its recording.
-pub(crate) struct RunRec {
+pub(crate) struct RecordedRun {
     /// Run id.
     pub id: u64,
     /// Board name.
@@ -42,7 +42,7 @@ pub(crate) struct RunRec {
     pub peer: String,
     slot: u64,
     /// Its recording.
-    store: Store,
+    store: RecordingFile,
     /// The decoding of everything durably recorded (dropped when the run
     /// ends).
     pub session: Option<Session>,
@@ -65,16 +65,16 @@ pub(crate) struct RunRec {
 }
 
 /// A connection's hold on its run.
-pub(crate) struct Link {
+pub(crate) struct RunHold {
     /// The run.
-    pub run: Arc<Mutex<RunRec>>,
+    pub run: Arc<Mutex<RecordedRun>>,
     /// The connection's generation: a newer connection of the same run
     /// takes over, and the older one stops.
     pub gen: u64,
 }
 
 /// One frame (or junk) of a read, with what the peek found.
-pub(crate) struct Item {
+pub(crate) struct FrameSpan {
     /// Range of its bytes in the read's scratch buffer, delimiters included.
     pub range: std::ops::Range<usize>,
     /// Its sequence number and kind, if it decoded.
@@ -94,7 +94,7 @@ pub(crate) struct WriteFailed {
 
 /// What taking a read's frames came to.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Taken {
+pub(crate) struct Intake {
     /// Sequence number to acknowledge.
     pub ack: Option<u32>,
     /// Items not taken because a hello of another run came first; the
@@ -104,18 +104,18 @@ pub(crate) struct Taken {
     pub detached: bool,
 }
 
-impl RunRec {
+impl RecordedRun {
     /// Take a read's items (their bytes in `bytes`): new frames are
     /// recorded, resent ones left out; what is durable is decoded and
     /// acknowledged.
     pub(crate) fn take(
         &mut self,
         gen: u64,
-        items: &[Item],
+        items: &[FrameSpan],
         bytes: &[u8],
         out: &mut Vec<u8>,
-    ) -> std::result::Result<Taken, WriteFailed> {
-        let mut t = Taken::default();
+    ) -> std::result::Result<Intake, WriteFailed> {
+        let mut t = Intake::default();
         if self.gen != gen || self.session.is_none() {
             t.detached = true;
             return Ok(t);
@@ -128,11 +128,11 @@ impl RunRec {
             match &it.peek {
                 Some(p) => {
                     match &p.kind {
-                        Kind::Hello { run_id, .. } if *run_id != self.id => {
+                        FrameRole::Hello { run_id, .. } if *run_id != self.id => {
                             t.rest_from = Some(i);
                             break;
                         }
-                        Kind::Bye => now = true,
+                        FrameRole::Bye => now = true,
                         _ => {}
                     }
                     if last.is_some_and(|l| !newer(p.seq, l)) {
@@ -244,7 +244,7 @@ impl RunRec {
 
 /// The fleet-wide settings of the runs.
 #[derive(Debug, Clone)]
-pub(crate) struct Settings {
+pub(crate) struct FleetOptions {
     /// Recordings directory.
     pub dir: PathBuf,
     /// How long an ended run's metrics stay.
@@ -255,9 +255,9 @@ pub(crate) struct Settings {
 pub(crate) struct Fleet {
     /// What the live view and metrics show.
     pub targets: Arc<TargetTable>,
-    /// Settings.
-    pub settings: Settings,
-    runs: Mutex<HashMap<u64, Arc<Mutex<RunRec>>>>,
+    /// FleetOptions.
+    pub settings: FleetOptions,
+    runs: Mutex<HashMap<u64, Arc<Mutex<RecordedRun>>>>,
     files: Mutex<HashMap<u64, PathBuf>>,
     /// The target table's slot of every run seen: a run that comes back after it ended
     /// replaces its lingering view instead of adding a second series with
@@ -276,7 +276,7 @@ impl Fleet {
     /// sent to `ended`.
     pub(crate) fn new(
         targets: Arc<TargetTable>,
-        settings: Settings,
+        settings: FleetOptions,
         ended: mpsc::Sender<u64>,
     ) -> Fleet {
         let files = recordings::index(&settings.dir);
@@ -304,8 +304,8 @@ impl Fleet {
         seg: &[u8],
         peer: &str,
         budget: &Arc<Budget>,
-    ) -> Result<Option<(Link, Option<u32>)>> {
-        let Kind::Hello { run_id, name, .. } = &first.kind else {
+    ) -> Result<Option<(RunHold, Option<u32>)>> {
+        let FrameRole::Hello { run_id, name, .. } = &first.kind else {
             return Ok(None);
         };
         let gen = self.next_gen.fetch_add(1, Ordering::Relaxed);
@@ -330,7 +330,7 @@ impl Fleet {
         let slot = g.slot;
         drop(g);
         self.targets.publish(slot, view);
-        Ok(Some((Link { run, gen }, ack)))
+        Ok(Some((RunHold { run, gen }, ack)))
     }
 
     /// The run's recording, reopened, or a new one that starts with the
@@ -342,7 +342,7 @@ impl Fleet {
         first: &Peeked,
         seg: &[u8],
         budget: &Arc<Budget>,
-    ) -> Result<RunRec> {
+    ) -> Result<RecordedRun> {
         let charge = Charge::take(budget, SESSION_FIXED)
             .ok_or(crate::error::Error::Budget { run_id: id })?;
         let known = lock(&self.files).get(&id).cloned();
@@ -360,10 +360,10 @@ impl Fleet {
                 let (file, path) = recordings::create(&self.settings.dir, name, id)?;
                 lock(&self.files).insert(id, path.clone());
                 let session = Session::with_budget(path.display().to_string(), Arc::clone(budget));
-                (Store::durable(file, path, 0, None), session)
+                (RecordingFile::durable(file, path, 0, None), session)
             }
         };
-        let mut rec = RunRec {
+        let mut rec = RecordedRun {
             id,
             name: name.to_string(),
             peer: peer.to_string(),
@@ -389,7 +389,7 @@ impl Fleet {
 
     fn warn_collision(
         &self,
-        runs: &HashMap<u64, Arc<Mutex<RunRec>>>,
+        runs: &HashMap<u64, Arc<Mutex<RecordedRun>>>,
         id: u64,
         name: &str,
         peer: &str,
@@ -415,7 +415,7 @@ impl Fleet {
 
     /// After a read: publish the run's view now and then, and report its
     /// end when its bye was recorded.
-    pub(crate) fn after_read(&self, run: &Arc<Mutex<RunRec>>) {
+    pub(crate) fn after_read(&self, run: &Arc<Mutex<RecordedRun>>) {
         let mut g = lock(run);
         let bye = g.ended.is_none() && g.has_bye();
         if bye {
@@ -434,7 +434,7 @@ impl Fleet {
     }
 
     /// The connection `link` ended.
-    pub(crate) fn detach(&self, link: &Link) {
+    pub(crate) fn detach(&self, link: &RunHold) {
         let g = lock(&link.run);
         if g.gen == link.gen && g.ended.is_none() {
             let (slot, view) = (g.slot, g.view(false));

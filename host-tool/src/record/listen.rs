@@ -22,7 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::allow::{allowed, Net};
 use super::conn::{self, Limits};
-use super::fleet::{Ending, Fleet, Settings};
+use super::fleet::{Ending, Fleet, FleetOptions};
 use super::targets::{FleetStats, TargetTable};
 use super::{spawn_display, Plan};
 use crate::console;
@@ -90,7 +90,7 @@ pub(crate) fn listen(
     }
     targets.listening.store(true, Ordering::Relaxed);
     let (tx, rx) = mpsc::channel();
-    let settings = Settings {
+    let settings = FleetOptions {
         dir: plan.out_dir.clone(),
         linger: fw.linger,
     };

@@ -78,7 +78,7 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 /// killed recorder removed, and the sequence number of the last frame.
 pub(super) struct Resumed {
     /// Open for appending, everything in it durable.
-    pub store: Store,
+    pub store: RecordingFile,
     /// The decoded recording.
     pub session: Session,
     /// Sequence number of its last frame.
@@ -124,7 +124,7 @@ pub(super) fn resume(path: &Path, budget: Arc<Budget>) -> Result<Resumed> {
     // resume is answered with this sequence number, so it must be on disk.
     file.sync_data().map_err(out_err(path))?;
     Ok(Resumed {
-        store: Store::durable(file, path.to_path_buf(), good_end, last_seq),
+        store: RecordingFile::durable(file, path.to_path_buf(), good_end, last_seq),
         session,
         last_seq,
     })
@@ -162,7 +162,7 @@ const SYNC_BYTES: usize = 256 * 1024;
 /// acknowledged. A write that fails part way (ENOSPC) is cut back to the
 /// last frame boundary; a failed sync is written again from memory, and
 /// if that fails too, cut back to the last synced frame.
-pub(crate) struct Store {
+pub(crate) struct RecordingFile {
     file: File,
     path: PathBuf,
     /// Bytes in the file: whole frames only.
@@ -178,10 +178,10 @@ pub(crate) struct Store {
     last_sync: Instant,
 }
 
-impl Store {
+impl RecordingFile {
     /// `file` of `len` bytes, all of them durable, ending with frame `seq`.
-    pub(crate) fn durable(file: File, path: PathBuf, len: u64, seq: Option<u32>) -> Store {
-        Store {
+    pub(crate) fn durable(file: File, path: PathBuf, len: u64, seq: Option<u32>) -> RecordingFile {
+        RecordingFile {
             file,
             path,
             len,
@@ -319,7 +319,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("latscope-sync-{}", std::process::id()));
         let _ = fs::create_dir_all(&dir);
         let (file, path) = create(&dir, "b", 7).unwrap();
-        let mut st = Store::durable(file, path.clone(), 0, None);
+        let mut st = RecordingFile::durable(file, path.clone(), 0, None);
         st.append(&[0, 1, 2, 0], Some(0)).unwrap();
         st.append(&[0, 3, 0], Some(1)).unwrap();
         assert!(st.dirty());

@@ -85,7 +85,7 @@ impl Splitter {
 
 /// What a frame says about the run it belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum FrameRole {
     /// A hello: the run's id, board name and host name.
     Hello {
         /// Run id.
@@ -106,8 +106,8 @@ pub(crate) enum Kind {
 pub(crate) struct Peeked {
     /// Sequence number.
     pub seq: u32,
-    /// Kind.
-    pub kind: Kind,
+    /// FrameRole.
+    pub kind: FrameRole,
 }
 
 /// Decodes single frames to decide where they go, before they are
@@ -150,13 +150,13 @@ impl Peeker {
                 }
                 if let Some(Ok(f)) = ev {
                     let kind = match &f.body {
-                        Body::Hello(h) => Kind::Hello {
+                        Body::Hello(h) => FrameRole::Hello {
                             run_id: h.run_id,
                             name: crate::record::board_name(h).to_string(),
                             host: h.target.hostname.to_string(),
                         },
-                        Body::Bye(_) => Kind::Bye,
-                        _ => Kind::Other,
+                        Body::Bye(_) => FrameRole::Bye,
+                        _ => FrameRole::Other,
                     };
                     out = Some(Peeked { seq: f.seq, kind });
                 }

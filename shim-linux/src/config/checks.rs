@@ -10,7 +10,7 @@ use crate::error::Error;
 
 /// Which options were given, where a default depends on it.
 #[derive(Debug, Default)]
-pub(super) struct Saw {
+pub(super) struct OptionsGiven {
     pub priority: bool,
     pub distance: bool,
     pub threads: bool,
@@ -23,7 +23,7 @@ pub(super) struct Saw {
     pub spike_nodes: bool,
 }
 
-impl Saw {
+impl OptionsGiven {
     /// `-A` or `--secaligned` as a start alignment (offsets in µs).
     pub(super) fn align(&self) -> StartAlign {
         match (self.aligned, self.secaligned) {
@@ -39,7 +39,7 @@ impl Saw {
 }
 
 /// The checks and settings that need the whole command line.
-pub(super) fn check(cfg: &mut Config, saw: &Saw) -> Result<(), Error> {
+pub(super) fn check(cfg: &mut Config, saw: &OptionsGiven) -> Result<(), Error> {
     wake_mode(cfg, saw);
     smp(cfg, saw);
     if saw.distance && cfg.hist_us > 0 && cfg.distance_us != Some(0) {
@@ -66,7 +66,7 @@ pub(super) fn check(cfg: &mut Config, saw: &Saw) -> Result<(), Error> {
 
 /// `-r`, `-s` and `-x` as cyclictest combines them: `-s` wins over `-x`
 /// (with cyclictest's three warning lines) and ignores `-r`.
-fn wake_mode(cfg: &mut Config, saw: &Saw) {
+fn wake_mode(cfg: &mut Config, saw: &OptionsGiven) {
     cfg.wake = if saw.system {
         if saw.posix_timers {
             cfg.notes.extend([
@@ -92,7 +92,7 @@ fn wake_mode(cfg: &mut Config, saw: &Saw) {
 }
 
 /// `-S`: one thread per CPU, pinned; it overrides `-a` and `-t`.
-fn smp(cfg: &mut Config, saw: &Saw) {
+fn smp(cfg: &mut Config, saw: &OptionsGiven) {
     if !cfg.smp {
         return;
     }
@@ -109,7 +109,7 @@ fn smp(cfg: &mut Config, saw: &Saw) {
 /// cyclictest: a priority makes the policy SCHED_FIFO unless it is
 /// SCHED_RR (saying so if `--policy` named another); non-RT policies
 /// have priority 0. latscope's default (no `-p`) is FIFO 80.
-fn check_policy(cfg: &mut Config, saw: &Saw) {
+fn check_policy(cfg: &mut Config, saw: &OptionsGiven) {
     match cfg.policy {
         Policy::Fifo | Policy::Rr => {}
         Policy::Deadline => {

@@ -6,7 +6,7 @@ use latscope_core::layout::Layout;
 use super::options::{Arg, Help, Opt, Spec, OPTIONS};
 
 /// The histogram memory of one measuring thread in a run with `-h
-/// hist_us`: the record's counters and the sender's two snapshots (4 bytes
+/// hist_us`: the shared histogram's counters and the sender's two snapshots (4 bytes
 /// a bucket each) and cumulative histogram (8), and the cycle numbers of
 /// the first overflows (8 per `-h` row). `--help` states it.
 pub const fn hist_bytes_per_thread(hist_us: u32) -> usize {
@@ -60,7 +60,7 @@ pub fn sections() -> Vec<(&'static str, Vec<Shown>)> {
                 out.push((h, Vec::new()));
                 continue;
             }
-            Item::Opt(o) | Wide(o) => Shown::Opt(o),
+            HelpLine::Opt(o) | Wide(o) => Shown::Opt(o),
             Row(label, text) => Shown::Row(label, text),
         };
         if let Some((_, items)) = out.last_mut() {
@@ -85,7 +85,7 @@ pub const fn outro() -> &'static str {
 const TEXT_COLUMN: usize = 26;
 
 /// One line (or entry) of the option list of `--help`.
-enum Item {
+enum HelpLine {
     /// A section heading.
     Heading(&'static str),
     /// An option's entry: its names, then its text from column
@@ -97,80 +97,80 @@ enum Item {
     Row(&'static str, &'static str),
 }
 
-use Item::{Heading, Row, Wide};
+use HelpLine::{Heading, Row, Wide};
 
 /// The option list of `--help`, in its order (the option table is in
 /// cyclictest's order). Each option shown has one item; the options
 /// [`Help::Joined`] to it are named in its entry.
-const LAYOUT: &[Item] = &[
+const LAYOUT: &[HelpLine] = &[
     Heading("Threads and CPUs"),
-    Item::Opt(Opt::Threads),
-    Item::Opt(Opt::Affinity),
-    Item::Opt(Opt::Smp),
+    HelpLine::Opt(Opt::Threads),
+    HelpLine::Opt(Opt::Affinity),
+    HelpLine::Opt(Opt::Smp),
     Wide(Opt::Mainaffinity),
     Heading("Timing"),
-    Item::Opt(Opt::Interval),
-    Item::Opt(Opt::Distance),
-    Item::Opt(Opt::Clock),
-    Item::Opt(Opt::Loops),
-    Item::Opt(Opt::Duration),
-    Item::Opt(Opt::Aligned),
-    Item::Opt(Opt::Secaligned),
-    Item::Opt(Opt::Warmup),
+    HelpLine::Opt(Opt::Interval),
+    HelpLine::Opt(Opt::Distance),
+    HelpLine::Opt(Opt::Clock),
+    HelpLine::Opt(Opt::Loops),
+    HelpLine::Opt(Opt::Duration),
+    HelpLine::Opt(Opt::Aligned),
+    HelpLine::Opt(Opt::Secaligned),
+    HelpLine::Opt(Opt::Warmup),
     Heading("How each cycle waits (only the default keeps every guarantee of latscope)"),
     Row(
         "(default)",
         "clock_nanosleep(TIMER_ABSTIME) to the next deadline:\n\
          one system call per cycle, a fixed grid of deadlines",
     ),
-    Item::Opt(Opt::Relative),
-    Item::Opt(Opt::System),
-    Item::Opt(Opt::PosixTimers),
-    Item::Opt(Opt::Resolution),
-    Item::Opt(Opt::Smi),
+    HelpLine::Opt(Opt::Relative),
+    HelpLine::Opt(Opt::System),
+    HelpLine::Opt(Opt::PosixTimers),
+    HelpLine::Opt(Opt::Resolution),
+    HelpLine::Opt(Opt::Smi),
     Heading("Scheduling and memory"),
-    Item::Opt(Opt::Priority),
-    Item::Opt(Opt::Policy),
-    Item::Opt(Opt::Priospread),
-    Item::Opt(Opt::DeadlineRuntime),
-    Item::Opt(Opt::Mlockall),
-    Item::Opt(Opt::NoMlock),
-    Item::Opt(Opt::Latency),
-    Item::Opt(Opt::DefaultSystem),
-    Item::Opt(Opt::DeepestIdleState),
-    Item::Opt(Opt::Laptop),
-    Item::Opt(Opt::BestEffort),
+    HelpLine::Opt(Opt::Priority),
+    HelpLine::Opt(Opt::Policy),
+    HelpLine::Opt(Opt::Priospread),
+    HelpLine::Opt(Opt::DeadlineRuntime),
+    HelpLine::Opt(Opt::Mlockall),
+    HelpLine::Opt(Opt::NoMlock),
+    HelpLine::Opt(Opt::Latency),
+    HelpLine::Opt(Opt::DefaultSystem),
+    HelpLine::Opt(Opt::DeepestIdleState),
+    HelpLine::Opt(Opt::Laptop),
+    HelpLine::Opt(Opt::BestEffort),
     Heading("Output (cyclictest formats)"),
-    Item::Opt(Opt::Quiet),
-    Item::Opt(Opt::Verbose),
-    Item::Opt(Opt::Oscope),
-    Item::Opt(Opt::RefreshOnMax),
-    Item::Opt(Opt::Unbuffered),
-    Item::Opt(Opt::Nsecs),
-    Item::Opt(Opt::Histogram),
-    Item::Opt(Opt::Histofall),
-    Item::Opt(Opt::Histfile),
-    Item::Opt(Opt::HistShape),
-    Item::Opt(Opt::Json),
-    Item::Opt(Opt::Spike),
-    Item::Opt(Opt::SpikeNodes),
-    Item::Opt(Opt::Breaktrace),
-    Item::Opt(Opt::Tracemark),
-    Item::Opt(Opt::Explain),
-    Item::Opt(Opt::TraceBufferSize),
-    Item::Opt(Opt::Fifo),
-    Item::Opt(Opt::DbgCyclictest),
+    HelpLine::Opt(Opt::Quiet),
+    HelpLine::Opt(Opt::Verbose),
+    HelpLine::Opt(Opt::Oscope),
+    HelpLine::Opt(Opt::RefreshOnMax),
+    HelpLine::Opt(Opt::Unbuffered),
+    HelpLine::Opt(Opt::Nsecs),
+    HelpLine::Opt(Opt::Histogram),
+    HelpLine::Opt(Opt::Histofall),
+    HelpLine::Opt(Opt::Histfile),
+    HelpLine::Opt(Opt::HistShape),
+    HelpLine::Opt(Opt::Json),
+    HelpLine::Opt(Opt::Spike),
+    HelpLine::Opt(Opt::SpikeNodes),
+    HelpLine::Opt(Opt::Breaktrace),
+    HelpLine::Opt(Opt::Tracemark),
+    HelpLine::Opt(Opt::Explain),
+    HelpLine::Opt(Opt::TraceBufferSize),
+    HelpLine::Opt(Opt::Fifo),
+    HelpLine::Opt(Opt::DbgCyclictest),
     Heading("Stream (binary frames for latscope-host)"),
-    Item::Opt(Opt::Stream),
-    Item::Opt(Opt::Name),
+    HelpLine::Opt(Opt::Stream),
+    HelpLine::Opt(Opt::Name),
     Wide(Opt::ReportInterval),
     Heading("Checks"),
-    Item::Opt(Opt::SelfCheck),
-    Item::Opt(Opt::Version),
-    Item::Opt(Opt::Help),
+    HelpLine::Opt(Opt::SelfCheck),
+    HelpLine::Opt(Opt::Version),
+    HelpLine::Opt(Opt::Help),
 ];
 
-impl Item {
+impl HelpLine {
     /// Append this item's lines to `out`.
     fn write(&self, out: &mut String) {
         match *self {
@@ -178,7 +178,7 @@ impl Item {
                 out.push_str(h);
                 out.push('\n');
             }
-            Item::Opt(opt) => entry(out, opt, false),
+            HelpLine::Opt(opt) => entry(out, opt, false),
             Wide(opt) => entry(out, opt, true),
             Row(label, text) => lines(out, &format!("  {label}"), text, false),
         }
@@ -257,7 +257,7 @@ latscope: real-time wake-up latency measurement (a cyclictest that is safe by de
 Usage: latscope [OPTIONS]
 
 Each measuring thread sleeps until absolute deadlines (clock_nanosleep,
-TIMER_ABSTIME) and records how late it woke. Defaults differ from cyclictest
+TIMER_ABSTIME) and measures how late it woke. Defaults differ from cyclictest
 where cyclictest's are traps: SCHED_FIFO priority 80 (not SCHED_OTHER) and
 memory locked (mlockall) unless --no-mlock.
 
@@ -292,7 +292,7 @@ end.
 #[cfg(test)]
 mod tests {
     use super::hist_bytes_per_thread;
-    use super::{help, names, Help, Item, LAYOUT, OPTIONS};
+    use super::{help, names, Help, HelpLine, LAYOUT, OPTIONS};
 
     /// `--help` lists every option of the table once, with its names, except
     /// the hidden ones (which it does not name at all); the joined ones in
@@ -303,7 +303,7 @@ mod tests {
         for spec in OPTIONS {
             let items = LAYOUT
                 .iter()
-                .filter(|i| matches!(i, Item::Opt(o) | Item::Wide(o) if *o == spec.opt))
+                .filter(|i| matches!(i, HelpLine::Opt(o) | HelpLine::Wide(o) if *o == spec.opt))
                 .count();
             let label = names(spec);
             let label = label.trim_start();
@@ -326,7 +326,7 @@ mod tests {
             }
         }
         for item in LAYOUT {
-            if let Item::Opt(o) | Item::Wide(o) = item {
+            if let HelpLine::Opt(o) | HelpLine::Wide(o) = item {
                 assert!(OPTIONS.iter().any(|s| s.opt == *o), "{o:?}");
             }
         }

@@ -12,7 +12,7 @@ use latscope_core::cyclictest::HistShape;
 use latscope_core::layout::MAX_LINEAR_US;
 use latscope_core::wire::{ClockKind, Policy};
 
-use super::checks::{self, Saw};
+use super::checks::{self, OptionsGiven};
 use super::cpus::{parse_cpu_list, CpuList};
 use super::getopt::{self, Given};
 use super::numbers::{self, atoi, parse_u64};
@@ -40,7 +40,7 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
     let given = getopt::scan(args)?;
     let mut p = Parser {
         cfg: Config::default(),
-        saw: Saw::default(),
+        saw: OptionsGiven::default(),
     };
     for g in &given {
         if let Some(action) = p.apply(g)? {
@@ -54,7 +54,7 @@ pub fn parse<S: AsRef<str>>(args: &[S]) -> Result<Action, Error> {
 
 struct Parser {
     cfg: Config,
-    saw: Saw,
+    saw: OptionsGiven,
 }
 
 impl Parser {

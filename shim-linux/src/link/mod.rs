@@ -113,7 +113,7 @@ impl Sink {
         self.budget
     }
 
-    /// Bytes per second spike records and explanations keep to (0: no
+    /// Bytes per second spike samples and explanations keep to (0: no
     /// limit): on a serial line 25 % of it.
     pub fn spike_share(&self) -> u32 {
         self.spike_share

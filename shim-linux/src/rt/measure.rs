@@ -19,9 +19,9 @@ use crate::linux::procfs;
 pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
     let mut w = a
         .shared
-        .rec
+        .hist
         .writer()
-        .ok_or(Error::Internal("a thread record was claimed twice"))?;
+        .ok_or(Error::Internal("a shared histogram was claimed twice"))?;
     let mut clock = a.settings.clock;
     let cfg = CycleConfig {
         interval_ns: a.plan.interval_us.saturating_mul(1000),
@@ -76,7 +76,7 @@ fn run<W: Wake>(
         let now = wake.wait(&mut cycle, &mut clock)?;
         // the common case: a plain sample, nothing else to do
         if let Some(latency) = cycle.plain_wake(now) {
-            w.record_plain(latency);
+            w.publish_plain(latency);
             if a.verbose.is_some() {
                 verbose(a, cycle.recorded() - 1, latency as i64);
             }
@@ -87,7 +87,7 @@ fn run<W: Wake>(
             Step::Sample { sample, stop } => (sample, stop),
         };
         let missed = wake.missed(&mut cycle, &sample);
-        w.record(sample.latency, missed);
+        w.publish(sample.latency, missed);
         if sample.flags.any() {
             flagged(a, &sample);
         }
@@ -145,7 +145,7 @@ fn verbose(a: &mut ThreadArgs<'_>, cycle: u64, latency: i64) {
     }
 }
 
-/// `-b`: record the first break, stop everyone, and with `--tracemark`
+/// `-b`: note the first break, stop everyone, and with `--tracemark`
 /// write the marker and stop tracing (as cyclictest does).
 fn on_break(a: &ThreadArgs<'_>, latency: i64) {
     let first = a

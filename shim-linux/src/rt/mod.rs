@@ -5,7 +5,7 @@
 //! (`clock_nanosleep`) plus the vDSO clock read; cyclictest's other modes
 //! (`-r`, `-s`, `-x`) have loops of their own (see `wake`). No loop
 //! allocates, takes a lock, does I/O or waits on another thread: each
-//! publishes every sample into its lock-free [`Record`] and pushes
+//! publishes every sample into its lock-free [`SharedHistogram`] and pushes
 //! flagged samples into a wait-free single-producer queue. It polls the
 //! stop flag once per cycle.
 
@@ -34,11 +34,13 @@ use crate::linux::{exit, sys};
 
 pub use gate::{common_start, Phase, PhaseCell, StartGate};
 
-/// A thread's record: its counters in memory sized by the run's layout.
-pub type Record = SharedHistogramIn<Box<[AtomicU32]>>;
-/// A copy of a record's counters, sized as the record.
+/// A thread's shared histogram: its counters in memory sized by the
+/// run's layout.
+pub type SharedHistogram = SharedHistogramIn<Box<[AtomicU32]>>;
+/// A copy of a shared histogram's counters, sized as it.
 pub type Snap = SnapshotIn<Box<[u32]>>;
-/// What the stream's reports keep about a thread, sized as the record.
+/// What the stream's reports keep about a thread, sized as its shared
+/// histogram.
 pub type Log = ThreadLogIn<Box<[u32]>, Box<[u64]>>;
 
 /// Capacity of a spike queue (one slot stays free).
@@ -55,7 +57,7 @@ pub type SpikeQueue = Queue<SpikeSample, SPIKE_QUEUE>;
 /// The queue of `-v` samples of one thread.
 pub type VerboseQueue = Queue<VerboseSample, VERBOSE_QUEUE>;
 
-/// A placeholder record (for prefaulting queues).
+/// A placeholder spike sample (for prefaulting queues).
 const EMPTY_SPIKE: SpikeSample = SpikeSample {
     thread: 0,
     cycle: 0,
@@ -112,7 +114,7 @@ fn prefault_queue<T: Copy, const Q: usize>(q: &mut Queue<T, Q>, fill: T) {
 pub struct SpikeCount {
     /// Spikes so far.
     all: AtomicU64,
-    /// Spike records that did not fit the queue.
+    /// Spike samples that did not fit the queue.
     dropped: AtomicU64,
     /// The largest spike since the last [`SpikeCount::take_peak`]:
     /// latency in ns in the upper 40 bits, the cycle's low 24 bits below.
@@ -145,8 +147,8 @@ impl SpikeCount {
         self.dropped.fetch_add(1, Ordering::Release);
     }
 
-    /// (dropped, all) so far, read in that order: every dropped record is
-    /// in `all`, and so is every record the sender has dequeued.
+    /// (dropped, all) so far, read in that order: every dropped spike sample
+    /// is in `all`, and so is every one the sender has dequeued.
     pub fn totals(&self) -> (u64, u64) {
         let dropped = self.dropped.load(Ordering::Acquire);
         (dropped, self.all.load(Ordering::Acquire))
@@ -183,7 +185,7 @@ fn complete_cycle(packed: u64, recorded: u64) -> u64 {
 /// What one measuring thread shares with the sender and main threads.
 pub struct Shared {
     /// Samples and statistics (one writer, lock-free readers).
-    pub rec: Record,
+    pub hist: SharedHistogram,
     /// Kernel thread id (0 until known).
     pub tid: AtomicI32,
     /// Where the thread is in its life.
@@ -210,7 +212,7 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Fresh state for a record of `layout`, its counters allocated and
+    /// Fresh state for a shared histogram of `layout`, its counters allocated and
     /// written (so touched, and without mlockall faulted in) here, before
     /// any measuring starts: 12 KiB at the default layout.
     pub fn new(layout: Layout) -> Result<Shared, Error> {
@@ -218,9 +220,9 @@ impl Shared {
         for c in counters.iter().step_by(PAGE / 4) {
             c.store(std::hint::black_box(0), Ordering::Relaxed);
         }
-        let rec = Record::with_buckets(layout, counters).map_err(Error::Core)?;
+        let hist = SharedHistogram::with_buckets(layout, counters).map_err(Error::Core)?;
         Ok(Shared {
-            rec,
+            hist,
             tid: AtomicI32::new(0),
             phase: PhaseCell::new(),
             dropped: AtomicU64::new(0),

@@ -1,4 +1,4 @@
-//! The non-RT sender thread: it reads the measuring threads' records
+//! The non-RT sender thread: it reads the measuring threads' shared histograms
 //! lock-free, drains their spike and `-v` queues, and turns what it finds
 //! into the run's outputs while the run goes on:
 //!
@@ -51,7 +51,7 @@ const TICK_NS: i64 = 100_000_000;
 /// it, so it looks often.
 const BUSY_TICK_NS: i64 = 2_000_000;
 
-/// Spike records taken from each thread's queue per tick: at most one
+/// Spike samples taken from each thread's queue per tick: at most one
 /// queue's worth, so that a tick ends however fast spikes come.
 const SPIKES_PER_TICK: usize = crate::rt::SPIKE_QUEUE;
 
@@ -321,7 +321,7 @@ impl Sender<'_> {
         if !self.publish.report_due(now) {
             return;
         }
-        // every record of the interval taken first, its worst among them
+        // every spike sample of the interval taken first, its worst among them
         self.drain(now, usize::MAX);
         self.report(false);
     }
@@ -417,9 +417,9 @@ impl Sender<'_> {
         }
     }
 
-    /// Take up to `limit` records from each spike queue (publishing,
+    /// Take up to `limit` spike samples from each spike queue (publishing,
     /// explaining or counting each flagged sample), then the `-v` queues.
-    /// Whether any spike record came.
+    /// Whether any spike sample came.
     fn drain(&mut self, now: i64, limit: usize) -> bool {
         let mut any = false;
         for t in 0..self.spikes.len() {
@@ -431,7 +431,7 @@ impl Sender<'_> {
                 self.keep_for_summary(t, &r);
                 self.attrib.note(t, &r);
                 if r.flags.spike && self.tallies[t].take_awaited(&r) {
-                    // not this interval's: not among its records seen
+                    // not this interval's: not among its spike samples seen
                     self.publish_late_worst(t, &r);
                     continue;
                 }
@@ -447,11 +447,11 @@ impl Sender<'_> {
     }
 
     /// One flagged sample of thread `t` onto the line, as far as the
-    /// line's spike share has room: any record while it has plenty, else
+    /// line's spike share has room: any spike sample while it has plenty, else
     /// only one worse than any sent this interval; with it its explanation
     /// while the share had plenty and the drain may still read a trace
     /// window, or if it is worse than any explained this interval. A break
-    /// record always goes. A spike not sent is counted (aggregated).
+    /// sample always goes. A spike not sent is counted (aggregated).
     fn publish_spike(&mut self, now: i64, t: usize, r: &SpikeSample) {
         let tally = &mut self.tallies[t];
         let room = self.publish.spike_room(now);
@@ -472,8 +472,8 @@ impl Sender<'_> {
             return;
         }
         tally.sent(r);
-        // the room as the record found it: a spike sent is explained with
-        // it, rather than its share going to more records nobody explains;
+        // the room as the spike sample found it: a spike sent is explained with
+        // it, rather than its share going to more spike samples nobody explains;
         // an ordinary one only if the trace may still hold its window
         let explain = match self.attrib.can_explain(r) {
             None => false,
@@ -492,7 +492,7 @@ impl Sender<'_> {
         }
     }
 
-    /// The record of an earlier interval's largest spike, which came
+    /// The spike sample of an earlier interval's largest spike, which came
     /// after that interval's report: sent and explained whatever the
     /// line's room, as the report would have.
     fn publish_late_worst(&mut self, t: usize, r: &SpikeSample) {
@@ -551,7 +551,7 @@ impl Sender<'_> {
                     peak: shared.spikes.take_peak(v.counters.cycles),
                 };
                 // the interval's largest is explained, even if the line
-                // had no room for its record when it came
+                // had no room for its spike sample when it came
                 let tally = &mut self.tallies[t];
                 // one still queued is explained when it comes
                 tally.await_peak(exact.peak);

@@ -10,7 +10,7 @@
 //! [`Publisher`] adds what only the target knows: the link, the hello and
 //! the warnings of the start, and when frames were lost.
 
-use latscope_core::protocol::{Extra, FrameSink, Reporter, Room};
+use latscope_core::protocol::{FrameSink, Reporter, Room, SideCounts};
 use latscope_core::wire::{bounded, Body, Bye, Hello, Level, LogLine, MAX_SMALL_FRAME};
 use latscope_core::Error as CoreError;
 
@@ -74,7 +74,7 @@ impl Publisher {
         self.rep.send(body, &mut Out(&mut self.sink));
     }
 
-    /// What the line has room for at `now` in the way of spike records and
+    /// What the line has room for at `now` in the way of spike samples and
     /// explanations: the reporter's spike share, and the pacer, which must
     /// not make a spike frame wait (nothing without a stream that works).
     pub fn spike_room(&mut self, now: i64) -> Room {
@@ -190,8 +190,8 @@ impl Publisher {
     }
 
     /// One thread's part of the current report: `cur` is a fresh snapshot
-    /// of its record, `extra` its faults and dropped spike records.
-    pub fn thread(&mut self, log: &mut Log, cur: &Snap, extra: Extra) {
+    /// of its shared histogram, `extra` its faults and dropped spike samples.
+    pub fn thread(&mut self, log: &mut Log, cur: &Snap, extra: SideCounts) {
         self.rep.report(log, cur, extra, &mut Out(&mut self.sink));
     }
 

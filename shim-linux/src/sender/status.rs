@@ -83,7 +83,7 @@ impl<'a> SnapshotAnswer<'a> {
     pub fn write(&mut self) {
         let mut lines = Vec::with_capacity(self.shared.len());
         for (t, (s, plan)) in self.shared.iter().zip(self.plans).enumerate() {
-            if let Ok(c) = s.rec.counters(TRIES) {
+            if let Ok(c) = s.hist.counters(TRIES) {
                 self.last[t] = c;
             }
             lines.push(Thread {

@@ -1,4 +1,4 @@
-//! What became of each thread's spikes: sent as a record, explained, only
+//! What became of each thread's spikes: sent on its own, explained, only
 //! counted (aggregated: the link had no room), or dropped (the measuring
 //! thread's queue was full). Per report interval and over the run, so that
 //! every spike not sent is counted, on the target and in the stream (an
@@ -11,7 +11,7 @@ use latscope_core::wire::{Aggregate, SpikeSample};
 pub struct Exact {
     /// Spikes so far.
     pub spikes: u64,
-    /// Spike records the queue lost so far.
+    /// Spike samples the queue lost so far.
     pub dropped: u64,
     /// The interval's largest spike: latency (ns) and cycle.
     pub peak: Option<(u64, u64)>,
@@ -24,30 +24,30 @@ pub struct Tally {
     pub interval: Counts,
     /// Since the start.
     pub total: Counts,
-    /// The largest spike sent as a record this interval (ns; -1: none).
+    /// The largest spike sent on its own this interval (ns; -1: none).
     pub worst_sent: i64,
     /// The largest spike explained this interval (ns; -1: none).
     pub worst_explained: i64,
     /// The exact count as of the last report.
     last: Exact,
-    /// The largest records taken from the queue this interval and the one
+    /// The largest spike samples taken from the queue this interval and the one
     /// before (their deadlines, for the aggregate's largest spike). Several:
-    /// a record of an earlier interval taken late may be larger than this
+    /// a spike sample of an earlier interval taken late may be larger than this
     /// interval's largest.
     seen: [Seen; 2],
-    /// The cycle of the last interval's largest spike if its record was
+    /// The cycle of the last interval's largest spike if its sample was
     /// still in the queue at the report: it is sent and explained when it
     /// comes.
     awaited: Option<u64>,
 }
 
-/// How many of an interval's largest records the tally keeps.
+/// How many of an interval's largest spike samples the tally keeps.
 const SEEN: usize = 8;
 
-/// An interval's largest records taken, in no order.
+/// An interval's largest spike samples taken, in no order.
 type Seen = [Option<Kept>; SEEN];
 
-/// A record kept, and whether it was sent and explained.
+/// A spike sample kept, and whether it was sent and explained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Kept {
     r: SpikeSample,
@@ -58,7 +58,7 @@ struct Kept {
 /// Spike counts of one span.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
-    /// Spikes sent as a record.
+    /// Spikes sent on their own.
     pub sent: u64,
     /// Of those, explained.
     pub explained: u64,
@@ -92,7 +92,7 @@ impl Tally {
         }
     }
 
-    /// A spike record taken from the queue.
+    /// A spike sample taken from the queue.
     pub fn seen(&mut self, r: &SpikeSample) {
         let smallest = self.seen[0]
             .iter_mut()
@@ -106,7 +106,7 @@ impl Tally {
         }
     }
 
-    /// The kept slot of this interval's record `r`, if kept.
+    /// The kept slot of this interval's spike sample `r`, if kept.
     fn slot(&mut self, r: &SpikeSample) -> Option<&mut Kept> {
         self.seen[0]
             .iter_mut()
@@ -114,7 +114,7 @@ impl Tally {
             .find(|k| k.r.cycle == r.cycle)
     }
 
-    /// The record of `cycle` among those kept, this interval's only or the
+    /// The spike sample of `cycle` among those kept, this interval's only or the
     /// one before's too.
     fn kept(&self, cycle: u64, before_too: bool) -> Option<Kept> {
         let spans = if before_too {
@@ -178,7 +178,7 @@ impl Tally {
         latency_ns > self.worst_explained
     }
 
-    /// A spike sent as a record.
+    /// A spike sent on its own.
     pub fn sent(&mut self, r: &SpikeSample) {
         self.interval.sent += 1;
         self.total.sent += 1;
@@ -199,9 +199,9 @@ impl Tally {
     }
 
     /// The interval's largest spike (`peak`: its latency and cycle), if
-    /// the sender took its record from the queue and did not explain it:
-    /// the record, and whether it was sent. By the record itself, not by
-    /// latency: a larger record of an earlier interval, taken late and
+    /// the sender took its spike sample from the queue and did not explain it:
+    /// the spike sample, and whether it was sent. By the sample itself, not by
+    /// latency: a larger spike sample of an earlier interval, taken late and
     /// explained, does not stand for it.
     pub fn peak_unexplained(&self, peak: Option<(u64, u64)>) -> Option<(SpikeSample, bool)> {
         let (_, cycle) = peak?;
@@ -218,9 +218,9 @@ impl Tally {
     }
 
     /// At a report: the interval's largest spike (`peak`: its latency and
-    /// cycle) is awaited if the sender has not taken its record yet, so
+    /// cycle) is awaited if the sender has not taken its spike sample yet, so
     /// that it is explained when it comes. A peak awaited before and never
-    /// taken (its record lost to a full queue, which is counted) is
+    /// taken (its spike sample lost to a full queue, which is counted) is
     /// forgotten.
     pub fn await_peak(&mut self, peak: Option<(u64, u64)>) {
         self.awaited = peak
@@ -228,7 +228,7 @@ impl Tally {
             .filter(|&c| self.kept(c, true).is_none());
     }
 
-    /// Whether `r` is the record of an earlier interval's largest spike
+    /// Whether `r` is the sample of an earlier interval's largest spike
     /// that came after that interval's report (then no longer awaited).
     pub fn take_awaited(&mut self, r: &SpikeSample) -> bool {
         let late = self.awaited == Some(r.cycle);
@@ -271,7 +271,7 @@ mod tests {
     use super::*;
     use latscope_core::wire::SpikeFlags;
 
-    fn record(cycle: u64, latency_ns: i64) -> SpikeSample {
+    fn spike(cycle: u64, latency_ns: i64) -> SpikeSample {
         SpikeSample {
             thread: 0,
             cycle,
@@ -290,12 +290,12 @@ mod tests {
     fn an_aggregate_accounts_for_every_spike() {
         let mut t = Tally::new();
         for (c, lat) in [(1, 300), (2, 900), (3, 400)] {
-            t.seen(&record(c, lat));
+            t.seen(&spike(c, lat));
         }
-        t.sent(&record(2, 900));
-        t.explained(&record(2, 900));
+        t.sent(&spike(2, 900));
+        t.explained(&spike(2, 900));
         t.aggregated();
-        // five spikes: two queued records lost, three taken
+        // five spikes: two queued spike samples lost, three taken
         let now = Exact {
             spikes: 5,
             dropped: 2,
@@ -325,8 +325,8 @@ mod tests {
     fn the_worst_is_per_interval_and_totals_run_on() {
         let mut t = Tally::new();
         assert!(t.worst_yet(0) && t.worst_unexplained(0));
-        t.sent(&record(1, 500));
-        t.explained(&record(1, 500));
+        t.sent(&spike(1, 500));
+        t.explained(&spike(1, 500));
         t.aggregated();
         assert!(!t.worst_yet(400) && t.worst_yet(501));
         assert!(!t.worst_unexplained(500) && t.worst_unexplained(501));
@@ -345,10 +345,10 @@ mod tests {
     fn an_intervals_worst_not_sent_or_not_explained_is_found_and_counted_once() {
         let mut t = Tally::new();
         // 900 came when the line had no room: only counted
-        t.seen(&record(1, 300));
-        t.sent(&record(1, 300));
-        t.explained(&record(1, 300));
-        t.seen(&record(2, 900));
+        t.seen(&spike(1, 300));
+        t.sent(&spike(1, 300));
+        t.explained(&spike(1, 300));
+        t.seen(&spike(2, 900));
         t.aggregated();
         assert_eq!(t.peak_unexplained(None), None);
         assert_eq!(t.peak_unexplained(Some((900, 3))), None, "another cycle");
@@ -367,52 +367,52 @@ mod tests {
         assert!(a.is_consistent(), "{a:?}");
         assert_eq!((a.sent, a.explained, a.aggregated, a.queued), (2, 2, 0, 0));
         // sent but not explained: explained only
-        t.seen(&record(3, 700));
-        t.sent(&record(3, 700));
+        t.seen(&spike(3, 700));
+        t.sent(&spike(3, 700));
         assert_eq!(t.peak_unexplained(Some((700, 3))).map(|p| p.1), Some(true));
     }
 
     #[test]
     fn a_worst_whose_record_comes_after_its_report_is_awaited() {
         let mut t = Tally::new();
-        t.seen(&record(1, 300));
-        t.sent(&record(1, 300));
-        t.explained(&record(1, 300));
+        t.seen(&spike(1, 300));
+        t.sent(&spike(1, 300));
+        t.explained(&spike(1, 300));
         // the report: the peak, cycle 2, is still in the queue
         t.await_peak(Some((900, 2)));
         let _ = t.aggregate(0, 1, Exact::default(), false);
-        assert!(!t.take_awaited(&record(3, 900)), "another cycle");
-        assert!(t.take_awaited(&record(2, 900)));
-        assert!(!t.take_awaited(&record(2, 900)), "taken once");
+        assert!(!t.take_awaited(&spike(3, 900)), "another cycle");
+        assert!(t.take_awaited(&spike(2, 900)));
+        assert!(!t.take_awaited(&spike(2, 900)), "taken once");
         // counted, but the new interval's worst is still to come
         t.sent_and_explained_late();
         assert_eq!((t.interval.sent, t.interval.explained), (1, 1));
         assert!(t.worst_yet(1) && t.worst_unexplained(1));
-        // a peak whose record was taken is not awaited
-        t.seen(&record(4, 500));
+        // a peak whose spike sample was taken is not awaited
+        t.seen(&spike(4, 500));
         t.await_peak(Some((500, 4)));
-        assert!(!t.take_awaited(&record(4, 500)));
+        assert!(!t.take_awaited(&spike(4, 500)));
         t.await_peak(None);
-        assert!(!t.take_awaited(&record(5, 1)));
+        assert!(!t.take_awaited(&spike(5, 1)));
     }
 
     #[test]
     fn a_larger_record_of_an_earlier_interval_does_not_hide_the_worst() {
         let mut t = Tally::new();
-        // taken this interval: two late records of the last one, larger
+        // taken this interval: two late spike samples of the last one, larger
         // than this interval's worst (cycle 30), and smaller ones
         for (c, lat) in [(10, 3_900), (11, 1_700), (30, 1_600), (31, 200), (32, 300)] {
-            t.seen(&record(c, lat));
+            t.seen(&spike(c, lat));
         }
         t.aggregated();
         // the late 3,900 sent and explained: it does not stand for the
         // interval's worst, which is neither
-        t.sent(&record(10, 3_900));
-        t.explained(&record(10, 3_900));
+        t.sent(&spike(10, 3_900));
+        t.explained(&spike(10, 3_900));
         let (r, sent) = t.peak_unexplained(Some((1_600, 30))).expect("kept");
         assert_eq!((r.cycle, sent), (30, false));
         t.await_peak(Some((1_600, 30)));
-        assert!(!t.take_awaited(&record(30, 1_600)), "taken, not awaited");
+        assert!(!t.take_awaited(&spike(30, 1_600)), "taken, not awaited");
         let a = t.aggregate(
             0,
             1,
@@ -426,7 +426,7 @@ mod tests {
         assert_eq!(a.max_deadline_ns, 30_000);
         // only the SEEN largest are kept
         for c in 100..100 + SEEN as u64 + 1 {
-            t.seen(&record(c, 5_000 + c as i64));
+            t.seen(&spike(c, 5_000 + c as i64));
         }
         assert!(t.kept(100, false).is_none() && t.kept(101, false).is_some());
     }

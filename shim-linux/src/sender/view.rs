@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 
 use latscope_core::cyclictest::Thread;
 use latscope_core::layout::Layout;
-use latscope_core::protocol::Extra;
+use latscope_core::protocol::SideCounts;
 use latscope_core::seqlock::Counters;
 use latscope_core::wire::SpikeSample;
 
@@ -28,7 +28,7 @@ pub struct View {
     pub counters: Counters,
     /// Faults since measuring started.
     pub faults: Faults,
-    /// Spike records dropped by the measuring thread.
+    /// Spike samples dropped by the measuring thread.
     pub dropped: u64,
     /// Cycle numbers (from 0) of the first `-h` overflows.
     pub overflow_cycles: Vec<u64>,
@@ -41,7 +41,7 @@ pub struct View {
 }
 
 impl View {
-    /// Fresh view of thread `index` for a record of `layout`; its copies
+    /// Fresh view of thread `index` for a shared histogram of `layout`; its copies
     /// are sized by the layout and lists by what the run asked for (`-h`
     /// overflows, `spikes` `--spike` lines), all prefaulted, so nothing grows later.
     pub fn new(
@@ -90,14 +90,14 @@ impl View {
         }
     }
 
-    /// Take a snapshot of the thread's record into `cur`. `false` if the
+    /// Take a seqlock snapshot of the thread's shared histogram into `cur`. `false` if the
     /// writer held its section too long (the previous figures stay rather
     /// than a torn copy).
     pub fn snapshot(&mut self, shared: &Shared) -> bool {
-        shared.rec.snapshot(&mut self.cur, TRIES).is_ok()
+        shared.hist.snapshot(&mut self.cur, TRIES).is_ok()
     }
 
-    /// Faults since the baseline, and the spike records the thread dropped.
+    /// Faults since the baseline, and the spike samples the thread dropped.
     pub fn update_losses(&mut self, shared: &Shared) {
         if let Some(f) = procfs::thread_faults(&self.stat_path) {
             let base = shared
@@ -116,9 +116,9 @@ impl View {
         self.dropped = shared.dropped.load(Ordering::Relaxed);
     }
 
-    /// The figures a report needs beside the record.
-    pub fn extra(&self) -> Extra {
-        Extra {
+    /// The figures a report needs beside the shared histogram.
+    pub fn extra(&self) -> SideCounts {
+        SideCounts {
             minflt: self.faults.minflt,
             majflt: self.faults.majflt,
             dropped: self.dropped,

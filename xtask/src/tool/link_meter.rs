@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use latscope_core::layout::{Layout, DEFAULT_BUCKETS};
 use latscope_core::protocol::{
-    ArrayStore, Assembler, Extra, Reporter, ThreadLog, MAX_BUDGET_WAIT_NS,
+    ArrayStore, Assembler, Reporter, SideCounts, ThreadLog, MAX_BUDGET_WAIT_NS,
 };
 use latscope_core::seqlock::Snapshot;
 use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME};
@@ -329,7 +329,7 @@ fn reencode(frames: &[Frame]) -> Vec<u8> {
                 c.totals.min = s.min;
                 c.totals.max = s.max;
                 (c.cycles, c.missed, c.early, c.last) = (s.cycles, s.missed, s.early, s.last);
-                let extra = Extra {
+                let extra = SideCounts {
                     minflt: s.minflt,
                     majflt: s.majflt,
                     dropped: s.dropped,

@@ -3,7 +3,6 @@ use std::vec::Vec;
 use postcard::experimental::max_size::MaxSize;
 
 use super::*;
-use crate::layout::Layout;
 
 mod against_postcard;
 mod downgrade;
@@ -69,32 +68,19 @@ pub(crate) fn hello() -> Hello {
             policy: Policy::Fifo,
             priority: 80,
             interval_ns: 1_000_000,
-            distance_ns: 0,
-            clock: ClockKind::Monotonic,
             mlock: true,
             dma_latency_us: Some(0),
-            timer_slack_ns: 0,
             duration_ns: 10_000_000_000,
-            loops: 0,
-            warmup_cycles: 0,
             report_ns: 1_000_000_000,
             spike_ns: 100_000,
-            break_ns: 0,
             hist_us: 400,
-            hist_all: false,
-            nsecs: false,
             started: Some(WallTime {
                 unix_s: 1_796_041_475,
                 utc_offset_s: 3600,
             }),
-            layout: Layout::DEFAULT,
-            degraded: Degraded::default(),
-            self_check: false,
             threads,
-            wake: WakeMode::Absolute,
-            align: StartAlign::Own,
-            smi: false,
             tracefs_mounted: true,
+            ..RunConfig::default()
         },
     }
 }
@@ -316,7 +302,7 @@ fn aggregates_account_for_every_spike() {
     let a = aggregate();
     assert!(a.is_consistent());
     assert_eq!(a.coverage(), Some(1_200.0 / 1_000_002.0));
-    // one record unaccounted for, or explained but never sent: caught
+    // one spike sample unaccounted for, or explained but never sent: caught
     for broken in [
         Aggregate { queued: 0, ..a },
         Aggregate {

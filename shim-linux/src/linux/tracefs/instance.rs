@@ -224,7 +224,7 @@ impl Drop for Instance {
     }
 }
 
-/// The events to record, as paths under `events/`: what the classifier
+/// The events to trace, as paths under `events/`: what the classifier
 /// reads ([`EventFormats::ENABLE`]) and, where the kernel has them (x86),
 /// the interrupt vectors' entries and exits, in the directory's order.
 /// Nothing else.

@@ -4,7 +4,7 @@
 //! * [`Tracer`] owns the trace instance `instances/latscope-PID`: it creates
 //!   it (removing stale instances of dead latscope processes first), sets
 //!   `trace_clock` to `mono` so event times compare with
-//!   `CLOCK_MONOTONIC` deadlines, records only the events the classifier
+//!   `CLOCK_MONOTONIC` deadlines, traces only the events the classifier
 //!   reads on the measured CPUs only (and `sched_wakeup` only of the
 //!   measuring threads, [`Tracer::filter_wakeups`]), and sizes their
 //!   buffers ([`buffer_kb`]). A reader thread copies every measured

@@ -129,7 +129,7 @@ impl Tracer {
         self.instance.dir()
     }
 
-    /// Records only the wake-ups of the measuring threads `tids`, set
+    /// Traces only the wake-ups of the measuring threads `tids`, set
     /// once they are known and before they measure. If the kernel refuses
     /// the filter every wake-up is recorded, and the totals say so.
     pub fn filter_wakeups(&mut self, tids: &[u32]) {
