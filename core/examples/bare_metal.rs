@@ -25,8 +25,8 @@ use latscope_core::protocol::{
 use latscope_core::seqlock::{SharedHistogram, Snapshot};
 use latscope_core::stats::Ppm;
 use latscope_core::wire::{
-    bounded, Body, Bye, ByeReason, ClockKind, Decoder, Degraded, Hello, Policy, RunConfig,
-    StartAlign, TargetInfo, ThreadInfo, WakeMode, MAX_FRAME, SCHEMA_KEY,
+    bounded, Body, Bye, ByeReason, Decoder, Hello, Policy, RunConfig, TargetInfo, ThreadInfo,
+    MAX_FRAME, SCHEMA_KEY,
 };
 
 /// 200 µs at 1 µs resolution, then ≤ 1 % buckets up to 60 s.
@@ -95,31 +95,12 @@ fn hello() -> Hello {
         },
         config: RunConfig {
             policy: Policy::Fifo,
-            priority: 0,
             interval_ns: INTERVAL_NS,
-            distance_ns: 0,
-            clock: ClockKind::Monotonic,
-            mlock: false,
-            dma_latency_us: None,
-            timer_slack_ns: 0,
             duration_ns: 3 * SEC as u64,
-            loops: 0,
-            warmup_cycles: 0,
             report_ns: SEC as u64,
-            spike_ns: 0,
-            break_ns: 0,
-            hist_us: 0,
-            hist_all: false,
-            nsecs: false,
-            started: None,
             layout: Layout::new(LINEAR_US, N),
-            degraded: Degraded::default(),
-            self_check: false,
             threads,
-            tracefs_mounted: false,
-            wake: WakeMode::Absolute,
-            align: StartAlign::Own,
-            smi: false,
+            ..RunConfig::unknown()
         },
     }
 }
