@@ -83,6 +83,7 @@ mod proptest_cases;
 pub mod protocol;
 pub mod ringbuf;
 pub mod seqlock;
+pub mod sort;
 pub mod stats;
 pub mod tz;
 pub mod wire;

@@ -180,7 +180,7 @@ pub fn is_spike(r: &SpikeSample, spike_ns: u64) -> bool {
 /// Order `--spike` samples as they are printed: by wake-up time, then
 /// thread and cycle.
 pub fn sort_spikes(spikes: &mut [SpikeSample]) {
-    spikes.sort_unstable_by_key(|s| {
+    crate::sort::by_key(spikes, |s| {
         (
             s.deadline_ns.saturating_add(s.latency_ns),
             s.thread,

@@ -2,6 +2,8 @@
 //!
 //! See the [module documentation](super) for the rules.
 
+use core::cmp::Reverse;
+
 use super::parse::{parse_line, softirq_name, Event, EventKind};
 use super::{
     add_to, bounded, Attribution, Cause, CauseKind, Loss, Name, PRIO_UNKNOWN, UNTRACED_BEYOND,
@@ -258,10 +260,9 @@ impl Classifier {
                 );
             }
         }
-        work.sort_unstable_by(|a, b| {
-            b.ns.cmp(&a.ns)
-                .then(b.count.cmp(&a.count))
-                .then(a.id.cmp(&b.id))
+        // largest first; kind and id last make the key total
+        crate::sort::by_key(&mut work, |c| {
+            (Reverse(c.ns), Reverse(c.count), c.id, c.kind as u8)
         });
         let mut out = self.out;
         for c in &work {

@@ -191,9 +191,9 @@ impl ProcInterrupts {
             })
             .collect();
         // largest first, equal counts in /proc's order: the index makes
-        // the key unique, so the unstable sort (smaller code than the
-        // stable one) gives the stable order
-        moved.sort_unstable_by_key(|m| (core::cmp::Reverse(m.1), m.2));
+        // the key unique, so core's small unstable sort gives the stable
+        // order
+        latscope_core::sort::by_key(&mut moved, |m| (core::cmp::Reverse(m.1), m.2));
         let mut a = Attribution::new(
             u32::try_from(cpu).unwrap_or(u32::MAX),
             cycle,
