@@ -74,6 +74,7 @@
 pub mod console;
 pub mod cycle;
 pub mod cyclictest;
+pub mod decimal;
 pub mod error;
 pub mod explain;
 pub mod hist;

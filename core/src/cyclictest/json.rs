@@ -7,6 +7,7 @@
 use core::fmt::{self, Result, Write};
 
 use super::{HistShape, Options, Rfc2822, Thread};
+use crate::decimal::Fixed;
 use crate::stats::{quantile, Ppm};
 use crate::tz::WallTime;
 use crate::wire::WakeMode;
@@ -339,7 +340,7 @@ pub fn json<W: Write>(
             w,
             "    \"trace\": {{\"buffer_kb\": {}, \"history_kb\": {}, \"pages_read\": {}, \
              \"pages_dropped\": {}, \"reads_failed\": {}, \"events\": {}, \"events_lost\": {}, \
-             \"tracefs_writes_failed\": {}, \"reader_cpu_ms\": {:.3}, \"wakeups\": \"{}\"}}",
+             \"tracefs_writes_failed\": {}, \"reader_cpu_ms\": {}, \"wakeups\": \"{}\"}}",
             t.buffer_kb,
             t.history_kb,
             t.pages_read,
@@ -348,7 +349,7 @@ pub fn json<W: Write>(
             t.events,
             t.events_lost,
             t.writes_failed,
-            t.reader_cpu_ns as f64 / 1e6,
+            Fixed(t.reader_cpu_ns as f64 / 1e6, 3),
             t.wakeups.name()
         )?;
     }

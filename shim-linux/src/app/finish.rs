@@ -10,6 +10,7 @@
 use std::sync::atomic::Ordering;
 
 use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, TraceTotals, Uname};
+use latscope_core::decimal::Fixed;
 use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine};
 
 use super::setup::Setup;
@@ -155,11 +156,11 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
     }
     if let Some(t) = ended.outcome.spikes.filter(|t| t.spikes > 0) {
         output::note(&format!(
-            "# spikes: {}: {} sent, {} explained ({:.1} % coverage), {} aggregated, {} dropped",
+            "# spikes: {}: {} sent, {} explained ({} % coverage), {} aggregated, {} dropped",
             t.spikes,
             t.sent,
             t.explained,
-            t.coverage_pct(),
+            Fixed(t.coverage_pct(), 1),
             t.aggregated,
             t.dropped
         ));
@@ -187,7 +188,7 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
 fn trace_line(t: &TraceTotals) -> String {
     format!(
         "# trace: {} KiB kernel buffer and {} KiB history per CPU; {} events recorded, {} lost \
-         by the kernel; {} pages read, {} dropped from the history; reader {:.1} ms CPU; \
+         by the kernel; {} pages read, {} dropped from the history; reader {} ms CPU; \
          wake-ups of {}; {} tracefs write(s) and {} read(s) failed",
         t.buffer_kb,
         t.history_kb,
@@ -195,7 +196,7 @@ fn trace_line(t: &TraceTotals) -> String {
         t.events_lost,
         t.pages_read,
         t.pages_dropped,
-        t.reader_cpu_ns as f64 / 1e6,
+        Fixed(t.reader_cpu_ns as f64 / 1e6, 1),
         t.wakeups.name(),
         t.writes_failed,
         t.reads_failed

@@ -102,10 +102,12 @@ impl CpuList {
 
 /// `0,1,4` for messages.
 fn list_text(cpus: &[usize]) -> String {
-    cpus.iter()
-        .map(|c| c.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
+    let mut text = String::new();
+    for c in cpus {
+        let comma = if text.is_empty() { "" } else { "," };
+        text += &format!("{comma}{c}");
+    }
+    text
 }
 
 #[cfg(test)]

@@ -201,9 +201,10 @@ impl Setup {
                 .collect(),
             sink,
         };
-        let shared = (0..n)
-            .map(|_| Shared::new(layout))
-            .collect::<Result<_, _>>()?;
+        let mut shared = Vec::with_capacity(n);
+        for _ in 0..n {
+            shared.push(Shared::new(layout)?);
+        }
         let setup = Setup {
             zone,
             started,

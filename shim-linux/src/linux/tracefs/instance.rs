@@ -160,8 +160,12 @@ impl Instance {
         if tids.is_empty() {
             return Wakeups::All;
         }
-        let filter: Vec<String> = tids.iter().map(|t| format!("pid=={t}")).collect();
-        match self.write("events/sched/sched_wakeup/filter", &filter.join(" || ")) {
+        let mut filter = String::new();
+        for t in tids {
+            let or = if filter.is_empty() { "" } else { " || " };
+            filter += &format!("{or}pid=={t}");
+        }
+        match self.write("events/sched/sched_wakeup/filter", &filter) {
             Ok(()) => Wakeups::Filtered,
             Err(_) => Wakeups::Refused,
         }

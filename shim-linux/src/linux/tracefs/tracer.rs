@@ -100,10 +100,10 @@ impl Tracer {
         // as much history before it
         let buffer = usize::try_from(set_kb).unwrap_or(0) * 1024;
         let history = 2 * buffer;
-        let traces = cpus
-            .iter()
-            .map(|&c| CpuTrace::open(instance.dir(), c, header, page, history))
-            .collect::<io::Result<Vec<_>>>()?;
+        let mut traces = Vec::with_capacity(cpus.len());
+        for &c in cpus {
+            traces.push(CpuTrace::open(instance.dir(), c, header, page, history)?);
+        }
         instance.write("tracing_on", "1")?;
         let shared = Arc::new(Shared::new(traces, buffer / page));
         let run_on: Vec<usize> = available_cpus()
