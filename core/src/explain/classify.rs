@@ -42,7 +42,7 @@ pub struct Window {
 
 /// A running IRQ, softirq or vector context.
 #[derive(Debug, Clone)]
-struct Frame {
+struct IrqContext {
     kind: CauseKind,
     id: u32,
     name: Name,
@@ -82,7 +82,7 @@ pub struct Classifier {
     window: Window,
     out: Attribution,
     work: heapless::Vec<Cause, WORK>,
-    stack: heapless::Vec<Frame, STACK>,
+    stack: heapless::Vec<IrqContext, STACK>,
     /// Frames lost to a full stack (their exits are ignored).
     overflow: u32,
     cur: Option<Current>,
@@ -331,7 +331,7 @@ impl Classifier {
         if counted {
             add_to(&mut self.work, kind, id, PRIO_UNKNOWN, name, 1, 0);
         }
-        let f = Frame {
+        let f = IrqContext {
             kind,
             id,
             name: bounded(name),

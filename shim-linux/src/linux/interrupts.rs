@@ -1,6 +1,6 @@
 //! Coarse attribution from `/proc/interrupts` and `/proc/softirqs`.
 //!
-//! Without tracefs there is no time per cause, only counters. Two snapshots
+//! Without tracefs there is no time per cause, only counters. Two readings
 //! taken a report interval apart give, per measured CPU, how many of each
 //! interrupt and softirq arrived in between; [`ProcInterrupts::delta`]
 //! turns that into an [`Attribution`] flagged `coarse`, whose lines carry
@@ -128,7 +128,8 @@ pub fn parse_softirqs(text: &str, cpu: usize) -> Option<Vec<Counter>> {
     Some(out)
 }
 
-/// A snapshot of the interrupt and softirq counters of the measured CPUs.
+/// The interrupt and softirq counters of the measured CPUs, as read at one
+/// moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcInterrupts {
     cpus: Vec<(usize, Vec<Counter>)>,
@@ -137,13 +138,13 @@ pub struct ProcInterrupts {
 impl ProcInterrupts {
     /// Reads `/proc/interrupts` and `/proc/softirqs` for `cpus`; `None` if
     /// `/proc/interrupts` cannot be read (`/proc/softirqs` is optional).
-    pub fn snapshot(cpus: &[usize]) -> Option<ProcInterrupts> {
+    pub fn read(cpus: &[usize]) -> Option<ProcInterrupts> {
         let irqs = fs::read_to_string("/proc/interrupts").ok()?;
         let soft = fs::read_to_string("/proc/softirqs").unwrap_or_default();
         Some(Self::from_text(&irqs, &soft, cpus))
     }
 
-    /// A snapshot from the texts of `/proc/interrupts` and `/proc/softirqs`.
+    /// A reading from the texts of `/proc/interrupts` and `/proc/softirqs`.
     pub fn from_text(interrupts: &str, softirqs: &str, cpus: &[usize]) -> ProcInterrupts {
         let cpus = cpus
             .iter()
@@ -156,7 +157,7 @@ impl ProcInterrupts {
         ProcInterrupts { cpus }
     }
 
-    /// The counters of `cpu` in this snapshot.
+    /// The counters of `cpu` in this reading.
     pub fn counters(&self, cpu: usize) -> &[Counter] {
         self.cpus
             .iter()
@@ -307,8 +308,8 @@ MIS:          0
     }
 
     #[test]
-    fn live_snapshot() {
-        let s = ProcInterrupts::snapshot(&[0]).expect("/proc/interrupts");
+    fn live_reading() {
+        let s = ProcInterrupts::read(&[0]).expect("/proc/interrupts");
         assert!(s
             .counters(0)
             .iter()

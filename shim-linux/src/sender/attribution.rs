@@ -44,7 +44,7 @@ impl Attributor {
         let proc_prev = if coarse_cpus.is_empty() {
             None
         } else {
-            ProcInterrupts::snapshot(&coarse_cpus)
+            ProcInterrupts::read(&coarse_cpus)
         };
         Attributor {
             tracer,
@@ -120,7 +120,7 @@ impl Attributor {
         let Some(prev) = self.proc_prev.as_ref() else {
             return;
         };
-        let Some(now) = ProcInterrupts::snapshot(&self.coarse_cpus) else {
+        let Some(now) = ProcInterrupts::read(&self.coarse_cpus) else {
             return;
         };
         for (worst, plan) in self.worst.iter_mut().zip(plans) {
