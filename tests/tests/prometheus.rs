@@ -2,8 +2,9 @@
 //! recorder while a few real targets stream into it. The series exist with
 //! the board labels, and the final count, max and quantiles that
 //! Prometheus holds equal the recordings' own reports. The shipped scrape
-//! configuration and recording rules pass `promtool`, and every expression
-//! of the shipped Grafana dashboard returns data.
+//! configuration and rules pass `promtool`, the rules' unit tests pass
+//! `promtool test rules` and fail when a rule is broken, and every
+//! expression of the shipped Grafana dashboard returns data.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,6 +59,77 @@ fn shipped_config_and_rules_pass_promtool() {
     let (ok, out) = promtool(&["check", "rules", &rules.display().to_string()]);
     assert!(ok, "promtool check rules:\n{out}");
     assert!(out.contains("SUCCESS"), "{out}");
+}
+
+/// Each shipped rule broken on purpose, one at a time: (the rule, the
+/// text that breaks it, what it becomes).
+const BREAKS: [(&str, &str, &str); 7] = [
+    (
+        "board:latscope_latency_max_seconds:max",
+        "max by (board) (latscope_latency_max_seconds)",
+        "min by (board) (latscope_latency_max_seconds)",
+    ),
+    (
+        "LatscopeBoardStoppedReporting",
+        "((latscope_connected == 0) or (changes(",
+        "((changes(",
+    ),
+    (
+        "LatscopeRunIncomplete",
+        "(sum by (board, run) (latscope_link_errors_total{kind=\"lost\"}) > 0)",
+        "(sum by (board, run) (latscope_link_errors_total{kind=\"crc\"}) > 0)",
+    ),
+    ("LatscopeRunEndedWithoutBye", "how!=\"bye\"", "how=\"bye\""),
+    (
+        "LatscopeMissedPeriods",
+        "increase(latscope_missed_periods_total[5m]) > 0",
+        "increase(latscope_missed_periods_total[5m]) > 2",
+    ),
+    (
+        "LatscopeMajorFaults",
+        "latscope_page_faults_total{kind=\"major\"}",
+        "latscope_page_faults_total{kind=\"minor\"}",
+    ),
+    ("LatscopeP999AboveGoal", "> 100e-6", "> 200e-6"),
+];
+
+/// `promtool test rules` of the shipped rules' unit tests passes, and
+/// fails, naming the rule, with each rule broken on purpose.
+#[test]
+fn shipped_rules_pass_their_unit_tests_and_a_broken_rule_fails_them() {
+    require!(
+        have("promtool"),
+        "promtool is not installed (apt-get install prometheus)"
+    );
+    let tests = deploy("prometheus/latscope.rules.test.yml");
+    let (ok, out) = promtool(&["test", "rules", &tests.display().to_string()]);
+    assert!(ok && out.contains("SUCCESS"), "promtool test rules:\n{out}");
+    let rules = std::fs::read_to_string(deploy("prometheus/latscope.rules.yml"))
+        .expect("read latscope.rules.yml");
+    let scratch = Scratch::new("rules");
+    std::fs::copy(&tests, scratch.join("latscope.rules.test.yml")).expect("copy the tests");
+    let copy = scratch
+        .join("latscope.rules.test.yml")
+        .display()
+        .to_string();
+    for (rule, from, to) in BREAKS {
+        assert_eq!(
+            rules.matches(from).count(),
+            1,
+            "{rule}: {from:?} in the rules"
+        );
+        let broken = rules.replacen(from, to, 1);
+        std::fs::write(scratch.join("latscope.rules.yml"), broken).expect("write the rules");
+        let (ok, out) = promtool(&["test", "rules", &copy]);
+        assert!(
+            !ok,
+            "{rule} broken ({from:?} -> {to:?}) still passes:\n{out}"
+        );
+        assert!(
+            out.contains(rule),
+            "{rule} broken, but the failure names another:\n{out}"
+        );
+    }
 }
 
 /// Start a recorder with metrics; its metrics address once it answers.

@@ -149,8 +149,18 @@ pub(crate) struct Interval {
     pub partial: bool,
 }
 
-/// The report intervals of `points`. The last one is partial when it is
-/// shorter than three quarters of the usual (median) interval.
+/// An end interval shorter than this share of the usual one says nothing
+/// of an interval (a run that ended just after a report leaves a sliver
+/// of a few samples): it is folded into the interval before it.
+const FOLD_SHARE: f64 = 0.1;
+
+/// An end interval shorter than this share of the usual one is partial.
+const PARTIAL_SHARE: f64 = 0.75;
+
+/// The report intervals of `points`. With three or more, the last one is
+/// folded into the one before when it is shorter than [`FOLD_SHARE`] of
+/// the usual (median) interval, else partial when it is shorter than
+/// [`PARTIAL_SHARE`] of it.
 pub(crate) fn intervals(points: &[Point]) -> Vec<Interval> {
     let mut start_ns = 0u64;
     let mut count = 0u64;
@@ -175,8 +185,21 @@ pub(crate) fn intervals(points: &[Point]) -> Vec<Interval> {
             .collect();
         lengths.sort_by(f64::total_cmp);
         let usual = lengths[lengths.len() / 2];
-        if let Some(last) = v.last_mut() {
-            last.partial = last.end_s - last.start_s < 0.75 * usual;
+        if let Some(last) = v.pop() {
+            let length = last.end_s - last.start_s;
+            match v.last_mut() {
+                Some(before) if length < FOLD_SHARE * usual => {
+                    if last.samples > 0 && (before.samples == 0 || last.max_us > before.max_us) {
+                        before.max_us = last.max_us;
+                    }
+                    before.end_s = last.end_s;
+                    before.samples += last.samples;
+                }
+                _ => v.push(Interval {
+                    partial: length < PARTIAL_SHARE * usual,
+                    ..last
+                }),
+            }
         }
     }
     v
@@ -329,6 +352,37 @@ mod tests {
         let seg = segments(&iv);
         assert_eq!(seg.iter().map(Vec::len).collect::<Vec<_>>(), [4, 6]);
         assert_eq!(seg[1].last(), Some(&(10.3, 77.0)));
+    }
+
+    /// The README's first command ended its plot in a "partial interval
+    /// (0.00 s)": one sample of about 30 µs, CPU 0's line plunging to it
+    /// from 1.5 ms. Such a sliver joins the interval before it.
+    #[test]
+    fn an_end_sliver_is_folded_into_the_interval_before_it() {
+        let mut pts = vec![point(0, 0, 0, 0)];
+        for k in 1..=10 {
+            pts.push(point(k, u64::from(k) * 1000, 1500, u64::from(k) * 1000));
+        }
+        pts.push(point(11, 10_002, 30, 10_001));
+        let iv = intervals(&pts);
+        assert_eq!(iv.len(), 10, "{iv:?}");
+        let last = iv[9];
+        assert!(!last.partial, "{last:?}");
+        assert_eq!(
+            (last.start_s, last.end_s, last.samples, last.max_us),
+            (9.0, 10.002, 1001, 1500.0)
+        );
+        let seg = segments(&iv);
+        assert_eq!(seg[0].last(), Some(&(10.002, 1500.0)));
+
+        // A sliver's larger maximum is the folded interval's.
+        pts[11] = point(11, 10_002, 2_000, 10_001);
+        assert_eq!(intervals(&pts)[9].max_us, 2_000.0);
+        // A tenth of an interval or more is drawn, as partial.
+        pts[11] = point(11, 10_150, 30, 10_100);
+        let iv = intervals(&pts);
+        assert_eq!(iv.len(), 11);
+        assert!(iv[10].partial && iv[10].max_us == 30.0, "{:?}", iv[10]);
     }
 
     #[test]
