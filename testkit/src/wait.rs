@@ -44,6 +44,35 @@ pub fn listening(port: u16) -> bool {
     })
 }
 
+/// Whether process `pid` itself listens on TCP `port`: one of its
+/// descriptors is the socket of a listening entry of `/proc/net/tcp` (or
+/// `tcp6`) on that port. Unlike [`listening`], another process's socket
+/// on a port that two tests were both handed does not count.
+pub fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    let inodes: Vec<String> = fds
+        .filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| {
+            let l = l.to_string_lossy().into_owned();
+            Some(l.strip_prefix("socket:[")?.strip_suffix(']')?.to_string())
+        })
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+        std::fs::read_to_string(f).is_ok_and(|t| {
+            t.lines().skip(1).any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                let (local, state, inode) = (cols.get(1), cols.get(3), cols.get(9));
+                state == Some(&"0A")
+                    && local.is_some_and(|a| a.ends_with(&format!(":{port:04X}")))
+                    && inode.is_some_and(|i| inodes.iter().any(|x| x == i))
+            })
+        })
+    })
+}
+
 /// Whether process `pid` has `path` open.
 pub fn has_open(pid: u32, path: &Path) -> bool {
     let want = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -82,5 +111,28 @@ pub fn assert_run_ok(o: &Output) {
         Some(0) => assert!(!said, "exit 0, yet: {err}"),
         Some(4) => assert!(said, "exit 4 without saying what was lost: {err}"),
         _ => panic!("target failed ({}): {err}", o.status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port this process listens on is its own, not another process's;
+    /// a port nobody listens on is nobody's.
+    #[test]
+    fn listens_on_tells_whose_port_it_is() {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("address").port();
+        assert!(listens_on(std::process::id(), port));
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("run sleep");
+        assert!(!listens_on(other.id(), port));
+        let _ = other.kill();
+        let _ = other.wait();
+        drop(l);
+        assert!(!listens_on(std::process::id(), port));
     }
 }

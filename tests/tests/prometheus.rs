@@ -17,7 +17,7 @@ use latscope_testkit::host::{
     bins, free_local_addr, host_report_json, http_get, recordings, target_args, Reaper,
 };
 use latscope_testkit::prometheus::{promtool, Prometheus, Sample};
-use latscope_testkit::wait::holds;
+use latscope_testkit::wait::{holds, listens_on, poll};
 use latscope_testkit::Scratch;
 use latscope_testkit::{have, require};
 
@@ -132,23 +132,45 @@ fn shipped_rules_pass_their_unit_tests_and_a_broken_rule_fails_them() {
     }
 }
 
-/// Start a recorder with metrics; its metrics address once it answers.
-fn recorder(listen: &str, out: &Path) -> (Reaper, String) {
-    let maddr = free_local_addr();
-    let h = Reaper::new(
-        Command::new(bins().host)
-            .args(["record", "-q", "--listen", listen, "--metrics", &maddr])
-            .arg("--out-dir")
-            .arg(out)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("run latscope-host"),
-    );
-    holds(Duration::from_secs(10), "recorder metrics", || {
-        http_get(&maddr, "/").is_ok()
-    });
-    (h, maddr)
+/// Start a listening recorder with metrics: it, its listening address
+/// and its metrics address, once it answers on both. Free ports are
+/// handed out before they are bound, so two tests running at once can be
+/// handed the same one: a recorder that did not get both of its ports
+/// (it exits, or another process answers) is replaced on new ports.
+fn recorder(out: &Path) -> (Reaper, String, String) {
+    for _ in 0..5 {
+        let (listen, maddr) = (free_local_addr(), free_local_addr());
+        let mut h = Reaper::new(
+            Command::new(bins().host)
+                .args(["record", "-q", "--listen", &listen, "--metrics", &maddr])
+                .arg("--out-dir")
+                .arg(out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("run latscope-host"),
+        );
+        let pid = h.child().id();
+        let port = |a: &str| a.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
+        let (lp, mp) = (port(&listen).expect("port"), port(&maddr).expect("port"));
+        let mine = poll(Duration::from_secs(10), || {
+            if h.child().try_wait().ok().flatten().is_some() {
+                return Some(false);
+            }
+            (listens_on(pid, lp) && listens_on(pid, mp)).then_some(true)
+        });
+        match mine {
+            Some(true) => {
+                holds(Duration::from_secs(10), "recorder metrics", || {
+                    http_get(&maddr, "/").is_ok()
+                });
+                return (h, listen, maddr);
+            }
+            Some(false) => eprintln!("recorder on {listen} and {maddr} exited: ports taken, again"),
+            None => panic!("the recorder did not listen on {listen} and {maddr} within 10 s"),
+        }
+    }
+    panic!("no pair of free ports for the recorder in 5 tries");
 }
 
 fn one<'a>(s: &'a [Sample], run: &str, thread: usize, what: &str) -> &'a Sample {
@@ -273,8 +295,7 @@ fn the_classic_text_passes_promtool_check_metrics() {
         "promtool is not installed (apt-get install prometheus)"
     );
     let dir = Scratch::new("promtool-metrics");
-    let listen = free_local_addr();
-    let (mut host, maddr) = recorder(&listen, &dir.join("rec"));
+    let (mut host, listen, maddr) = recorder(&dir.join("rec"));
     let check = |what: &str| {
         let (status, body) = http_get(&maddr, "/metrics").expect("GET /metrics");
         assert!(status.contains("200"), "{status}");
@@ -332,8 +353,7 @@ fn prometheus_sees_exact_final_figures_with_board_labels() {
         "prometheus is not installed (apt-get install prometheus)"
     );
     let dir = Scratch::new("prometheus");
-    let listen = free_local_addr();
-    let (mut host, maddr) = recorder(&listen, &dir.join("rec"));
+    let (mut host, listen, maddr) = recorder(&dir.join("rec"));
     let prom = Prometheus::start(&maddr, &deploy("prometheus/latscope.rules.yml"));
     run_named_targets(&dir, &listen, TARGETS);
     // Every run ended and Prometheus scraped its final figures.
