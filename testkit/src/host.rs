@@ -41,32 +41,34 @@ pub fn proof_bin() -> PathBuf {
         if let Some(p) = std::env::var_os("LATSCOPE_PROOF_BIN") {
             return PathBuf::from(p);
         }
-        let dir = target_dir().join("proof-for-tests");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "latscope",
-                "--features",
-                "proof",
-                "--config",
-                "profile.release.lto=false",
-                "--config",
-                "profile.release.codegen-units=16",
-            ])
-            .current_dir(workspace_root())
-            .env("CARGO_TARGET_DIR", &dir)
-            .status()
-            .expect("run cargo build");
-        assert!(
-            status.success(),
-            "cargo build of latscope --features proof failed"
-        );
-        dir.join("release").join("latscope")
+        build_for_tests(
+            "proof-for-tests",
+            &["-p", "latscope", "--features", "proof"],
+        )
+        .join("latscope")
     })
     .clone()
+}
+
+/// `cargo build --release ARGS` without LTO, into `SUBDIR` of the target
+/// directory (so the build never waits on the lock of the build running
+/// the tests); the directory of the binaries. Release code without LTO:
+/// these tests check behaviour, not the last percent of speed, and a
+/// fat-LTO link of the host tool costs minutes on a small machine.
+fn build_for_tests(subdir: &str, args: &[&str]) -> PathBuf {
+    let dir = target_dir().join(subdir);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let status = Command::new(cargo)
+        .args(["build", "--release"])
+        .args(args)
+        .args(["--config", "profile.release.lto=false"])
+        .args(["--config", "profile.release.codegen-units=16"])
+        .current_dir(workspace_root())
+        .env("CARGO_TARGET_DIR", &dir)
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build --release {args:?} failed");
+    dir.join("release")
 }
 
 /// Build `latscope` and `latscope-host` (release) once per test process,
@@ -85,35 +87,10 @@ pub fn bins() -> Bins {
                 host: PathBuf::from(h),
             };
         }
-        let dir = target_dir().join("host-for-tests");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        // Release code without LTO: these tests check behaviour, not the
-        // last percent of speed, and a fat-LTO link of the host tool costs
-        // minutes on a small machine.
-        let status = Command::new(cargo)
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "latscope",
-                "-p",
-                "latscope-host",
-                "--config",
-                "profile.release.lto=false",
-                "--config",
-                "profile.release.codegen-units=16",
-            ])
-            .current_dir(workspace_root())
-            .env("CARGO_TARGET_DIR", &dir)
-            .status()
-            .expect("run cargo build");
-        assert!(
-            status.success(),
-            "cargo build of latscope and latscope-host failed"
-        );
+        let dir = build_for_tests("host-for-tests", &["-p", "latscope", "-p", "latscope-host"]);
         Bins {
-            latscope: dir.join("release").join("latscope"),
-            host: dir.join("release").join("latscope-host"),
+            latscope: dir.join("latscope"),
+            host: dir.join("latscope-host"),
         }
     })
     .clone()
@@ -234,19 +211,28 @@ pub fn free_local_addr() -> String {
 /// OUT` (creating `out`) and wait until it listens.
 pub fn listening_host(listen: &str, out: &Path) -> Reaper {
     fs::create_dir_all(out).expect("out dir");
-    let port: u16 = listen
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("ADDR:PORT");
+    let port = port_of(listen);
     recorder(
         Command::new(bins().host)
             .args(["record", "-q", "--exit-after", "1", "--listen", listen])
             .arg("--out-dir")
             .arg(out),
         "the host listening",
-        |_| crate::wait::listening(port),
+        // its own socket: another process's on the port does not count
+        |pid| crate::wait::listens_on(pid, port),
     )
+}
+
+/// The port of `ADDR:PORT`.
+///
+/// # Panics
+///
+/// When `addr` has no port.
+pub fn port_of(addr: &str) -> u16 {
+    addr.rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{addr:?} is not ADDR:PORT"))
 }
 
 /// Start `latscope-host record -q` on the serial line `tty` at 115200

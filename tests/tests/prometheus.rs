@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use latscope_testkit::host::{
-    bins, free_local_addr, host_report_json, http_get, recordings, target_args, Reaper,
+    bins, free_local_addr, host_report_json, http_get, port_of, recordings, target_args, Reaper,
 };
 use latscope_testkit::prometheus::{promtool, Prometheus, Sample};
 use latscope_testkit::wait::{holds, listens_on, poll};
@@ -151,8 +151,7 @@ fn recorder(out: &Path) -> (Reaper, String, String) {
                 .expect("run latscope-host"),
         );
         let pid = h.child().id();
-        let port = |a: &str| a.rsplit(':').next().and_then(|p| p.parse::<u16>().ok());
-        let (lp, mp) = (port(&listen).expect("port"), port(&maddr).expect("port"));
+        let (lp, mp) = (port_of(&listen), port_of(&maddr));
         let mine = poll(Duration::from_secs(10), || {
             if h.child().try_wait().ok().flatten().is_some() {
                 return Some(false);
