@@ -1005,6 +1005,18 @@ fn stream_check_wants_the_requested_run_time() {
         "{early:?}"
     );
 
+    // a millisecond short: the run's start was read after a thread's
+    let short = check(
+        &decode(&synthetic_stream(999, 1, 999_000_000, true)),
+        &ONE_SECOND_AT_1KHZ,
+    );
+    assert!(
+        short
+            .iter()
+            .any(|b| b.contains("thread 0: ran 999000000 ns")),
+        "{short:?}"
+    );
+
     let late_report = check(
         &decode(&synthetic_stream(1000, 0, 1_100_000_000, true)),
         &ONE_SECOND_AT_1KHZ,

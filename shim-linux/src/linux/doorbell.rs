@@ -1,13 +1,14 @@
 //! A doorbell: the sender thread sleeps until its next deadline or until
-//! the main thread rings, whichever comes first.
+//! another thread rings, whichever comes first.
 //!
 //! The main thread takes the run's signals (`sigtimedwait`). SIGUSR2 it
 //! answers itself (`sender::SnapshotAnswer`); SIGUSR1, the status on
 //! standard error, is served by the sender, which would otherwise see the
-//! request only at its next tick, up to 100 ms later. A ring changes the
-//! word the sender sleeps on
-//! (`futex(FUTEX_WAIT)`), so a ring between the sender's look at its work
-//! and its sleep is never lost: the sleep then returns at once.
+//! request only at its next tick, up to 100 ms later. Each measuring
+//! thread rings as it returns, so the run ends when its last one does. A
+//! ring changes the word the sender sleeps on (`futex(FUTEX_WAIT)`), so a
+//! ring between the sender's look at its work and its sleep is never
+//! lost: the sleep then returns at once.
 
 use core::sync::atomic::{AtomicU32, Ordering};
 
