@@ -120,6 +120,7 @@ pub fn run(p: &SimPlan) -> Result<u8> {
             seed: 0x5eed ^ u64::from(i).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             hostname: format!("{}-{i}", p.prefix),
             run_id: 0x51_0000_0000 | u64::from(i) | (u64::from(std::process::id()) << 40),
+            ..SynthConfig::default()
         };
         // Spread the reports over the second, as unsynchronised boards are.
         let offset = Duration::from_secs(1) * i / p.targets.max(1);

@@ -19,6 +19,11 @@ use crate::error::{Error, Result};
 
 const SEC: i64 = 1_000_000_000;
 
+/// A synthetic run's default start: 2026-11-30 12:24:35 UTC.
+const STARTED_UNIX_S: i64 = 1_796_041_475;
+/// The synthetic target's offset from UTC.
+const UTC_OFFSET_S: i32 = 3600;
+
 /// `latscope-host synth`: the synthetic run `cfg` describes, as a
 /// recording in `output` (standard output when `None`); exit status 0. A
 /// failed write is an error.
@@ -67,6 +72,12 @@ pub struct SynthConfig {
     pub hostname: String,
     /// Run id.
     pub run_id: u64,
+    /// When the run started, in seconds since 1970 (UTC+1 local time).
+    pub started_unix_s: i64,
+    /// Every sample scaled by this many percent (a board that got slower).
+    pub scale_pct: u32,
+    /// Whether the run ends with a bye (without one, it is incomplete).
+    pub bye: bool,
 }
 
 impl Default for SynthConfig {
@@ -80,6 +91,9 @@ impl Default for SynthConfig {
             seed: 0x5eed,
             hostname: "synth".into(),
             run_id: 42,
+            started_unix_s: STARTED_UNIX_S,
+            scale_pct: 100,
+            bye: true,
         }
     }
 }
@@ -181,8 +195,8 @@ impl Synth {
                 spike_ns: self.cfg.spike_ns,
                 hist_us: self.cfg.hist_us,
                 started: Some(WallTime {
-                    unix_s: 1_796_041_475,
-                    utc_offset_s: 3600,
+                    unix_s: self.cfg.started_unix_s,
+                    utc_offset_s: UTC_OFFSET_S,
                 }),
                 layout: self.layout,
                 threads,
@@ -202,11 +216,12 @@ impl Synth {
 
     fn sample(&mut self) -> u64 {
         let x = self.next_rng();
-        match x % 10_000 {
+        let ns = match x % 10_000 {
             0 => 100_000 + (x >> 20) % 2_000_000,
             1..=99 => 20_000 + (x >> 20) % 80_000,
             _ => 3_000 + (x >> 20) % 12_000,
-        }
+        };
+        ns * u64::from(self.cfg.scale_pct) / 100
     }
 
     /// Encode one frame and hand its bytes to `out`.
@@ -304,8 +319,12 @@ impl Synth {
         spikes
     }
 
-    /// The bye.
+    /// The bye (none if the configuration says so: the run is then
+    /// incomplete).
     pub(crate) fn end(&mut self, out: &mut dyn FnMut(&[u8])) {
+        if !self.cfg.bye {
+            return;
+        }
         let bye = Bye {
             reason: ByeReason::Completed,
             epoch: self.rep.epoch(),
@@ -316,8 +335,8 @@ impl Synth {
             frames_dropped: 0,
             defects: 0,
             ended: Some(WallTime {
-                unix_s: 1_796_041_475 + self.now / 1_000_000_000,
-                utc_offset_s: 3600,
+                unix_s: self.cfg.started_unix_s + self.now / SEC,
+                utc_offset_s: UTC_OFFSET_S,
             }),
         };
         self.emit(Body::Bye(bye), out);
