@@ -10,7 +10,7 @@
 //! usage; 4 when the work was done but a write to standard output or
 //! standard error failed (see [`console`]).
 
-use crate::{compare, console, record, report, simulate, synth};
+use crate::{compare, console, record, report, simulate, synth, trend};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +42,13 @@ failed write."
 }
 
 const EXIT_HELP: &str = exit_help!();
+
+/// `trend --help`'s end: its exit statuses.
+const TREND_EXIT_HELP: &str = "Exit status: 0 every recording was read (incomplete \
+runs are marked in the plots and have `complete` false in the CSV, and are no \
+failure here); 1 a recording could not be read, a run had lost its hello (its \
+board is unknown), or there was no run; 2 bad usage; 4 the files were written \
+but a write to standard output or standard error failed.";
 
 /// `latscope-host --help`'s end: the commands a newcomer runs first, then
 /// the exit statuses.
@@ -78,6 +85,10 @@ enum Cmd {
     /// Compare two recordings: quantiles side by side with ratios.
     #[command(after_help = EXIT_HELP)]
     Compare(CompareArgs),
+    /// A board's latency over many recordings: the maximum and quantiles
+    /// per run, a heatmap, incomplete runs marked (PNG, SVG and CSV).
+    #[command(after_help = TREND_EXIT_HELP)]
+    Trend(TrendArgs),
     /// Write a synthetic recording (for benchmarks and tests).
     #[command(after_help = EXIT_HELP)]
     Synth(SynthArgs),
@@ -221,6 +232,36 @@ struct CompareArgs {
 }
 
 #[derive(Args, Debug)]
+struct TrendArgs {
+    /// Directories of recordings (their *.lsr files, not their
+    /// subdirectories), or recordings.
+    #[arg(value_name = "DIR", required = true)]
+    paths: Vec<PathBuf>,
+    /// Only the runs of this board (its --name, else its host name); by
+    /// default every board gets its own plots.
+    #[arg(long, value_name = "NAME")]
+    board: Option<String>,
+    /// Where trend.csv, trend-heatmap.csv and trend-BOARD.png and .svg go.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    out_dir: PathBuf,
+    /// A quantile drawn beside the maximum (repeat for more).
+    #[arg(long, value_name = "Q", default_values = ["p99", "p99.9", "p99.99"],
+          value_parser = clap::builder::PossibleValuesParser::new(trend::quantile_names()))]
+    quantile: Vec<String>,
+}
+
+impl TrendArgs {
+    fn plan(self) -> trend::Plan {
+        trend::Plan {
+            paths: self.paths,
+            board: self.board,
+            out_dir: self.out_dir,
+            quantiles: self.quantile,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
 struct SynthArgs {
     /// Measuring threads.
     #[arg(long, default_value_t = 2)]
@@ -231,6 +272,25 @@ struct SynthArgs {
     /// Samples per thread and report.
     #[arg(long, default_value_t = 1000)]
     samples: u32,
+    /// The board's name (and host name) in the hello.
+    #[arg(long, default_value = "synth")]
+    name: String,
+    /// The run's id.
+    #[arg(long, default_value_t = 42)]
+    run_id: u64,
+    /// Seed of the sample generator.
+    #[arg(long, default_value_t = 0x5eed)]
+    seed: u64,
+    /// When the run started, in seconds since 1970 (default 2026-11-30
+    /// 12:24:35 UTC).
+    #[arg(long, value_name = "UNIX_S")]
+    started: Option<i64>,
+    /// Every sample scaled by this many percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 100)]
+    scale: u32,
+    /// End without a bye: an incomplete run.
+    #[arg(long)]
+    no_bye: bool,
     /// Output file (default stdout).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -304,11 +364,18 @@ impl CompareArgs {
 
 impl SynthArgs {
     fn config(&self) -> synth::SynthConfig {
+        let d = synth::SynthConfig::default();
         synth::SynthConfig {
             threads: self.threads,
             reports: self.reports,
             samples_per_report: self.samples,
-            ..synth::SynthConfig::default()
+            hostname: self.name.clone(),
+            run_id: self.run_id,
+            seed: self.seed,
+            started_unix_s: self.started.unwrap_or(d.started_unix_s),
+            scale_pct: self.scale,
+            bye: !self.no_bye,
+            ..d
         }
     }
 }
@@ -380,6 +447,7 @@ pub fn main() -> ExitCode {
         Cmd::Record(a) => record::run(a.plan()),
         Cmd::Report(a) => report::run(&a.plan()),
         Cmd::Compare(a) => compare::run(&a.plan()),
+        Cmd::Trend(a) => trend::run(&a.plan()),
         Cmd::Synth(a) => synth::run(a.config(), a.output.as_deref()),
         Cmd::Simulate(a) => simulate::run(&a.plan()),
     };

@@ -9,18 +9,19 @@
 //! * [`cli`]: the command line (the binary is [`cli::main`]), and its clap
 //!   [`cli::command`] for the man pages and completions;
 //! * the subcommands, each a plan in and an exit status out:
-//!   [`record::run`], [`report::run`], [`compare::run`], [`synth::run`],
-//!   [`simulate::run`];
+//!   [`record::run`], [`report::run`], [`compare::run`], [`trend::run`],
+//!   [`synth::run`], [`simulate::run`];
 //! * [`session::Session`]: one input's decoding, bytes in, runs out, and
 //!   [`report::render`] of what it decoded (the fuzz targets);
 //! * [`synth::Synth`]: a synthetic target's frame stream (the tests);
 //! * [`input::Source`], [`console`], [`error`]: inputs, the standard
 //!   streams, the one error type;
-//! * [`budget::STREAM_LIMIT`] and [`aggregate::SERIES_POINTS`]: the memory
-//!   bounds the tests check.
+//! * [`budget::STREAM_LIMIT`], [`aggregate::SERIES_POINTS`],
+//!   [`trend::MAX_POINTS`] and [`trend::MAX_BOARDS`]: the memory bounds the
+//!   tests check.
 //!
 //! Inside, [`session`] feeds [`aggregate`]; `summary` and `plot` make the
-//! figures [`report`] and [`compare`] show.
+//! figures [`report`], [`compare`] and [`trend`] show.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, unreachable_pub)]
 
@@ -39,3 +40,4 @@ pub mod session;
 pub mod simulate;
 mod summary;
 pub mod synth;
+pub mod trend;

@@ -9,7 +9,7 @@ use super::{err, DrawResult, Series};
 use crate::summary::us;
 
 /// A panel's chart, drawing on `DB` with `X` by `Y` coordinates.
-type Chart<'a, DB, X, Y> = ChartContext<'a, DB, Cartesian2d<X, Y>>;
+pub(super) type Chart<'a, DB, X, Y> = ChartContext<'a, DB, Cartesian2d<X, Y>>;
 
 /// The floor of a log count axis: a bucket of 1 sample stands above it.
 const FLOOR: f64 = 0.8;
@@ -24,7 +24,7 @@ const HEADROOM: f64 = 40.0;
 /// Series beyond this many get no marker lines (the legend still has the figures).
 const MAX_LINED_SERIES: usize = 3;
 
-fn color(i: usize) -> RGBColor {
+pub(super) fn color(i: usize) -> RGBColor {
     const C: [RGBColor; 8] = [
         RGBColor(31, 119, 180),
         RGBColor(214, 39, 40),
@@ -40,7 +40,7 @@ fn color(i: usize) -> RGBColor {
 
 /// A panel's chart: its caption above, the axis label areas, and the
 /// coordinates `x` by `y`.
-fn panel<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
+pub(super) fn panel<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
     area: &'a DrawingArea<DB, Shift>,
     caption: &str,
     x: X,
@@ -56,11 +56,11 @@ fn panel<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
 }
 
 /// A label formatter for an axis.
-type Labels<'f> = &'f dyn Fn(&f64) -> String;
+pub(super) type Labels<'f> = &'f dyn Fn(&f64) -> String;
 
 /// The grid and the axes: their descriptions and tick labels (`x_labels`
 /// `None`: plotters' own).
-fn axes<'a, DB, X, Y>(
+pub(super) fn axes<'a, DB, X, Y>(
     chart: &mut Chart<'a, DB, X, Y>,
     x_desc: &str,
     x_labels: Option<Labels<'_>>,
@@ -85,12 +85,12 @@ where
 }
 
 /// A legend entry drawn as a short line of colour `c`.
-fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+pub(super) fn legend_line(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
     move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3))
 }
 
 /// The legend box, top right.
-fn legend<'a, DB, X, Y>(chart: &mut Chart<'a, DB, X, Y>) -> DrawResult
+pub(super) fn legend<'a, DB, X, Y>(chart: &mut Chart<'a, DB, X, Y>) -> DrawResult
 where
     DB: DrawingBackend + 'a,
     X: Ranged<ValueType = f64>,
@@ -107,7 +107,7 @@ where
 }
 
 /// Latency tick labels: whole µs, or ms from 10 ms on.
-fn latency_label(v: &f64) -> String {
+pub(super) fn latency_label(v: &f64) -> String {
     if *v >= 10_000.0 {
         format!("{:.0} ms", v / 1000.0)
     } else {

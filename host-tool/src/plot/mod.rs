@@ -5,6 +5,9 @@
 
 mod data;
 mod draw;
+mod trend;
+
+pub(crate) use trend::trend;
 
 use std::path::Path;
 use std::sync::Once;

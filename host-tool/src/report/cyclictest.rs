@@ -178,7 +178,7 @@ fn wall(t: SystemTime) -> WallTime {
 /// hello and bye say, else (a version 1 recording, a stream cut before the
 /// bye) `end` (the recording's modification time) and that minus the run
 /// time, in UTC.
-fn times(run: &Run, end: SystemTime) -> (WallTime, WallTime) {
+pub(crate) fn times(run: &Run, end: SystemTime) -> (WallTime, WallTime) {
     let elapsed = run.bye.map(|b| b.elapsed_ns).unwrap_or_else(|| {
         let s = run.threads.iter().filter_map(|t| t.stats());
         s.map(|s| s.elapsed_ns).max().unwrap_or(0)
