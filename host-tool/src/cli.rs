@@ -215,6 +215,10 @@ struct ReportArgs {
     /// Also draw the histogram, tail and max-over-time plots (.svg or .png).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
+    /// Also write one self-contained HTML page of every run (verdict,
+    /// identity, summary, plots, spikes and their causes) to FILE.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Write the report to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -347,6 +351,7 @@ impl ReportArgs {
                 hist_shape: self.hist_shape,
             },
             plot: self.plot,
+            html: self.html,
             output: self.output,
         }
     }

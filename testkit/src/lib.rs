@@ -14,7 +14,8 @@
 //! ([`forge`]), hostile clients of `/metrics` ([`siege`]), a counting
 //! allocator ([`alloc`]), the fault harness ([`faults`]: network
 //! namespaces, nftables, a small disk), rtla's timerlat output
-//! ([`rtla`]) and the recordings a board test keeps ([`kept_runs`]).
+//! ([`rtla`]), the recordings a board test keeps ([`kept_runs`]) and a
+//! headless chromium that opens the host's HTML report ([`chromium`]).
 //!
 //! The emulated ARM boards (`tests/tests/board.rs`): running ARM binaries
 //! under qemu and what the boards boot ([`qemu`]), the busybox image
@@ -24,6 +25,7 @@ pub mod alloc;
 pub mod board;
 pub mod boot;
 pub mod callers;
+pub mod chromium;
 pub mod compat;
 pub mod disturb;
 pub mod faults;

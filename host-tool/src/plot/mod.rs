@@ -139,6 +139,26 @@ pub(crate) fn draw(file: &Path, title: &str, series: &[Series], time_series: boo
     })
 }
 
+/// The panels of [`draw`] as an SVG document in a string (for a page that
+/// inlines it).
+pub(crate) fn svg(title: &str, series: &[Series], time_series: bool) -> Result<String> {
+    register();
+    let panels = if time_series { 3 } else { 2 };
+    let size = (1200u32, 450 * panels as u32);
+    let mut out = String::new();
+    render(
+        SVGBackend::with_string(&mut out, size),
+        title,
+        series,
+        time_series,
+    )
+    .map_err(|message| Error::Plot {
+        file: std::path::PathBuf::from("(the HTML page)"),
+        message: plain(&message),
+    })?;
+    Ok(out)
+}
+
 /// The plotting library's error text without Rust debug formatting: an
 /// OS error as the OS says it, else only the text before any `(` or `{`.
 fn plain(message: &str) -> String {

@@ -3,6 +3,7 @@
 
 mod accounting;
 pub(crate) mod cyclictest;
+mod html;
 mod pretty;
 mod run;
 pub(crate) mod text;

@@ -24,6 +24,8 @@ pub struct Plan {
     pub options: Options,
     /// Also draw the plots into this file (.svg or .png).
     pub plot: Option<PathBuf>,
+    /// Also write one self-contained HTML page of every run into this file.
+    pub html: Option<PathBuf>,
     /// Write the report to this file instead of standard output.
     pub output: Option<PathBuf>,
 }
@@ -128,6 +130,10 @@ pub fn run(plan: &Plan) -> Result<u8> {
     if let Some(file) = &plan.plot {
         plot::check(file)?;
     }
+    let html = match &plan.html {
+        Some(p) => Some((p, create_out(p)?)),
+        None => None,
+    };
     let (decoded, mut code) = decode_all(&plan.sources, plan.options.format);
     if decoded.is_empty() {
         return Ok(1);
@@ -140,6 +146,14 @@ pub fn run(plan: &Plan) -> Result<u8> {
     }
     if let Some(file) = &plan.plot {
         plot_runs(file, &decoded)?;
+    }
+    if let Some((p, mut f)) = html {
+        let page = super::html::page(&decoded)?;
+        f.write_all(page.as_bytes())
+            .map_err(|source| Error::Output {
+                what: p.clone(),
+                source,
+            })?;
     }
     if !decoded
         .iter()

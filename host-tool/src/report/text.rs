@@ -454,6 +454,13 @@ pub(crate) fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
     rows.push(&all);
     table(out, &rows);
     super::accounting::text(out, run);
+    spikes(out, run);
+    explained(out, run);
+    out.push('\n');
+}
+
+/// The largest spike records of every thread, largest first.
+pub(crate) fn spikes(out: &mut String, run: &Run) {
     let any = run.threads.iter().any(|t| !t.spikes.largest.is_empty());
     if any {
         let _ = writeln!(
@@ -486,8 +493,6 @@ pub(crate) fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
             }
         }
     }
-    explained(out, run);
-    out.push('\n');
 }
 
 /// Explained spikes: one line per spike, one per cause, and the run's
