@@ -3,7 +3,9 @@
 //! the browser's descriptors 3 and 4, here two named pipes): open a page,
 //! read back its DOM's geometry, collect every console and log message,
 //! take screenshots and print it. No network: the browser starts with
-//! background networking off and a fresh profile of its own.
+//! background networking off and a fresh profile of its own. Its own log
+//! (`--enable-logging=stderr`) goes to `chromium.log` beside the profile,
+//! kept with a failed test's scratch directory.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -50,7 +52,7 @@ impl Browser {
             .arg("-c")
             .arg(
                 "exec chromium --headless --no-sandbox --disable-gpu \
-                  --disable-background-networking --no-first-run \
+                  --disable-background-networking --no-first-run --enable-logging=stderr \
                   --user-data-dir=\"$1\" --remote-debugging-pipe about:blank \
                   3<\"$2\" 4>\"$3\"",
             )
