@@ -24,6 +24,7 @@ const PROBE: &str = "(() => {
     figures: cells('table.figures tbody tr'),
     shape: cells('table.shape tbody tr'),
     verdict: (document.querySelector('.verdict') || {}).textContent || '',
+    causes: (document.querySelector('pre.causes') || {}).textContent || '',
     explained: (document.querySelector('pre.explained') || {}).textContent || '',
     scroll_width: document.documentElement.scrollWidth,
     inner_width: window.innerWidth,
@@ -138,17 +139,23 @@ fn the_html_report_opens_in_chromium_with_the_text_reports_figures() {
         desk["verdict"].as_str().unwrap().starts_with("Complete"),
         "{desk}"
     );
-    // the explained spikes with their causes
-    let explained = desk["explained"].as_str().unwrap();
-    assert!(
-        explained.contains("causes over all explained spikes"),
-        "{explained}"
-    );
+    // the causes over all explained spikes, then each spike with its own
+    let causes = desk["causes"].as_str().unwrap();
     let top = text
         .lines()
         .find(|l| l.starts_with("causes over all explained spikes"))
         .expect("the text report's causes");
-    assert!(explained.contains(top), "{top} not in {explained}");
+    assert!(causes.starts_with(top), "{top} not first in {causes}");
+    let explained = desk["explained"].as_str().unwrap();
+    let first = text
+        .lines()
+        .skip_while(|l| !l.starts_with("explained spikes"))
+        .nth(1)
+        .expect("the text report's first explained spike");
+    assert!(
+        explained.contains(first.trim()),
+        "{first} not in {explained}"
+    );
 }
 
 #[test]

@@ -131,11 +131,16 @@ fn section(out: &mut String, i: usize, name: &str, run: &Run, link: &LinkStats) 
     let mut explained = String::new();
     text::explained(&mut explained, run);
     if !explained.trim().is_empty() {
-        let _ = writeln!(
-            out,
-            "<h3>Explained spikes</h3>\n<pre class=\"explained\">{}</pre>",
-            esc(explained.trim())
-        );
+        // the causes over all spikes first, then each spike's
+        let (each, totals) = match explained.find("causes over all explained spikes") {
+            Some(at) => explained.split_at(at),
+            None => (explained.as_str(), ""),
+        };
+        let _ = writeln!(out, "<h3>Explained spikes</h3>");
+        if !totals.is_empty() {
+            let _ = writeln!(out, "<pre class=\"causes\">{}</pre>", esc(totals.trim()));
+        }
+        let _ = writeln!(out, "<pre class=\"explained\">{}</pre>", esc(each.trim()));
     }
     let _ = writeln!(out, "</section>");
     Ok(())
