@@ -5,7 +5,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use crate::host::{bins, free_local_addr, http_get, stderr_lines, wait_for_line, Reaper};
+use crate::host::{bins, http_get, stderr_lines, wait_for_line, Reaper};
 use crate::wait::holds;
 
 /// A listening recorder started by a test.
@@ -27,9 +27,11 @@ impl Recorder {
         Self::start_on("127.0.0.1:0", out, extra)
     }
 
-    /// As [`Recorder::start`], listening on `listen`.
+    /// As [`Recorder::start`], listening on `listen`. The metrics port is
+    /// the one the recorder's own bind of port 0 got, read from its
+    /// `metrics at` line: a port picked free beforehand can be handed to
+    /// another test's socket before the recorder binds it.
     pub fn start_on(listen: &str, out: &std::path::Path, extra: &[&str]) -> Recorder {
-        let maddr = free_local_addr();
         let mut proc = Reaper::new(
             Command::new(bins().host)
                 .args([
@@ -37,7 +39,7 @@ impl Recorder {
                     "--listen",
                     listen,
                     "--metrics",
-                    &maddr,
+                    "127.0.0.1:0",
                     "--out-dir",
                 ])
                 .arg(out)
@@ -48,6 +50,9 @@ impl Recorder {
                 .expect("run latscope-host"),
         );
         let stderr = stderr_lines(proc.child());
+        // the metrics server starts first
+        let metrics = wait_for_line(&stderr, "metrics at http://", Duration::from_secs(10));
+        let maddr = metrics.trim().trim_end_matches("/metrics").to_string();
         let addr = wait_for_line(&stderr, "listening on ", Duration::from_secs(10));
         let addr = addr.split(',').next().unwrap_or("").trim().to_string();
         holds(Duration::from_secs(10), "metrics answer", || {

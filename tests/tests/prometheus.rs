@@ -13,11 +13,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use latscope_testkit::host::{
-    bins, free_local_addr, host_report_json, http_get, port_of, recordings, target_args, Reaper,
-};
+use latscope_testkit::fleet::Recorder;
+use latscope_testkit::host::{bins, host_report_json, http_get, recordings, target_args, Reaper};
 use latscope_testkit::prometheus::{promtool, Prometheus, Sample};
-use latscope_testkit::wait::{holds, listens_on, poll};
+use latscope_testkit::wait::holds;
 use latscope_testkit::Scratch;
 use latscope_testkit::{have, require};
 
@@ -133,43 +132,15 @@ fn shipped_rules_pass_their_unit_tests_and_a_broken_rule_fails_them() {
 }
 
 /// Start a listening recorder with metrics: it, its listening address
-/// and its metrics address, once it answers on both. Free ports are
-/// handed out before they are bound, so two tests running at once can be
-/// handed the same one: a recorder that did not get both of its ports
-/// (it exits, or another process answers) is replaced on new ports.
-fn recorder(out: &Path) -> (Reaper, String, String) {
-    for _ in 0..5 {
-        let (listen, maddr) = (free_local_addr(), free_local_addr());
-        let mut h = Reaper::new(
-            Command::new(bins().host)
-                .args(["record", "-q", "--listen", &listen, "--metrics", &maddr])
-                .arg("--out-dir")
-                .arg(out)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("run latscope-host"),
-        );
-        let pid = h.child().id();
-        let (lp, mp) = (port_of(&listen), port_of(&maddr));
-        let mine = poll(Duration::from_secs(10), || {
-            if h.child().try_wait().ok().flatten().is_some() {
-                return Some(false);
-            }
-            (listens_on(pid, lp) && listens_on(pid, mp)).then_some(true)
-        });
-        match mine {
-            Some(true) => {
-                holds(Duration::from_secs(10), "recorder metrics", || {
-                    http_get(&maddr, "/").is_ok()
-                });
-                return (h, listen, maddr);
-            }
-            Some(false) => eprintln!("recorder on {listen} and {maddr} exited: ports taken, again"),
-            None => panic!("the recorder did not listen on {listen} and {maddr} within 10 s"),
-        }
-    }
-    panic!("no pair of free ports for the recorder in 5 tries");
+/// and its metrics address, once it answers on both (the recorder binds
+/// both to port 0 and says which ports it got).
+fn recorder(out: &Path) -> (Recorder, String, String) {
+    let r = Recorder::start(out, &["-q"]);
+    let (listen, maddr) = (
+        r.addr.clone(),
+        r.metrics.clone().expect("a metrics address"),
+    );
+    (r, listen, maddr)
 }
 
 fn one<'a>(s: &'a [Sample], run: &str, thread: usize, what: &str) -> &'a Sample {
@@ -342,7 +313,7 @@ fn the_classic_text_passes_promtool_check_metrics() {
         "{resp}"
     );
     assert!(resp.ends_with("# EOF\n"), "{resp}");
-    drop(host.child().kill());
+    drop(host.proc.child().kill());
 }
 
 #[test]
@@ -373,5 +344,5 @@ fn prometheus_sees_exact_final_figures_with_board_labels() {
     check_final_figures(&prom, &dir.join("rec"));
     // The dashboard's expressions use the recording rules too.
     check_dashboard(&prom);
-    drop(host.child().kill());
+    drop(host.proc.child().kill());
 }
