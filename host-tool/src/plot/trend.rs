@@ -56,38 +56,59 @@ fn render<DB: DrawingBackend>(backend: DB, board: &Board, picks: &[usize]) -> Dr
     root.present().map_err(err)
 }
 
-/// The time axis: days since the first run's day (UTC).
+/// The time axis: in days from the first run's midnight (UTC) when the
+/// runs span two days or more, else in seconds from a round time just
+/// before the first run (10 s, a minute, 10 minutes or an hour, by the
+/// span), so that the ticks fall on round times either way.
 struct TimeAxis {
-    /// The first run's day, midnight UTC (s since 1970).
+    /// Where the axis starts (s since 1970).
     origin_s: i64,
-    /// The axis' end (days).
-    end_d: f64,
-    /// The span a point would have if the points were evenly spread (days).
-    even_d: f64,
+    /// Seconds in one unit of the axis: a day, or a second.
+    unit_s: f64,
+    /// The axis' end (units).
+    end: f64,
+    /// The span a point would have if the points were evenly spread (units).
+    even: f64,
 }
 
 impl TimeAxis {
     fn of(points: &[Point]) -> Self {
         let first = points.first().map(|p| p.start_s).unwrap_or(0);
-        let origin_s = first.div_euclid(86_400) * 86_400;
         let last = points.iter().map(|p| p.end_s).max().unwrap_or(first);
         let last_start = points.iter().map(|p| p.start_s).max().unwrap_or(first);
-        let span_d = ((last - origin_s) as f64 / DAY).max(1.0);
-        let even_d = span_d / points.len().max(1) as f64;
+        // a minute at least
+        let span_s = (last - first).max(60);
+        let (origin_s, unit_s) = if span_s >= 2 * 86_400 {
+            (first.div_euclid(86_400) * 86_400, DAY)
+        } else {
+            let grid = if span_s <= 600 {
+                10
+            } else if span_s <= 7_200 {
+                60
+            } else if span_s <= 86_400 {
+                600
+            } else {
+                3_600
+            };
+            (first.div_euclid(grid) * grid, 1.0)
+        };
+        let span = (last - origin_s).max(span_s) as f64 / unit_s;
+        let even = span / points.len().max(1) as f64;
         // room for the last point's column
-        let last_column = (last_start - origin_s) as f64 / DAY + even_d;
+        let last_column = (last_start - origin_s) as f64 / unit_s + even;
         TimeAxis {
             origin_s,
-            end_d: (span_d * 1.02).max(last_column),
-            even_d,
+            unit_s,
+            end: (span * 1.02).max(last_column),
+            even,
         }
     }
 
     fn at(&self, unix_s: i64) -> f64 {
-        (unix_s - self.origin_s) as f64 / DAY
+        (unix_s - self.origin_s) as f64 / self.unit_s
     }
 
-    /// Point `i`'s column in the heatmap (days): its own run time, or
+    /// Point `i`'s column in the heatmap (units): its own run time, or
     /// wider, to most of the way to the next point (at most the even
     /// spread's span), so that sparse runs stay visible and never overlap.
     fn column(&self, points: &[Point], i: usize) -> (f64, f64) {
@@ -96,20 +117,24 @@ impl TimeAxis {
         let gap = points
             .get(i + 1)
             .map(|n| self.at(n.start_s) - x0)
-            .unwrap_or(self.even_d);
-        let room = 0.8 * gap.min(self.even_d);
+            .unwrap_or(self.even);
+        let room = 0.8 * gap.min(self.even);
         (x0, self.at(p.end_s).max(x0 + room))
     }
 
-    /// A tick's date (and time of day when the axis spans a few days).
-    fn label(&self, days: &f64) -> String {
-        let s = self.origin_s + (days * DAY).round() as i64;
+    /// A tick's date over days, date and time over hours, time of day
+    /// to the second over minutes.
+    fn label(&self, v: &f64) -> String {
+        let s = self.origin_s + (v * self.unit_s).round() as i64;
         let (y, m, d) = civil_from_days(s.div_euclid(86_400));
-        if self.end_d > 4.0 {
+        let t = s.rem_euclid(86_400);
+        let span_s = self.end * self.unit_s;
+        if span_s > 4.0 * DAY {
             format!("{y:04}-{m:02}-{d:02}")
-        } else {
-            let t = s.rem_euclid(86_400);
+        } else if span_s > 7_200.0 {
             format!("{m:02}-{d:02} {:02}:{:02}", t / 3600, t / 60 % 60)
+        } else {
+            format!("{:02}:{:02}:{:02}", t / 3600, t / 60 % 60, t % 60)
         }
     }
 }
@@ -123,9 +148,9 @@ fn latency_range(points: &[Point]) -> (f64, f64) {
         .filter(|&v| v > 0)
         .map(|v| v as f64 / 1000.0);
     let (lo, hi) = all.fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    // a decade above the top for the legend
+    // room above the top for the legend (five rows: 1.4 decades)
     if lo.is_finite() {
-        ((lo / 2.0).max(0.1), (hi * 10.0).max(lo * 20.0))
+        ((lo / 2.0).max(0.1), (hi * 25.0).max(lo * 50.0))
     } else {
         (1.0, 1000.0)
     }
@@ -148,7 +173,7 @@ fn over_runs<DB: DrawingBackend>(
     } else {
         "Max and quantiles per run, all CPUs".to_string()
     };
-    let mut chart = panel(area, &caption, 0f64..time.end_d, (lo..hi).log_scale())?;
+    let mut chart = panel(area, &caption, 0f64..time.end, (lo..hi).log_scale())?;
     axes(
         &mut chart,
         "Run start (UTC)",
@@ -156,10 +181,9 @@ fn over_runs<DB: DrawingBackend>(
         "Latency (µs, log scale)",
         &latency_label,
     )?;
-    let mut lines: Vec<(String, Vec<Option<u64>>)> = vec![(
-        "max".to_string(),
-        board.points.iter().map(|p| p.max_ns).collect(),
-    )];
+    // the quantiles, then the max on top of them (in a short run the
+    // highest quantile is the max)
+    let mut lines: Vec<(String, Vec<Option<u64>>)> = Vec::new();
     for &q in picks {
         let name = QUANTILES.get(q).map(|(_, n)| *n).unwrap_or("?");
         lines.push((
@@ -171,8 +195,13 @@ fn over_runs<DB: DrawingBackend>(
                 .collect(),
         ));
     }
+    lines.push((
+        "max".to_string(),
+        board.points.iter().map(|p| p.max_ns).collect(),
+    ));
+    let n = lines.len();
     for (i, (name, values)) in lines.iter().enumerate() {
-        let c = color(if i == 0 { 0 } else { i + 1 });
+        let c = color(if i + 1 == n { 0 } else { i + 2 });
         let pts: Vec<(f64, f64)> = board
             .points
             .iter()
@@ -227,7 +256,7 @@ fn heatmap<DB: DrawingBackend>(
     let mut chart = panel(
         area,
         "Latency by time: share of each run's samples per bin (darker: more, log scale)",
-        0f64..time.end_d,
+        0f64..time.end,
         (lo..hi).log_scale(),
     )?;
     axes(
@@ -305,11 +334,19 @@ mod tests {
             quantiles: [None; QUANTILES.len()],
             heat: [0; HEAT_BINS],
         };
-        // 2026-11-30 12:24:35 UTC and three weeks later
+        // 2026-11-30 12:24:35 UTC and three weeks later: days from midnight
         let t = TimeAxis::of(&[p(1_796_041_475), p(1_796_041_475 + 21 * 86_400)]);
         assert_eq!(t.label(&0.0), "2026-11-30");
         assert_eq!(t.label(&7.0), "2026-12-07");
-        let t = TimeAxis::of(&[p(1_796_041_475), p(1_796_041_475 + 3600)]);
-        assert_eq!(t.label(&0.5), "11-30 12:00");
+        // a day's runs: seconds from the first run's ten minutes
+        let t = TimeAxis::of(&[p(1_796_041_475), p(1_796_041_475 + 20 * 3600)]);
+        assert_eq!(t.label(&0.0), "11-30 12:20");
+        assert_eq!(t.label(&43_200.0), "12-01 00:20");
+        // runs of two minutes: an axis of seconds from the first run's
+        // ten seconds, not of a day
+        let t = TimeAxis::of(&[p(1_796_041_475), p(1_796_041_475 + 60)]);
+        assert!(t.end < 200.0, "{}", t.end);
+        assert_eq!(t.label(&0.0), "12:24:30");
+        assert_eq!(t.at(1_796_041_475), 5.0);
     }
 }
