@@ -8,7 +8,7 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle};
@@ -210,9 +210,42 @@ pub fn free_local_addr() -> String {
 /// Start `latscope-host record -q --exit-after 1 --listen LISTEN --out-dir
 /// OUT` (creating `out`) and wait until it listens.
 pub fn listening_host(listen: &str, out: &Path) -> Reaper {
+    try_listening_host(listen, out)
+        .unwrap_or_else(|s| panic!("latscope-host ended before it listened on {listen}: {s}"))
+}
+
+/// [`listening_host`] on a port of its own, and its `ADDR:PORT`: a port
+/// picked free beforehand ([`free_local_addr`]) can be handed to another
+/// test's socket before the host binds it, so a host that ended without
+/// listening starts again on a new one, up to five times. For a test that
+/// restarts its host on the same address, the first start.
+pub fn listening_host_anywhere(out: &Path) -> (Reaper, String) {
+    listening_host_first_of((0..5).map(|_| free_local_addr()), out)
+}
+
+/// A listening host on the first of `addrs` it can listen on, and that
+/// address.
+fn listening_host_first_of(
+    addrs: impl IntoIterator<Item = String>,
+    out: &Path,
+) -> (Reaper, String) {
+    let mut tried = Vec::new();
+    for listen in addrs {
+        match try_listening_host(&listen, out) {
+            Ok(h) => return (h, listen),
+            Err(s) => eprintln!("the host could not listen on {listen} ({s}): the next address"),
+        }
+        tried.push(listen);
+    }
+    panic!("latscope-host could not listen on any of {tried:?}");
+}
+
+/// [`listening_host`], or how the host ended when it ended before it
+/// listened.
+fn try_listening_host(listen: &str, out: &Path) -> Result<Reaper, ExitStatus> {
     fs::create_dir_all(out).expect("out dir");
     let port = port_of(listen);
-    recorder(
+    try_recorder(
         Command::new(bins().host)
             .args(["record", "-q", "--exit-after", "1", "--listen", listen])
             .arg("--out-dir")
@@ -252,6 +285,16 @@ pub fn serial_host(tty: &Path, rec: &Path) -> Reaper {
 /// Spawn a recording host (stdout to null, stderr kept for failure
 /// messages) and wait until `ready(pid)`: it has opened its input.
 fn recorder(cmd: &mut Command, what: &str, ready: impl Fn(u32) -> bool) -> Reaper {
+    try_recorder(cmd, what, ready)
+        .unwrap_or_else(|s| panic!("latscope-host ended before it was ready: {s}"))
+}
+
+/// [`recorder`], or how the host ended when it ended before it was ready.
+fn try_recorder(
+    cmd: &mut Command,
+    what: &str,
+    ready: impl Fn(u32) -> bool,
+) -> Result<Reaper, ExitStatus> {
     let mut h = Reaper::new(
         cmd.stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -259,13 +302,16 @@ fn recorder(cmd: &mut Command, what: &str, ready: impl Fn(u32) -> bool) -> Reape
             .expect("run latscope-host"),
     );
     let pid = h.child().id();
-    crate::wait::until(Duration::from_secs(10), what, || {
+    let ended = crate::wait::until(Duration::from_secs(10), what, || {
         if let Ok(Some(s)) = h.child().try_wait() {
-            panic!("latscope-host ended before it was ready: {s}");
+            return Some(Some(s));
         }
-        ready(pid).then_some(())
+        ready(pid).then_some(None)
     });
-    h
+    match ended {
+        Some(s) => Err(s),
+        None => Ok(h),
+    }
 }
 
 /// The recordings (`.lsr` files) in `dir`, sorted; none when there is no
@@ -660,4 +706,23 @@ pub fn http_get(addr: &str, path: &str) -> io::Result<(String, String)> {
         head.lines().next().unwrap_or("").to_string(),
         body.to_string(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A port another socket holds: the host ends without listening
+    /// there, and the next address is taken.
+    #[test]
+    fn a_host_that_cannot_listen_starts_again_on_the_next_address() {
+        let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("a port to hold");
+        let busy = taken.local_addr().expect("its address").to_string();
+        let dir = crate::Scratch::new("listening-host");
+        let (mut h, listen) =
+            listening_host_first_of([busy.clone(), free_local_addr()], dir.path());
+        assert_ne!(listen, busy);
+        assert!(crate::wait::listens_on(h.child().id(), port_of(&listen)));
+        drop(taken);
+    }
 }

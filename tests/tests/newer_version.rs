@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use latscope_core::wire::{Body, Frame, PROTOCOL_VERSION};
 use latscope_testkit::host::{
-    bins, decode_frames, encode_frames, free_local_addr, listening_host, record_file, recordings,
+    bins, decode_frames, encode_frames, listening_host_anywhere, record_file, recordings,
     stderr_lines, wait_for_line,
 };
 use latscope_testkit::Scratch;
@@ -106,8 +106,7 @@ fn version_switch_after_a_valid_hello_keeps_what_decoded() {
 fn newer_version_over_tcp_gets_one_clear_line() {
     let dir = Scratch::new("newer-tcp");
     let frames = real_frames(&dir);
-    let listen = free_local_addr();
-    let mut h = listening_host(&listen, &dir.join("out"));
+    let (mut h, listen) = listening_host_anywhere(&dir.join("out"));
     let mut conn = None;
     for _ in 0..50 {
         if let Ok(c) = std::net::TcpStream::connect(&listen) {

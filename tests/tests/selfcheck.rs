@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use latscope_core::wire::{Body, Bye, ByeReason, Frame};
 use latscope_testkit::host::{
-    bins, decode_frames, free_local_addr, host_report_json, listening_host, only_recording,
-    proof_bin, Reaper,
+    bins, decode_frames, host_report_json, listening_host_anywhere, only_recording, proof_bin,
+    Reaper,
 };
 use latscope_testkit::wait::frame_in;
 use latscope_testkit::Scratch;
@@ -93,8 +93,7 @@ fn spawn_rt_target(extra: &[&str], stream: &str) -> Reaper {
 fn full_run_over_tcp_with_self_check_has_no_defect() {
     require!(is_root(), "needs root (real-time policy and locked memory)");
     let dir = Scratch::new("selfcheck-tcp");
-    let listen = free_local_addr();
-    let mut h = listening_host(&listen, dir.path());
+    let (mut h, listen) = listening_host_anywhere(dir.path());
     let mut t = spawn_rt_target(
         &["-D", "3", "--self-check", "--spike=500"],
         &format!("tcp:{listen}"),

@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 
 use latscope_testkit::fleet::Recorder;
 use latscope_testkit::host::{
-    assert_cut_recording, assert_matches_target, bins, first_run, free_local_addr,
-    host_report_json, http_get, listening_host, only_recording, read_json, recordings,
-    spawn_target, stderr_lines, wait_for_line, wait_streaming, Reaper,
+    assert_cut_recording, assert_matches_target, bins, first_run, host_report_json, http_get,
+    listening_host, listening_host_anywhere, only_recording, read_json, recordings, spawn_target,
+    stderr_lines, wait_for_line, wait_streaming, Reaper,
 };
 use latscope_testkit::wait::assert_run_ok;
 use latscope_testkit::Scratch;
@@ -121,8 +121,7 @@ fn host_killed_and_restarted_mid_run_second_connection_is_exact() {
     let first = dir.join("first");
     let second = dir.join("second");
     // A fixed port, so the target reconnects to the restarted host.
-    let listen = free_local_addr();
-    let mut h1 = listening_host(&listen, &first);
+    let (mut h1, listen) = listening_host_anywhere(&first);
     let json = dir.join("t.json");
     let mut t = spawn_target("7", &json, &format!("tcp:{listen}"));
     wait_streaming(&first);

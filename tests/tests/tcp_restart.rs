@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use latscope_testkit::host::{
-    assert_cut_recording, assert_matches_target, first_run, free_local_addr, host_report_json,
-    listening_host, only_recording, read_json, spawn_target, wait_streaming,
+    assert_cut_recording, assert_matches_target, first_run, host_report_json, listening_host,
+    listening_host_anywhere, only_recording, read_json, spawn_target, wait_streaming,
 };
 use latscope_testkit::wait::assert_run_ok;
 use latscope_testkit::Scratch;
@@ -20,10 +20,10 @@ use latscope_testkit::Scratch;
 #[test]
 fn target_survives_two_host_restarts_and_the_last_connection_is_exact() {
     let dir = Scratch::new("tcp-restart");
-    let listen = free_local_addr();
-    let spawn_host = |out: &Path| listening_host(&listen, out);
     let dirs: Vec<PathBuf> = (1..=3).map(|i| dir.join(format!("conn{i}"))).collect();
-    let mut h1 = spawn_host(&dirs[0]);
+    // the first host's port, where the restarted ones listen too
+    let (mut h1, listen) = listening_host_anywhere(&dirs[0]);
+    let spawn_host = |out: &Path| listening_host(&listen, out);
     let json = dir.join("t.json");
     let secs = 9u64;
     let mut t = spawn_target(&secs.to_string(), &json, &format!("tcp:{listen}"));
