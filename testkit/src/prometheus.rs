@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -63,48 +63,51 @@ impl Prometheus {
             ),
         )
         .expect("write prometheus.yml");
-        let addr = free_local_addr();
-        let proc = Reaper::new(
-            Command::new("prometheus")
-                .arg(format!("--config.file={}", config.display()))
-                .arg(format!(
-                    "--storage.tsdb.path={}",
-                    dir.join("data").display()
-                ))
-                .arg(format!("--web.listen-address={addr}"))
-                .stdout(Stdio::null())
-                .stderr(fs::File::create(dir.join("prometheus.log")).expect("log file"))
-                .spawn()
-                .expect("run prometheus"),
-        );
-        let p = Prometheus {
-            addr,
-            _proc: proc,
-            _dir: dir,
-        };
-        p.wait_ready(Duration::from_secs(30));
-        p
-    }
-
-    fn log(&self) -> PathBuf {
-        self._dir.join("prometheus.log")
-    }
-
-    fn wait_ready(&self, limit: Duration) {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Ok((status, _)) = http_get(&self.addr, "/-/ready") {
-                if status.contains(" 200 ") {
-                    return;
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "prometheus not ready within {limit:?}; log:\n{}",
-                fs::read_to_string(self.log()).unwrap_or_default()
+        // A port picked free beforehand can be taken by another test's
+        // socket before prometheus binds it: a prometheus that ended, or
+        // that does not listen on its port itself, starts again on a new one.
+        for _ in 0..5 {
+            let addr = free_local_addr();
+            let port = crate::host::port_of(&addr);
+            let mut proc = Reaper::new(
+                Command::new("prometheus")
+                    .arg(format!("--config.file={}", config.display()))
+                    .arg(format!(
+                        "--storage.tsdb.path={}",
+                        dir.join("data").display()
+                    ))
+                    .arg(format!("--web.listen-address={addr}"))
+                    .stdout(Stdio::null())
+                    .stderr(fs::File::create(dir.join("prometheus.log")).expect("log file"))
+                    .spawn()
+                    .expect("run prometheus"),
             );
-            thread::sleep(Duration::from_millis(100));
+            let pid = proc.child().id();
+            let ready = crate::wait::poll(Duration::from_secs(30), || {
+                if proc.child().try_wait().ok().flatten().is_some() {
+                    return Some(false);
+                }
+                let answers = http_get(&addr, "/-/ready").is_ok_and(|(s, _)| s.contains(" 200 "));
+                (answers && crate::wait::listens_on(pid, port)).then_some(true)
+            });
+            match ready {
+                Some(true) => {
+                    return Prometheus {
+                        addr,
+                        _proc: proc,
+                        _dir: dir,
+                    }
+                }
+                Some(false) => {
+                    eprintln!("prometheus ended without listening on {addr}: again on another port")
+                }
+                None => panic!(
+                    "prometheus not ready on {addr} within 30 s; log:\n{}",
+                    fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
+                ),
+            }
         }
+        panic!("prometheus could not listen on five free ports in a row");
     }
 
     /// `GET /api/v1/query?query=EXPR` (an instant query at the latest
