@@ -9,7 +9,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use super::draw::{axes, color, latency_label, legend, legend_line, panel};
+use super::draw::{axes, color, latency_label, legend, legend_line, panel, Chart};
 use super::{err, kind, register, DrawResult};
 use crate::error::{Error, Result};
 use crate::summary::QUANTILES;
@@ -156,6 +156,29 @@ fn latency_range(points: &[Point]) -> (f64, f64) {
     }
 }
 
+/// A panel of run start (UTC) by latency `lo..hi` µs (log scale), with
+/// its axes drawn.
+fn time_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    time: &TimeAxis,
+    lo: f64,
+    hi: f64,
+) -> std::result::Result<TimeChart<'a, DB>, String> {
+    let mut chart = panel(area, caption, 0f64..time.end, (lo..hi).log_scale())?;
+    axes(
+        &mut chart,
+        "Run start (UTC)",
+        Some(&|d: &f64| time.label(d)),
+        "Latency (µs, log scale)",
+        &latency_label,
+    )?;
+    Ok(chart)
+}
+
+/// A chart of [`time_chart`].
+type TimeChart<'a, DB> = Chart<'a, DB, plotters::coord::types::RangedCoordf64, LogCoord<f64>>;
+
 /// The max and the chosen quantiles of every point, joined by lines;
 /// the points of incomplete runs ringed.
 fn over_runs<DB: DrawingBackend>(
@@ -173,14 +196,7 @@ fn over_runs<DB: DrawingBackend>(
     } else {
         "Max and quantiles per run, all CPUs".to_string()
     };
-    let mut chart = panel(area, &caption, 0f64..time.end, (lo..hi).log_scale())?;
-    axes(
-        &mut chart,
-        "Run start (UTC)",
-        Some(&|d: &f64| time.label(d)),
-        "Latency (µs, log scale)",
-        &latency_label,
-    )?;
+    let mut chart = time_chart(area, &caption, time, lo, hi)?;
     // the quantiles, then the max on top of them (in a short run the
     // highest quantile is the max)
     let mut lines: Vec<(String, Vec<Option<u64>>)> = Vec::new();
@@ -253,19 +269,8 @@ fn heatmap<DB: DrawingBackend>(
         .unwrap_or(HEAT_BINS - 1);
     let lo = heat_edges_us(first).0;
     let hi = heat_edges_us(last).1 * 1.5;
-    let mut chart = panel(
-        area,
-        "Latency by time: share of each run's samples per bin (darker: more, log scale)",
-        0f64..time.end,
-        (lo..hi).log_scale(),
-    )?;
-    axes(
-        &mut chart,
-        "Run start (UTC)",
-        Some(&|d: &f64| time.label(d)),
-        "Latency (µs, log scale)",
-        &latency_label,
-    )?;
+    let caption = "Latency by time: share of each run's samples per bin (darker: more, log scale)";
+    let mut chart = time_chart(area, caption, time, lo, hi)?;
     for (i, p) in board.points.iter().enumerate() {
         let total: u64 = p.heat.iter().sum();
         if total == 0 {
