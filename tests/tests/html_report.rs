@@ -178,3 +178,19 @@ fn an_incomplete_run_says_so_at_the_top_of_its_page() {
     assert!(verdict.contains("no bye"), "{verdict}");
     assert_eq!(rows(&desk["figures"]), text_table(&text, "thread  CPU"));
 }
+
+/// An input with no run: exit status 1, said in one line, and no empty
+/// page or plot left behind.
+#[test]
+fn an_input_without_a_run_leaves_no_page_or_plot() {
+    let dir = Scratch::new("html-report-none");
+    let junk = dir.join("junk.lsr");
+    std::fs::write(&junk, vec![0x5a; 4096]).unwrap();
+    let (page, png) = (dir.join("junk.html"), dir.join("junk.png"));
+    let out = host(&["report", s(&junk), "--html", s(&page), "--plot", s(&png)]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a latscope stream"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!page.exists() && !png.exists());
+}

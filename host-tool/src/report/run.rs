@@ -136,6 +136,10 @@ pub fn run(plan: &Plan) -> Result<u8> {
     };
     let (decoded, mut code) = decode_all(&plan.sources, plan.options.format);
     if decoded.is_empty() {
+        // no run to draw or show: not an empty plot or page left behind
+        for f in plan.plot.iter().chain(&plan.html) {
+            let _ = std::fs::remove_file(f);
+        }
         return Ok(1);
     }
     if plan.options.format == Format::Json {
