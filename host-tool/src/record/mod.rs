@@ -89,7 +89,9 @@ pub(crate) fn board_name(h: &latscope_core::wire::Hello) -> &str {
     }
 }
 
-fn sanitize(host: &str) -> String {
+/// A name as part of a file name: letters, digits, `-`, `.` and `_`
+/// kept, anything else `_`; `unknown` for none.
+pub(crate) fn sanitize(host: &str) -> String {
     let s: String = host
         .chars()
         .map(|c| {

@@ -10,6 +10,7 @@ use latscope_core::tz::{civil_from_days, WallTime};
 use latscope_core::wire::LinkStats;
 
 use crate::aggregate::Run;
+use crate::record::board_name;
 use crate::report::cyclictest::times;
 use crate::report::verdict;
 use crate::summary::{summarize, QUANTILES};
@@ -88,14 +89,8 @@ impl RunFigures {
         }
         let losses = verdict::losses(run, link);
         let why: Vec<String> = losses.iter().map(verdict::Loss::message).collect();
-        let name = run.hello.target.name.as_str();
         RunFigures {
-            board: if name.is_empty() {
-                run.hostname()
-            } else {
-                name
-            }
-            .to_string(),
+            board: board_name(&run.hello).to_string(),
             run_id: run.hello.run_id,
             started: times(run, end).0,
             duration_ns: run.bye.map(|b| b.elapsed_ns).unwrap_or(all.elapsed_ns),

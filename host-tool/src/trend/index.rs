@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::error::{Error, Result};
+use crate::record::board_name;
 use crate::session::Session;
 
 /// Bytes read from a recording's start in search of its first hello: a
@@ -90,14 +91,8 @@ fn first_hello(path: &Path) -> Option<(Option<i64>, Option<String>)> {
         }
         s.feed(buf.get(..n)?);
         if let Some(run) = s.agg.runs.first().filter(|r| !r.hello_lost) {
-            let name = run.hello.target.name.as_str();
-            let board = if name.is_empty() {
-                run.hostname()
-            } else {
-                name
-            };
             let start = run.hello.config.started.map(|w| w.unix_s);
-            return Some((start, Some(board.to_string())));
+            return Some((start, Some(board_name(&run.hello).to_string())));
         }
     }
 }

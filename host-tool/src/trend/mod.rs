@@ -28,6 +28,7 @@ use crate::console;
 use crate::error::{Error, Result};
 use crate::input::Source;
 use crate::plot;
+use crate::record::sanitize;
 use crate::report::decode;
 use crate::summary::{us, us_opt, QUANTILES};
 
@@ -169,7 +170,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
     let heat = heat.finish()?;
     let mut text = String::new();
     for b in &boards {
-        let stem = format!("trend-{}", file_safe(&b.name));
+        let stem = format!("trend-{}", sanitize(&b.name));
         let mut files = Vec::new();
         for ext in ["png", "svg"] {
             let file = plan.out_dir.join(format!("{stem}.{ext}"));
@@ -213,25 +214,6 @@ fn picks(names: &[String]) -> Result<Vec<usize>> {
             })
         })
         .collect()
-}
-
-/// A board's name as part of a file name: letters, digits, `.`, `_` and
-/// `-` kept, anything else `_`.
-fn file_safe(name: &str) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    match s.trim_start_matches('.') {
-        "" => "unnamed".to_string(),
-        t => t.to_string(),
-    }
 }
 
 /// A board's lines of the summary.
@@ -297,11 +279,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn board_names_make_safe_file_names() {
-        assert_eq!(file_safe("rpi4-lab_1.a"), "rpi4-lab_1.a");
-        assert_eq!(file_safe("../etc/x y"), "_etc_x_y");
-        assert_eq!(file_safe(""), "unnamed");
-        assert_eq!(file_safe("..."), "unnamed");
+    fn board_names_make_plain_file_names() {
+        // the recorder's own file-name rule: no separator survives
+        assert_eq!(sanitize("rpi4-lab_1.a"), "rpi4-lab_1.a");
+        assert_eq!(sanitize("../etc/x y"), ".._etc_x_y");
+        assert_eq!(sanitize(""), "unknown");
     }
 
     #[test]
