@@ -176,8 +176,10 @@ pub(crate) fn write_json(inputs: &[Decoded], mut w: impl io::Write) -> io::Resul
     w.write_all(b"\n")
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+/// A CSV field, quoted when it must be (RFC 4180: a comma, a quote or a
+/// line break in it).
+pub(crate) fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()

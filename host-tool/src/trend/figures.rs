@@ -11,6 +11,7 @@ use latscope_core::wire::LinkStats;
 
 use crate::aggregate::Run;
 use crate::record::board_name;
+use crate::report::csv_field;
 use crate::report::cyclictest::times;
 use crate::report::verdict;
 use crate::summary::{summarize, QUANTILES};
@@ -168,15 +169,6 @@ pub(crate) fn csv_header() -> String {
 /// the last, open bin).
 pub(crate) const HEAT_HEADER: &str =
     "board,run_id,started_unix_s,bin_lower_us,bin_upper_us,samples\n";
-
-/// A CSV field, quoted when it must be.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
 
 /// `2026-11-30T13:24:35+01:00`: a wall time in its own zone.
 pub(crate) fn iso(t: WallTime) -> String {
