@@ -16,6 +16,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::base64::decode;
+
 /// How long one protocol call may take before the test fails.
 const CALL_LIMIT: Duration = Duration::from_secs(60);
 
@@ -212,7 +214,7 @@ impl Browser {
             "Page.captureScreenshot",
             json!({ "format": "png", "captureBeyondViewport": true }),
         );
-        let png = base64(r["data"].as_str().expect("screenshot data"));
+        let png = decode(r["data"].as_str().expect("screenshot data")).expect("base64 PNG");
         std::fs::write(file, png).expect("write the screenshot");
     }
 
@@ -222,7 +224,7 @@ impl Browser {
             "Page.printToPDF",
             json!({ "paperWidth": 8.27, "paperHeight": 11.69 }),
         );
-        base64(r["data"].as_str().expect("PDF data"))
+        decode(r["data"].as_str().expect("PDF data")).expect("base64 PDF")
     }
 
     /// Every console message, uncaught exception and log entry of level
@@ -268,54 +270,10 @@ impl Drop for Browser {
     }
 }
 
-/// Decode standard base64 (with padding), as the protocol sends binary data.
-///
-/// # Panics
-///
-/// On a character outside the alphabet.
-pub fn base64(text: &str) -> Vec<u8> {
-    let val = |c: u8| -> u32 {
-        match c {
-            b'A'..=b'Z' => u32::from(c - b'A'),
-            b'a'..=b'z' => u32::from(c - b'a') + 26,
-            b'0'..=b'9' => u32::from(c - b'0') + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => panic!("not base64: {:?}", c as char),
-        }
-    };
-    let clean: Vec<u8> = text.bytes().filter(|c| !c.is_ascii_whitespace()).collect();
-    let mut out = Vec::with_capacity(clean.len() / 4 * 3);
-    for chunk in clean.chunks(4) {
-        let data: Vec<u8> = chunk.iter().copied().filter(|&c| c != b'=').collect();
-        let mut n = 0u32;
-        for (i, &c) in data.iter().enumerate() {
-            n |= val(c) << (18 - 6 * i);
-        }
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..data.len().max(1)]);
-    }
-    out
-}
-
 /// Where the tests keep what a person looks at afterwards (screenshots):
 /// `test-artefacts/` in the target directory.
 pub fn artefacts() -> PathBuf {
     let dir = crate::target_dir().join("test-artefacts");
     std::fs::create_dir_all(&dir).expect("the artefacts directory");
     dir
-}
-
-#[cfg(test)]
-mod tests {
-    use super::base64;
-
-    #[test]
-    fn base64_decodes_every_padding() {
-        assert_eq!(base64("TWFu"), b"Man");
-        assert_eq!(base64("TWE="), b"Ma");
-        assert_eq!(base64("TQ=="), b"M");
-        assert_eq!(base64(""), b"");
-        assert_eq!(base64("iVBORw0KGgo="), b"\x89PNG\r\n\x1a\n");
-    }
 }

@@ -22,6 +22,7 @@
 //! ([`image`], from `testkit/image`), booting a board with its UARTs wired to the test
 //! ([`boot`]) and checking the stream a board recorded ([`board`]).
 pub mod alloc;
+pub mod base64;
 pub mod board;
 pub mod boot;
 pub mod callers;

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use latscope_testkit::base64;
 use latscope_testkit::boot::Console;
 use latscope_testkit::image;
 use latscope_testkit::qemu::Arch;
@@ -35,32 +36,6 @@ fn files(console: &str) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// Standard base64, whitespace ignored; `None` on any other byte.
-fn base64(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let mut out = Vec::new();
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in text
-        .bytes()
-        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
-    {
-        acc = (acc << 6) | u32::from(value(c)?);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
 }
 
 /// The kernel release the boot used, from its file name.
@@ -91,7 +66,7 @@ fn capture(arch: Arch, dir: &Path, secs: u64) -> Result<PathBuf, String> {
     }
     for (name, text) in found {
         let (name, bytes) = match name.strip_suffix(".base64") {
-            Some(n) => (n.to_string(), base64(&text).ok_or("bad base64")?),
+            Some(n) => (n.to_string(), base64::decode(&text).ok_or("bad base64")?),
             None => (name, text.into_bytes()),
         };
         std::fs::write(out.join(&name), bytes).map_err(|e| e.to_string())?;
@@ -130,7 +105,10 @@ mod tests {
                        image: fixture p.base64\naGVsbG8g\nd29ybGQ=\nimage: fixture end\n";
         let f = files(console);
         assert_eq!(f[0], ("a.txt".to_string(), "line 1\n".to_string()));
-        assert_eq!(base64(&f[1].1).as_deref(), Some(&b"hello world"[..]));
-        assert_eq!(base64("a*b"), None);
+        assert_eq!(
+            base64::decode(&f[1].1).as_deref(),
+            Some(&b"hello world"[..])
+        );
+        assert_eq!(base64::decode("a*b"), None);
     }
 }
