@@ -126,8 +126,7 @@ fn kind(file: &Path) -> Result<bool> {
 /// when `time_series`, max per report interval.
 pub(crate) fn draw(file: &Path, title: &str, series: &[Series], time_series: bool) -> Result<()> {
     register();
-    let panels = if time_series { 3 } else { 2 };
-    let size = (1200u32, 450 * panels as u32);
+    let size = size(time_series);
     let res = if kind(file)? {
         render(SVGBackend::new(file, size), title, series, time_series)
     } else {
@@ -139,12 +138,17 @@ pub(crate) fn draw(file: &Path, title: &str, series: &[Series], time_series: boo
     })
 }
 
+/// The drawing's size in pixels: 450 high per panel, the third the max
+/// over time.
+fn size(time_series: bool) -> (u32, u32) {
+    (1200, if time_series { 3 * 450 } else { 2 * 450 })
+}
+
 /// The panels of [`draw`] as an SVG document in a string (for a page that
 /// inlines it).
 pub(crate) fn svg(title: &str, series: &[Series], time_series: bool) -> Result<String> {
     register();
-    let panels = if time_series { 3 } else { 2 };
-    let size = (1200u32, 450 * panels as u32);
+    let size = size(time_series);
     let mut out = String::new();
     render(
         SVGBackend::with_string(&mut out, size),

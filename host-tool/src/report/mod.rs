@@ -32,7 +32,7 @@ use crate::session::Session;
 use crate::summary::{summarize, Summary};
 use latscope_core::wire::Platform;
 
-pub(crate) use run::decode;
+pub(crate) use run::{create_out, decode};
 pub use run::{run, Plan};
 
 /// The report formats.

@@ -53,7 +53,7 @@ pub(crate) fn decode(source: &Source) -> Result<Decoded> {
 
 /// An output file, created before the inputs are read (a bad path stops
 /// the command at once, not after a long input).
-fn create_out(path: &Path) -> Result<File> {
+pub(crate) fn create_out(path: &Path) -> Result<File> {
     File::create(path).map_err(|source| Error::Output {
         what: path.to_path_buf(),
         source,
@@ -151,13 +151,8 @@ pub fn run(plan: &Plan) -> Result<u8> {
     if let Some(file) = &plan.plot {
         plot_runs(file, &decoded)?;
     }
-    if let Some((p, mut f)) = html {
-        let page = super::html::page(&decoded)?;
-        f.write_all(page.as_bytes())
-            .map_err(|source| Error::Output {
-                what: p.clone(),
-                source,
-            })?;
+    if let Some(file) = html {
+        write_out(Some(file), &super::html::page(&decoded)?)?;
     }
     if !decoded
         .iter()

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::input::Source;
 use crate::plot;
 use crate::record::sanitize;
-use crate::report::decode;
+use crate::report::{create_out, decode};
 use crate::summary::{us, us_opt, QUANTILES};
 
 /// Boards drawn; the runs of any further board are in the CSV only.
@@ -62,10 +62,7 @@ struct Out {
 impl Out {
     fn create(dir: &Path, name: &str, header: &str) -> Result<Out> {
         let path = dir.join(name);
-        let f = File::create(&path).map_err(|source| Error::Output {
-            what: path.clone(),
-            source,
-        })?;
+        let f = create_out(&path)?;
         let mut out = Out {
             path,
             w: BufWriter::new(f),
