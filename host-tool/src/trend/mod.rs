@@ -109,73 +109,29 @@ pub fn run(plan: &Plan) -> Result<u8> {
         what: plan.out_dir.clone(),
         source,
     })?;
-    let mut csv = Out::create(&plan.out_dir, "trend.csv", &csv_header())?;
-    let mut heat = Out::create(&plan.out_dir, "trend-heatmap.csv", HEAT_HEADER)?;
-    let entries = index::list(&plan.paths)?;
-    let mut boards: Vec<Board> = Vec::new();
-    let mut t = Tally::default();
-    for e in &entries {
+    let mut trend = Trend {
+        csv: Out::create(&plan.out_dir, "trend.csv", &csv_header())?,
+        heat: Out::create(&plan.out_dir, "trend-heatmap.csv", HEAT_HEADER)?,
+        boards: Vec::new(),
+        tally: Tally::default(),
+    };
+    for e in &index::list(&plan.paths)? {
         if let (Some(want), Some(b)) = (&plan.board, &e.board) {
             // a recording holds one board's runs
             if want != b {
                 continue;
             }
         }
-        t.recordings += 1;
-        let name = e.path.display().to_string();
-        let d = match decode(&Source::File(name.clone())) {
-            Ok(d) => d,
-            Err(err) => {
-                console::say(&err);
-                t.unreadable += 1;
-                continue;
-            }
-        };
-        if let Some(err) = d.session.fatal() {
-            console::say(&err);
-            t.unreadable += 1;
-            continue;
-        }
-        let link = d.session.link();
-        for run in &d.session.agg.runs {
-            if run.hello_lost {
-                console::say(format_args!(
-                    "{name}: a run whose hello was lost is left out (its board is unknown)"
-                ));
-                t.without_hello += 1;
-                continue;
-            }
-            let f = RunFigures::of(run, &link, d.end);
-            if plan.board.as_ref().is_some_and(|b| *b != f.board) {
-                continue;
-            }
-            t.runs += 1;
-            csv.write(&f.csv_row(&name))?;
-            heat.write(&f.heat_rows())?;
-            match boards.iter().position(|b| b.name == f.board) {
-                Some(i) => boards[i].push(&f),
-                None if boards.len() < MAX_BOARDS => {
-                    let mut b = Board::new(&f.board);
-                    b.push(&f);
-                    boards.push(b);
-                }
-                None => t.unplotted += 1,
-            }
-        }
+        trend.recording(&e.path, plan.board.as_deref())?;
     }
-    let csv = csv.finish()?;
-    let heat = heat.finish()?;
-    let mut text = String::new();
-    for b in &boards {
-        let stem = format!("trend-{}", sanitize(&b.name));
-        let mut files = Vec::new();
-        for ext in ["png", "svg"] {
-            let file = plan.out_dir.join(format!("{stem}.{ext}"));
-            plot::trend(&file, b, &picks)?;
-            files.push(file.display().to_string());
-        }
-        summary(&mut text, b, &files);
-    }
+    let Trend {
+        csv,
+        heat,
+        boards,
+        tally: t,
+    } = trend;
+    let (csv, heat) = (csv.finish()?, heat.finish()?);
+    let mut text = plots(plan, &boards, &picks)?;
     text.push_str(&format!(
         "wrote {} ({} runs of {} recordings) and {}\n",
         csv.display(),
@@ -198,6 +154,87 @@ pub fn run(plan: &Plan) -> Result<u8> {
     }
     let failed = t.unreadable > 0 || t.without_hello > 0 || t.runs == 0;
     Ok(u8::from(failed))
+}
+
+/// A trend being read: its CSVs, its boards, its tally.
+struct Trend {
+    csv: Out,
+    heat: Out,
+    boards: Vec<Board>,
+    tally: Tally,
+}
+
+impl Trend {
+    /// Read the recording at `path`: each run's rows to the CSVs and its
+    /// point to its board (of `board` only, when given). An unreadable
+    /// recording or a run without its hello is said and counted.
+    fn recording(&mut self, path: &Path, board: Option<&str>) -> Result<()> {
+        self.tally.recordings += 1;
+        let name = path.display().to_string();
+        let d = match decode(&Source::File(name.clone())) {
+            Ok(d) => d,
+            Err(err) => {
+                console::say(&err);
+                self.tally.unreadable += 1;
+                return Ok(());
+            }
+        };
+        if let Some(err) = d.session.fatal() {
+            console::say(&err);
+            self.tally.unreadable += 1;
+            return Ok(());
+        }
+        let link = d.session.link();
+        for run in &d.session.agg.runs {
+            if run.hello_lost {
+                console::say(format_args!(
+                    "{name}: a run whose hello was lost is left out (its board is unknown)"
+                ));
+                self.tally.without_hello += 1;
+                continue;
+            }
+            let f = RunFigures::of(run, &link, d.end);
+            if board.is_some_and(|b| b != f.board) {
+                continue;
+            }
+            self.take(&f, &name)?;
+        }
+        Ok(())
+    }
+
+    /// One run's rows, and its point on its board's plots (boards past
+    /// [`MAX_BOARDS`] get rows only).
+    fn take(&mut self, f: &RunFigures, file: &str) -> Result<()> {
+        self.tally.runs += 1;
+        self.csv.write(&f.csv_row(file))?;
+        self.heat.write(&f.heat_rows())?;
+        match self.boards.iter().position(|b| b.name == f.board) {
+            Some(i) => self.boards[i].push(f),
+            None if self.boards.len() < MAX_BOARDS => {
+                let mut b = Board::new(&f.board);
+                b.push(f);
+                self.boards.push(b);
+            }
+            None => self.tally.unplotted += 1,
+        }
+        Ok(())
+    }
+}
+
+/// Every board's PNG and SVG in the plan's folder; the summary's lines.
+fn plots(plan: &Plan, boards: &[Board], picks: &[usize]) -> Result<String> {
+    let mut text = String::new();
+    for b in boards {
+        let stem = format!("trend-{}", sanitize(&b.name));
+        let mut files = Vec::new();
+        for ext in ["png", "svg"] {
+            let file = plan.out_dir.join(format!("{stem}.{ext}"));
+            plot::trend(&file, b, picks)?;
+            files.push(file.display().to_string());
+        }
+        summary(&mut text, b, &files);
+    }
+    Ok(text)
 }
 
 /// The indices into [`QUANTILES`] of the quantiles named.
