@@ -76,15 +76,10 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
         collect_degradations(cfg, &setup.shared, &mut deg);
         filter_wakeups(tracer.as_mut(), &setup.shared);
         let effective = effective_plans(&setup.plans, &setup.shared);
-        let common = rt::common_start(cfg.align, setup.settings.clock);
-        setup.control.start.store(common, Ordering::SeqCst);
-        // Read before the gate opens: every thread's own start comes after
-        // it, so a run of `-D` reports at least that long. Read after, it
-        // lagged the threads' starts whenever they preempted this thread
-        // (2.3 ms on an emulated 2-CPU armv7 board), and the run seemed
-        // to end early.
-        let start_ns = monotonic_ns();
-        setup.control.gate.open();
+        let start_ns = open_gate(
+            &setup.control,
+            rt::common_start(cfg.align, setup.settings.clock),
+        );
         for w in &deg.warnings {
             output::note(&format!("latscope: {w}"));
         }
@@ -128,6 +123,19 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
     });
     s.deg = deg;
     ended
+}
+
+/// Store the threads' common start (`-A`, `--secaligned`; 0 for none),
+/// open the gate, and return the run's start on the monotonic clock. It
+/// is read before the gate opens: every thread's own start comes after
+/// it, so a run of `-D` reports at least that long. Read after, it lagged
+/// the threads' starts whenever they preempted this thread (2.3 ms on an
+/// emulated 2-CPU armv7 board), and the run seemed to end early.
+fn open_gate(control: &rt::Control, common: i64) -> i64 {
+    control.start.store(common, Ordering::SeqCst);
+    let start_ns = monotonic_ns();
+    control.gate.open();
+    start_ns
 }
 
 /// `--explain`, before the gate: from the first cycle on, only the
