@@ -129,18 +129,29 @@ impl Browser {
         let mut bytes = serde_json::to_vec(&msg).expect("a message");
         bytes.push(0);
         self.to.write_all(&bytes).expect("write to chromium");
+        let v = self.next_until(&format!("the answer to {method}"), |v| {
+            v["id"].as_u64() == Some(id)
+        });
+        assert!(v.get("error").is_none(), "{method}: {}", v["error"]);
+        v["result"].clone()
+    }
+
+    /// Read messages until one satisfies `wanted`, within [`CALL_LIMIT`],
+    /// keeping every event read meanwhile (and the wanted one, if an event)
+    /// in [`Browser::events`]; that message.
+    fn next_until(&mut self, what: &str, wanted: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + CALL_LIMIT;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let v = self.from.recv_timeout(left).unwrap_or_else(|_| {
-                panic!("chromium did not answer {method} within {CALL_LIMIT:?}")
-            });
-            if v["id"].as_u64() == Some(id) {
-                assert!(v.get("error").is_none(), "{method}: {}", v["error"]);
-                return v["result"].clone();
-            }
+            let v = self
+                .from
+                .recv_timeout(left)
+                .unwrap_or_else(|_| panic!("chromium: no {what} within {CALL_LIMIT:?}"));
             if v.get("method").is_some() {
-                self.events.push(v);
+                self.events.push(v.clone());
+            }
+            if wanted(&v) {
+                return v;
             }
         }
     }
@@ -164,19 +175,9 @@ impl Browser {
         let url = format!("file://{}", file.display());
         let seen = self.events.len();
         self.call("Page.navigate", json!({ "url": url }));
-        let deadline = Instant::now() + CALL_LIMIT;
-        while !self.events[seen..]
-            .iter()
-            .any(|e| e["method"] == "Page.loadEventFired")
-        {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let v = self
-                .from
-                .recv_timeout(left)
-                .unwrap_or_else(|_| panic!("{url} did not load within {CALL_LIMIT:?}"));
-            if v.get("method").is_some() {
-                self.events.push(v);
-            }
+        let loaded = |e: &Value| e["method"] == "Page.loadEventFired";
+        if !self.events[seen..].iter().any(loaded) {
+            self.next_until(&format!("load of {url}"), loaded);
         }
     }
 
