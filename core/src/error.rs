@@ -21,6 +21,8 @@ pub enum Error {
     Sleep(i32),
     /// A configuration value is out of range (named).
     BadConfig(&'static str),
+    /// A latency goal list (`--slo`) that does not read: why.
+    BadGoal(&'static str),
     /// Time zone data or a `TZ` rule that cannot be read (why).
     BadTimeZone(&'static str),
     /// Bucket memory handed in does not match the layout.
@@ -52,6 +54,7 @@ impl fmt::Display for Error {
             Error::Encode => f.write_str("frame could not be serialised"),
             Error::Sleep(e) => write!(f, "clock_nanosleep failed (errno {e})"),
             Error::BadConfig(what) => write!(f, "invalid configuration: {what}"),
+            Error::BadGoal(why) => write!(f, "latency goals: {why}"),
             Error::BadTimeZone(why) => write!(f, "time zone: {why}"),
             Error::BucketMemory => {
                 f.write_str("bucket memory does not match the layout (length or not zeroed)")

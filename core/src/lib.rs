@@ -13,6 +13,8 @@
 //!   spike's time to IRQs, softirqs and tasks, exactly;
 //! * [`ringbuf`]: the kernel's binary trace (`trace_pipe_raw` pages)
 //!   decoded into the classifier's events;
+//! * [`slo`]: latency goals, and their verdicts with a stated confidence
+//!   from blocks of the run;
 //! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
 //! * `console`: the rule both programs' standard streams follow after a
 //!   failed write (where the target has 64-bit atomics);
@@ -84,6 +86,7 @@ mod proptest_cases;
 pub mod protocol;
 pub mod ringbuf;
 pub mod seqlock;
+pub mod slo;
 pub mod sort;
 pub mod stats;
 pub mod tz;
