@@ -5,7 +5,7 @@
 //! the man pages and shell completions.
 //!
 //! Exit status: 0 on success; 1 when a run failed, was incomplete or could
-//! not be read in full (every cause of `report::verdict`, not a latscope
+//! not be read in full (every cause of `report::completeness`, not a latscope
 //! stream, another protocol version, an I/O error); 2 for bad
 //! usage; 4 when the work was done but a write to standard output or
 //! standard error failed (see [`console`]).
@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use latscope_core::cyclictest::HistShape;
+use latscope_core::slo::Goals;
 
 use crate::input::Source;
 use report::Format;
@@ -215,13 +216,35 @@ struct ReportArgs {
     /// Also draw the histogram, tail and max-over-time plots (.svg or .png).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
-    /// Also write one self-contained HTML page of every run (verdict,
+    /// Also write one self-contained HTML page of every run (completeness,
     /// identity, summary, plots, spikes and their causes) to FILE.
     #[arg(long, value_name = "FILE")]
     html: Option<PathBuf>,
     /// Write the report to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Decide latency goals for every thread: pass, fail or inconclusive,
+    /// e.g. `p99.9<=80us,max<=200us,missed<=0,majflt<=0@95%` (grammar in
+    /// docs/running.md). Exit status 5 when one fails, 6 when none fails
+    /// but one is inconclusive.
+    #[arg(long, value_name = "GOALS", value_parser = goals_arg)]
+    slo: Option<Goals>,
+    /// Also write the verdicts as JUnit XML (a test case per thread and
+    /// goal) to FILE.
+    #[arg(long, value_name = "FILE", requires = "slo")]
+    junit: Option<PathBuf>,
+    /// Also write the verdicts as LAVA result lines (`NAME pass|fail|skip
+    /// VALUE UNITS`) to FILE.
+    #[arg(long, value_name = "FILE", requires = "slo")]
+    lava: Option<PathBuf>,
+    /// Also write the verdicts as a JSON document to FILE.
+    #[arg(long, value_name = "FILE", requires = "slo")]
+    verdicts: Option<PathBuf>,
+}
+
+/// `--slo`: a goal list, or core's one line on what is wrong with it.
+fn goals_arg(s: &str) -> std::result::Result<Goals, String> {
+    Goals::parse(s).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Debug)]
@@ -295,6 +318,10 @@ struct SynthArgs {
     /// End without a bye: an incomplete run.
     #[arg(long)]
     no_bye: bool,
+    /// How the samples follow one another: independent, or bursty (storms
+    /// of 100 to 400 µs samples, about 1 % of the time).
+    #[arg(long, value_enum, default_value = "independent")]
+    model: synth::SampleModel,
     /// Output file (default stdout).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -353,6 +380,12 @@ impl ReportArgs {
             plot: self.plot,
             html: self.html,
             output: self.output,
+            slo: self.slo.map(|goals| report::SloPlan {
+                goals: std::sync::Arc::new(goals),
+                junit: self.junit,
+                lava: self.lava,
+                verdicts: self.verdicts,
+            }),
         }
     }
 }
@@ -380,6 +413,7 @@ impl SynthArgs {
             started_unix_s: self.started.unwrap_or(d.started_unix_s),
             scale_pct: self.scale,
             bye: !self.no_bye,
+            model: self.model,
             ..d
         }
     }

@@ -56,6 +56,12 @@ impl Session {
         }
     }
 
+    /// Tally the limits of latency goals `goals` in every run (before the
+    /// first bytes: `report --slo`).
+    pub(crate) fn set_goals(&mut self, goals: std::sync::Arc<latscope_core::slo::Goals>) {
+        self.agg.set_goals(goals);
+    }
+
     /// Decode `bytes`, in any chunking.
     pub fn feed(&mut self, bytes: &[u8]) {
         if self.dec.stats().frames == 0 && self.head.len() < HEAD_KEPT {

@@ -23,7 +23,7 @@ const PROBE: &str = "(() => {
       .map(e => { const r = e.getBoundingClientRect(); return [r.width, r.height]; }),
     figures: cells('table.figures tbody tr'),
     shape: cells('table.shape tbody tr'),
-    verdict: (document.querySelector('.verdict') || {}).textContent || '',
+    completeness: (document.querySelector('.completeness') || {}).textContent || '',
     causes: (document.querySelector('pre.causes') || {}).textContent || '',
     explained: (document.querySelector('pre.explained') || {}).textContent || '',
     scroll_width: document.documentElement.scrollWidth,
@@ -136,7 +136,10 @@ fn the_html_report_opens_in_chromium_with_the_text_reports_figures() {
     assert_eq!(rows(&desk["figures"]), figures, "{text}");
     assert_eq!(rows(&desk["shape"]), shape, "{text}");
     assert!(
-        desk["verdict"].as_str().unwrap().starts_with("Complete"),
+        desk["completeness"]
+            .as_str()
+            .unwrap()
+            .starts_with("Complete"),
         "{desk}"
     );
     // the causes over all explained spikes, then each spike with its own
@@ -173,9 +176,9 @@ fn an_incomplete_run_says_so_at_the_top_of_its_page() {
     let page = dir.join("cut.html");
     let text = reports(&rec, &page);
     let desk = check_page(dir.path(), &page, "incomplete");
-    let verdict = desk["verdict"].as_str().unwrap();
-    assert!(verdict.starts_with("Incomplete"), "{verdict}");
-    assert!(verdict.contains("no bye"), "{verdict}");
+    let completeness = desk["completeness"].as_str().unwrap();
+    assert!(completeness.starts_with("Incomplete"), "{completeness}");
+    assert!(completeness.contains("no bye"), "{completeness}");
     assert_eq!(rows(&desk["figures"]), text_table(&text, "thread  CPU"));
 }
 

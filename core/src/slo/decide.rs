@@ -147,7 +147,7 @@ pub fn decide(
             };
             *slot = observed(thread, goal, obs, complete);
             if let Goal::Quantile { q, .. } = goal {
-                let allowed = 1.0 - f64::from(q.0) / 1e6;
+                let allowed = f64::from(1_000_000 - q.0) / 1e6;
                 match (share_of(obs.tally, qi, allowed), tests.get_mut(m)) {
                     (Some(s), Some(t)) => {
                         let (strength, df) = s.strength();

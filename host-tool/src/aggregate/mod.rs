@@ -20,6 +20,8 @@ use latscope_core::wire::{
     Body, Bye, Frame, Hello, Level, LogLine, MAX_THREADS, PROTOCOL_VERSION, SCHEMA_KEY,
 };
 
+use latscope_core::slo::Goals;
+
 use crate::budget::{Budget, Charge, RUN_FIXED};
 
 /// Log lines kept per run; later ones are counted.
@@ -57,6 +59,8 @@ pub(crate) struct Run {
     pub hello_lost: bool,
     /// Frames of threads the stream's memory budget refused.
     pub refused_frames: u64,
+    /// The latency goals whose limits each thread's tally counts.
+    goals: Option<Arc<Goals>>,
     budget: Arc<Budget>,
     _charge: Charge,
 }
@@ -65,7 +69,7 @@ impl Run {
     /// The run a possible hello ([`Hello::is_possible`]) starts, with a
     /// run's budget inside its stream's `stream`; `None` if the budget
     /// refuses it.
-    fn new(hello: Hello, stream: &Arc<Budget>) -> Option<Self> {
+    fn new(hello: Hello, stream: &Arc<Budget>, goals: Option<Arc<Goals>>) -> Option<Self> {
         let budget = Budget::run(stream);
         let charge = Charge::take(&budget, RUN_FIXED)?;
         let layout = hello.config.layout;
@@ -89,6 +93,7 @@ impl Run {
             explained: Explained::default(),
             hello_lost: false,
             refused_frames: 0,
+            goals,
             budget,
             _charge: charge,
         };
@@ -118,7 +123,7 @@ impl Run {
             let keep = overflow_keep(&self.hello);
             let spike_ns = self.hello.config.spike_ns;
             match ThreadAgg::new(&self.layout, None, keep, spike_ns, &self.budget) {
-                Ok(Some(t)) => self.threads.push(t),
+                Ok(Some(t)) => self.threads.push(t.with_goals(self.goals.as_deref())),
                 Ok(None) => {
                     self.refused_frames += 1;
                     return None;
@@ -225,6 +230,8 @@ pub(crate) struct Aggregator {
     pub ignored: u64,
     ignoring: bool,
     budget: Arc<Budget>,
+    /// The latency goals every run's threads tally (`report --slo`).
+    goals: Option<Arc<Goals>>,
 }
 
 impl Default for Aggregator {
@@ -248,7 +255,13 @@ impl Aggregator {
             ignored: 0,
             ignoring: false,
             budget,
+            goals: None,
         }
+    }
+
+    /// Tally the limits of `goals` in every run from now on.
+    pub(crate) fn set_goals(&mut self, goals: Arc<Goals>) {
+        self.goals = Some(goals);
     }
 
     /// The stream's memory budget.
@@ -283,7 +296,7 @@ impl Aggregator {
             self.ignoring = false;
             let same = self.runs.last().is_some_and(|r| r.hello.run_id == h.run_id);
             if !same {
-                match Run::new(h.clone(), &self.budget) {
+                match Run::new(h.clone(), &self.budget, self.goals.clone()) {
                     Some(run) => {
                         self.runs.push(run);
                         self.replay();
@@ -338,7 +351,7 @@ impl Aggregator {
     /// target with the default bucket layout.
     fn adopt_unknown(&mut self) {
         if self.runs.is_empty() && !self.pending.is_empty() && !self.ignoring {
-            let Some(mut run) = Run::new(unknown_hello(), &self.budget) else {
+            let Some(mut run) = Run::new(unknown_hello(), &self.budget, self.goals.clone()) else {
                 self.refused_runs += 1;
                 return;
             };

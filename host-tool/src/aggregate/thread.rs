@@ -4,6 +4,7 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
+use latscope_core::slo::{Goals, Tally};
 use latscope_core::wire::{
     Aggregate, HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats,
 };
@@ -37,6 +38,9 @@ pub(crate) struct ThreadAgg {
     refused_spikes: u64,
     /// What the target's aggregates say of this thread's spikes.
     pub spike_account: SpikeAccount,
+    /// Samples above each latency goal's limit, block by block (with
+    /// `report --slo`).
+    tally: Option<Box<Tally>>,
 }
 
 /// A thread's [`Aggregate`] frames (protocol version 3): the latest one's
@@ -94,7 +98,26 @@ impl ThreadAgg {
             charge,
             refused_spikes: 0,
             spike_account: SpikeAccount::default(),
+            tally: None,
         }))
+    }
+
+    /// The thread, tallying the limits of `goals` if there are any.
+    pub(crate) fn with_goals(self, goals: Option<&Goals>) -> Self {
+        ThreadAgg {
+            tally: goals.map(|g| Box::new(Tally::for_goals(g))),
+            ..self
+        }
+    }
+
+    /// The tally of the goals' limits with its last block closed, and
+    /// whether it holds every sample of the histogram (no delta was
+    /// missed or replaced by a snapshot).
+    pub(crate) fn tally(&self) -> Option<(Tally, bool)> {
+        let mut t = self.tally.as_deref()?.clone();
+        t.end_block();
+        let whole = t.samples() == self.asm.total();
+        Some((t, whole))
     }
 
     /// Account one spike record. Its lists grow in steps, each charged to
@@ -150,7 +173,18 @@ impl ThreadAgg {
 
     /// A delta part arrived.
     pub(crate) fn on_delta(&mut self, d: &HistDelta) {
+        let before = self.asm.total();
         self.asm.on_delta(d);
+        if let Some(t) = self.tally.as_deref_mut() {
+            // a part the assembler took changes its total; a repeated,
+            // stale or malformed one does not
+            if self.asm.total() != before {
+                let layout = *self.asm.layout();
+                for (b, n) in d.runs.iter(d.start).flatten() {
+                    t.add(d.epoch, &layout, usize::from(b), n);
+                }
+            }
+        }
     }
 
     /// Cumulative statistics arrived.

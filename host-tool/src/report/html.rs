@@ -1,5 +1,5 @@
 //! `report --html FILE`: one self-contained page to hand a colleague. Per
-//! run: its verdict, its identity (the text report's header), the
+//! run: whether it is complete, its identity (the text report's header), the
 //! summary tables, the plots (inline SVG) and the spikes with their
 //! causes. It fetches nothing: a content-security policy of
 //! `default-src 'none'` that allows only its own style sheet (by hash; no
@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use latscope_core::wire::LinkStats;
 
-use super::{text, verdict, Decoded};
+use super::{completeness, text, Decoded};
 use crate::aggregate::Run;
 use crate::error::Result;
 use crate::plot;
@@ -22,7 +22,7 @@ const STYLE: &str = "\
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;padding:1em;max-width:1100px;color:#1a1a1a}
 h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.25em;margin:1.4em 0 .4em;border-bottom:1px solid #ccc}
 h3{font-size:1.05em;margin:1em 0 .3em}
-.verdict{padding:.5em .8em;border-radius:4px;margin:.5em 0}
+.completeness{padding:.5em .8em;border-radius:4px;margin:.5em 0}
 .complete{background:#e6f4ea;border:1px solid #34a853}.incomplete{background:#fce8e6;border:1px solid #d93025}
 .scroll{overflow-x:auto}
 table{border-collapse:collapse;font-variant-numeric:tabular-nums;margin:.3em 0}
@@ -38,7 +38,7 @@ footer{margin-top:2em;font-size:.85em;color:#555}
 /// [`STYLE`]): a change to the style sheet changes it. Chromium refuses a
 /// sheet whose hash is not this one and logs an error that names the
 /// right one; `tests/tests/html_report.rs` fails on that error.
-const STYLE_HASH: &str = "sha256-ukZ5v8bSDbLWLhU+AE4UHfW/b7IQhkTBVM3Izdpheu4=";
+const STYLE_HASH: &str = "sha256-by0lze+t8xg9PIF0CXhlwAoSa+EUz4yducuD6gek9ZI=";
 
 /// The page of every run of `decoded`.
 pub(crate) fn page(decoded: &[Decoded]) -> Result<String> {
@@ -84,16 +84,16 @@ fn section(out: &mut String, i: usize, name: &str, run: &Run, link: &LinkStats) 
         esc(run.hostname()),
         run.hello.run_id
     );
-    let losses = verdict::losses(run, link);
+    let losses = completeness::losses(run, link);
     if losses.is_empty() {
         let _ = writeln!(
             out,
-            "<p class=\"verdict complete\"><strong>Complete</strong>: nothing of the run was lost.</p>"
+            "<p class=\"completeness complete\"><strong>Complete</strong>: nothing of the run was lost.</p>"
         );
     } else {
         let _ = writeln!(
             out,
-            "<div class=\"verdict incomplete\"><strong>Incomplete</strong>:<ul>"
+            "<div class=\"completeness incomplete\"><strong>Incomplete</strong>:<ul>"
         );
         for l in &losses {
             let _ = writeln!(out, "<li>{}</li>", esc(&l.message()));
@@ -298,7 +298,7 @@ mod tests {
         assert!(page.contains("&lt;b&gt;&amp;&quot;lab&quot;"));
         assert!(!page.contains("<b>&"));
         assert_eq!(page.matches("<svg ").count(), 1);
-        assert!(page.contains("<p class=\"verdict complete\">"));
+        assert!(page.contains("<p class=\"completeness complete\">"));
     }
 
     #[test]
@@ -308,7 +308,7 @@ mod tests {
             ..SynthConfig::default()
         });
         let page = page(std::slice::from_ref(&d)).unwrap();
-        assert!(page.contains("verdict incomplete"), "{page}");
+        assert!(page.contains("completeness incomplete"), "{page}");
         assert!(page.contains("<li>no bye"), "{page}");
     }
 

@@ -2,12 +2,13 @@
 //! subcommand itself ([`run`] with a [`Plan`]).
 
 mod accounting;
+pub(crate) mod completeness;
 pub(crate) mod cyclictest;
 mod html;
 mod pretty;
 mod run;
+pub(crate) mod slo;
 pub(crate) mod text;
-pub(crate) mod verdict;
 
 #[cfg(test)]
 mod golden;
@@ -33,7 +34,7 @@ use crate::summary::{summarize, Summary};
 use latscope_core::wire::Platform;
 
 pub(crate) use run::{create_out, decode};
-pub use run::{run, Plan};
+pub use run::{run, Plan, SloPlan, EXIT_GOAL_FAILED, EXIT_GOAL_INCONCLUSIVE};
 
 /// The report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -73,17 +74,17 @@ pub struct Decoded {
 }
 
 /// Whether a run is complete (for the exit status): nothing of
-/// [`verdict::losses`], read from an input with link statistics `link`.
+/// [`completeness::losses`], read from an input with link statistics `link`.
 pub(crate) fn run_ok(run: &Run, link: &LinkStats) -> bool {
-    verdict::complete(run, link)
+    completeness::complete(run, link)
 }
 
 /// Say on standard error why a run of input `name` is incomplete, if it
 /// is; whether it is complete.
 pub(crate) fn say_run(name: &str, run: &Run, link: &LinkStats) -> bool {
-    let losses = verdict::losses(run, link);
+    let losses = completeness::losses(run, link);
     if !losses.is_empty() {
-        let why: Vec<String> = losses.iter().map(verdict::Loss::message).collect();
+        let why: Vec<String> = losses.iter().map(completeness::Loss::message).collect();
         console::say(format_args!(
             "{name}: run {:016x} incomplete: {}",
             run.hello.run_id,
@@ -186,7 +187,7 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-/// The rows of one run; `complete` (the run's verdict) ends every row.
+/// The rows of one run; `complete` (whether the run is complete) ends every row.
 fn csv_run(out: &mut String, name: &str, run: &Run, complete: bool) {
     let name = csv_field(name);
     let id = format!("{:016x}", run.hello.run_id);
@@ -385,11 +386,11 @@ fn json_input(d: &Decoded) -> Value {
 
 /// A run's JSON with `threads`, `all` and `spikes` placeholders
 /// ([`RunJson`] writes them); `complete` and `incomplete` (the causes) by
-/// [`verdict::losses`] with the input's `link` statistics.
+/// [`completeness::losses`] with the input's `link` statistics.
 fn json_run(run: &Run, link: &LinkStats) -> Value {
-    let losses: Vec<String> = verdict::losses(run, link)
+    let losses: Vec<String> = completeness::losses(run, link)
         .iter()
-        .map(verdict::Loss::message)
+        .map(completeness::Loss::message)
         .collect();
     let h = &run.hello;
     let c = &h.config;

@@ -6,6 +6,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use latscope_core::slo::{Goals, Outcome};
 use latscope_core::wire::Platform;
 
 use super::{render, say_incomplete, write_json, Decoded, Format, Options};
@@ -28,13 +31,42 @@ pub struct Plan {
     pub html: Option<PathBuf>,
     /// Write the report to this file instead of standard output.
     pub output: Option<PathBuf>,
+    /// Decide latency goals, and where their verdicts go.
+    pub slo: Option<SloPlan>,
+}
+
+/// `report --slo`: the goals, and the verdict files asked for.
+#[derive(Debug, Clone)]
+pub struct SloPlan {
+    /// The goals and their confidence.
+    pub goals: Arc<Goals>,
+    /// JUnit XML to this file.
+    pub junit: Option<PathBuf>,
+    /// LAVA result lines to this file.
+    pub lava: Option<PathBuf>,
+    /// The JSON verdict document to this file.
+    pub verdicts: Option<PathBuf>,
+}
+
+impl SloPlan {
+    fn files(&self) -> impl Iterator<Item = &PathBuf> {
+        self.junit.iter().chain(&self.lava).chain(&self.verdicts)
+    }
 }
 
 /// Decode one input to its end (an endless one, standard input or a
 /// serial line, until its run's bye).
 pub(crate) fn decode(source: &Source) -> Result<Decoded> {
+    decode_with(source, None)
+}
+
+/// [`decode`], tallying the limits of `goals` in every thread.
+fn decode_with(source: &Source, goals: Option<&Arc<Goals>>) -> Result<Decoded> {
     let mut r = source.open()?;
     let mut s = Session::new(source.name());
+    if let Some(g) = goals {
+        s.set_goals(Arc::clone(g));
+    }
     let endless = source.endless();
     pump(&mut *r, |bytes| {
         s.feed(bytes);
@@ -109,7 +141,7 @@ fn write_json_out(file: Option<(&PathBuf, File)>, decoded: &[Decoded]) -> Result
 /// `latscope-host report`: decode every input, write the report in the
 /// plan's format (and the plots), and return the exit status: 0 when
 /// every run is complete, 1 when an input could not be read or a run is
-/// not (any cause of `verdict::losses`, each said on standard error). An error is returned
+/// not (any cause of `completeness::losses`, each said on standard error). An error is returned
 /// before any input is read when the outputs cannot be created or the
 /// plan is not usable.
 pub fn run(plan: &Plan) -> Result<u8> {
@@ -134,19 +166,44 @@ pub fn run(plan: &Plan) -> Result<u8> {
         Some(p) => Some((p, create_out(p)?)),
         None => None,
     };
-    let (decoded, mut code) = decode_all(&plan.sources, plan.options.format);
+    let slo_files = match &plan.slo {
+        Some(s) => s
+            .files()
+            .map(|p| Ok((p, create_out(p)?)))
+            .collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    let goals = plan.slo.as_ref().map(|s| &s.goals);
+    let (decoded, mut code) = decode_all(&plan.sources, plan.options.format, goals);
     if decoded.is_empty() {
-        // no run to draw or show: not an empty plot or page left behind
-        for f in plan.plot.iter().chain(&plan.html) {
+        // no run to draw or show: not an empty plot, page or verdict left
+        let slo = plan.slo.iter().flat_map(SloPlan::files);
+        for f in plan.plot.iter().chain(&plan.html).chain(slo) {
             let _ = std::fs::remove_file(f);
         }
         return Ok(1);
     }
+    let verdicts = plan.slo.as_ref().map(|s| verdicts_of(&s.goals, &decoded));
     if plan.options.format == Format::Json {
         write_json_out(out, &decoded)?;
     } else {
-        let text = render(&decoded, plan.options)?;
+        let mut text = render(&decoded, plan.options)?;
+        if let (Some(s), Some(v), Format::Text) = (&plan.slo, &verdicts, plan.options.format) {
+            for r in v {
+                super::slo::text(&mut text, &s.goals, r);
+            }
+        }
         write_out(out, &text)?;
+    }
+    if let (Some(s), Some(v)) = (&plan.slo, &verdicts) {
+        if plan.options.format != Format::Text {
+            let mut table = String::new();
+            for r in v {
+                super::slo::text(&mut table, &s.goals, r);
+            }
+            console::Std::Err.write(table.as_bytes());
+        }
+        write_verdict_files(s, v, slo_files)?;
     }
     if let Some(file) = &plan.plot {
         plot_runs(file, &decoded)?;
@@ -160,15 +217,67 @@ pub fn run(plan: &Plan) -> Result<u8> {
     {
         code = 1;
     }
-    Ok(code)
+    Ok(
+        match verdicts.map(|v| super::slo::overall(v.iter().map(|r| r.outcome()))) {
+            Some(Outcome::Fail) => EXIT_GOAL_FAILED,
+            Some(Outcome::Inconclusive) if code == 0 => EXIT_GOAL_INCONCLUSIVE,
+            _ => code,
+        },
+    )
+}
+
+/// Exit status: a latency goal failed (over every other status but a
+/// usage error's).
+pub const EXIT_GOAL_FAILED: u8 = 5;
+/// Exit status: no goal failed, but one is inconclusive (under an
+/// incomplete run's 1).
+pub const EXIT_GOAL_INCONCLUSIVE: u8 = 6;
+
+/// The verdicts of every run of every input.
+fn verdicts_of(goals: &Goals, decoded: &[Decoded]) -> Vec<super::slo::RunVerdicts> {
+    decoded
+        .iter()
+        .flat_map(|d| {
+            let link = d.session.link();
+            let name = d.session.name.clone();
+            d.session
+                .agg
+                .runs
+                .iter()
+                .map(move |r| super::slo::of_run(&name, r, &link, goals))
+        })
+        .collect()
+}
+
+/// The verdict files, each into the file created for it.
+fn write_verdict_files(
+    s: &SloPlan,
+    v: &[super::slo::RunVerdicts],
+    mut files: Vec<(&PathBuf, File)>,
+) -> Result<()> {
+    let mut next = |want: &Option<PathBuf>, text: String| -> Result<()> {
+        if want.is_some() && !files.is_empty() {
+            let f = files.remove(0);
+            write_out(Some(f), &text)?;
+        }
+        Ok(())
+    };
+    next(&s.junit, super::slo::junit(&s.goals, v))?;
+    next(&s.lava, super::slo::lava(v))?;
+    let doc = super::slo::json(&s.goals, v);
+    next(&s.verdicts, format!("{doc:#}\n"))
 }
 
 /// Decode every input; the readable ones, and 1 if any was not.
-fn decode_all(sources: &[Source], format: Format) -> (Vec<Decoded>, u8) {
+fn decode_all(
+    sources: &[Source],
+    format: Format,
+    goals: Option<&Arc<Goals>>,
+) -> (Vec<Decoded>, u8) {
     let mut code = 0u8;
     let mut decoded = Vec::new();
     for s in sources {
-        let d = match decode(s) {
+        let d = match decode_with(s, goals) {
             Ok(d) => d,
             Err(e) => {
                 console::say(&e);

@@ -339,9 +339,12 @@ fn tail(out: &mut String, run: &Run, link: &LinkStats) {
     let _ = writeln!(out, "end:      {}", ending(run));
     let _ = writeln!(out, "link:     {}", link_line(link));
     let _ = writeln!(out, "data:     {}", exactness(run));
-    let losses = super::verdict::losses(run, link);
+    let losses = super::completeness::losses(run, link);
     if !losses.is_empty() {
-        let why: Vec<String> = losses.iter().map(super::verdict::Loss::message).collect();
+        let why: Vec<String> = losses
+            .iter()
+            .map(super::completeness::Loss::message)
+            .collect();
         let _ = writeln!(out, "INCOMPLETE: {} (exit status 1)", why.join("; "));
     }
     for l in run.warnings() {

@@ -11,9 +11,9 @@ use latscope_core::wire::LinkStats;
 
 use crate::aggregate::Run;
 use crate::record::board_name;
+use crate::report::completeness;
 use crate::report::csv_field;
 use crate::report::cyclictest::times;
-use crate::report::verdict;
 use crate::summary::{summarize, QUANTILES};
 
 /// Bins of the heatmap per decade of latency.
@@ -55,7 +55,7 @@ pub(crate) struct RunFigures {
     pub started: WallTime,
     /// How long it ran (ns), as its bye or last statistics say.
     pub duration_ns: u64,
-    /// Nothing of it was lost (`report`'s verdict).
+    /// Nothing of it was lost (`report`'s completeness).
     pub complete: bool,
     /// Why it is incomplete, as `report` says it (empty when complete).
     pub why: String,
@@ -88,8 +88,8 @@ impl RunFigures {
         for (b, &c) in all.hist.iter().enumerate().filter(|(_, &c)| c > 0) {
             heat[heat_bin(run.layout.lower_us(b).saturating_mul(1000))] += c;
         }
-        let losses = verdict::losses(run, link);
-        let why: Vec<String> = losses.iter().map(verdict::Loss::message).collect();
+        let losses = completeness::losses(run, link);
+        let why: Vec<String> = losses.iter().map(completeness::Loss::message).collect();
         RunFigures {
             board: board_name(&run.hello).to_string(),
             run_id: run.hello.run_id,
