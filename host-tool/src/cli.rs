@@ -10,7 +10,7 @@
 //! usage; 4 when the work was done but a write to standard output or
 //! standard error failed (see [`console`]).
 
-use crate::{compare, console, record, report, simulate, synth, trend};
+use crate::{compare, console, gate, record, report, simulate, synth, trend};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -250,12 +250,53 @@ fn goals_arg(s: &str) -> std::result::Result<Goals, String> {
 #[derive(Args, Debug)]
 struct CompareArgs {
     /// The "before" recording.
-    a: String,
+    #[arg(required_unless_present = "gate")]
+    a: Option<String>,
     /// The "after" recording.
-    b: String,
+    #[arg(required_unless_present = "gate")]
+    b: Option<String>,
     /// Also draw both histograms overlaid (.svg or .png).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "gate")]
     plot: Option<PathBuf>,
+    /// A regression gate: the candidate runs against the baseline runs,
+    /// quantile by quantile (p50, p90, p99, p99.9 of all CPUs), runs as
+    /// the unit: pass, fail (a regression beyond --tolerance) or
+    /// inconclusive. Exit status 5 when it fails, 6 when inconclusive.
+    #[arg(long, requires_all = ["baseline", "candidate"], conflicts_with_all = ["a", "b"])]
+    gate: bool,
+    /// The gate's baseline recordings (every complete run in them).
+    #[arg(long, value_name = "RECORDING", num_args = 1.., requires = "gate")]
+    baseline: Vec<String>,
+    /// The gate's candidate recordings.
+    #[arg(long, value_name = "RECORDING", num_args = 1.., requires = "gate")]
+    candidate: Vec<String>,
+    /// The regression the gate allows, in percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 10.0, requires = "gate",
+          value_parser = tolerance_arg)]
+    tolerance: f64,
+    /// The gate's confidence, in percent, for all its quantiles together.
+    #[arg(long, value_name = "PERCENT", default_value_t = 95.0, requires = "gate",
+          value_parser = confidence_arg)]
+    confidence: f64,
+    /// Also write the gate's verdict as a JSON document to FILE.
+    #[arg(long, value_name = "FILE", requires = "gate")]
+    verdicts: Option<PathBuf>,
+}
+
+/// `--tolerance`: a percentage from 0 up.
+fn tolerance_arg(s: &str) -> std::result::Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p.is_finite() && p >= 0.0 => Ok(p),
+        _ => Err("a tolerance is a percentage, 0 or more, e.g. 10".into()),
+    }
+}
+
+/// `--confidence`: a percentage strictly between 0 and 100.
+fn confidence_arg(s: &str) -> std::result::Result<f64, String> {
+    match s.trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 100.0 => Ok(p),
+        _ => Err("a confidence of 0 or 100 % decides nothing: give one between, e.g. 95".into()),
+    }
 }
 
 #[derive(Args, Debug)]
@@ -393,9 +434,19 @@ impl ReportArgs {
 impl CompareArgs {
     fn plan(self) -> compare::Plan {
         compare::Plan {
-            a: self.a,
-            b: self.b,
+            a: self.a.unwrap_or_default(),
+            b: self.b.unwrap_or_default(),
             plot: self.plot,
+        }
+    }
+
+    fn gate_plan(self) -> gate::GatePlan {
+        gate::GatePlan {
+            baseline: self.baseline,
+            candidate: self.candidate,
+            tolerance: self.tolerance / 100.0,
+            confidence: latscope_core::stats::Ppm((self.confidence * 1e4).round() as u32),
+            verdicts: self.verdicts,
         }
     }
 }
@@ -485,6 +536,7 @@ pub fn main() -> ExitCode {
     let res = match cli.cmd {
         Cmd::Record(a) => record::run(a.plan()),
         Cmd::Report(a) => report::run(&a.plan()),
+        Cmd::Compare(a) if a.gate => gate::run(&a.gate_plan()),
         Cmd::Compare(a) => compare::run(&a.plan()),
         Cmd::Trend(a) => trend::run(&a.plan()),
         Cmd::Synth(a) => synth::run(a.config(), a.output.as_deref()),

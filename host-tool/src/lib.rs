@@ -31,6 +31,7 @@ pub mod cli;
 pub mod compare;
 pub mod console;
 pub mod error;
+pub mod gate;
 pub mod input;
 mod platform;
 mod plot;

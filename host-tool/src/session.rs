@@ -56,7 +56,7 @@ impl Session {
         }
     }
 
-    /// Tally the limits of latency goals `goals` in every run (before the
+    /// Count the samples above the limits of latency goals `goals` in every run (before the
     /// first bytes: `report --slo`).
     pub(crate) fn set_goals(&mut self, goals: std::sync::Arc<latscope_core::slo::Goals>) {
         self.agg.set_goals(goals);

@@ -58,6 +58,8 @@ pub enum Bench {
     SenderStack,
     /// Instructions per frame of the encoder.
     FrameInstructions,
+    /// The regression gate's false alarms over A/A gates.
+    GateAa,
 }
 
 /// `cargo xtask bench`.

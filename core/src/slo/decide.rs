@@ -2,7 +2,7 @@
 //! decided together at the goal list's confidence (Holm's procedure).
 
 use super::math::{cbrt, t_quantile};
-use super::{Goal, Goals, Tally, MAX_GOALS, MIN_BLOCKS};
+use super::{Exceedances, Goal, Goals, MAX_GOALS, MIN_BLOCKS};
 use crate::stats::sqrt;
 use crate::wire::MAX_THREADS;
 
@@ -88,8 +88,8 @@ pub struct Verdict {
 /// What [`decide`] needs of one thread.
 #[derive(Debug, Clone, Copy)]
 pub struct Observed<'a> {
-    /// The quantile goals' tally.
-    pub tally: &'a Tally,
+    /// The samples above the quantile goals' limits, block by block.
+    pub exceedances: &'a Exceedances,
     /// The largest sample (ns), if any.
     pub max_ns: Option<u64>,
     /// Missed periods.
@@ -148,7 +148,7 @@ pub fn decide(
             *slot = observed(thread, goal, obs, complete);
             if let Goal::Quantile { q, .. } = goal {
                 let allowed = f64::from(1_000_000 - q.0) / 1e6;
-                match (share_of(obs.tally, qi, allowed), tests.get_mut(m)) {
+                match (share_of(obs.exceedances, qi, allowed), tests.get_mut(m)) {
                     (Some(s), Some(t)) => {
                         let (strength, df) = s.strength();
                         *t = Test {
@@ -169,18 +169,42 @@ pub fn decide(
         }
     }
     let tests = &mut tests[..m];
-    tests.sort_unstable_by(|a, b| b.strength.total_cmp(&a.strength));
+    holm(
+        tests,
+        alpha,
+        |t| (t.strength, t.df),
+        |t, level, decided| {
+            let v = &mut out[t.slot];
+            let obs = &threads[v.thread];
+            if let Some(s) = share_of(obs.exceedances, t.qi, t.allowed) {
+                *v = s.verdict(*v, level, decided, complete, obs.elapsed_ns);
+            }
+        },
+    );
+    written
+}
+
+/// Holm's step-down procedure over `tests` at family error `alpha`: the
+/// tests in order of falling strength (`key`: the statistic and its
+/// degrees of freedom), the `i`-th of `m` tested at one-sided level `1 -
+/// alpha / (m - i)` against Student's t; after the first that falls short,
+/// none is decided. `each` gets every test with its level and whether it
+/// was decided.
+pub(super) fn holm<T>(
+    tests: &mut [T],
+    alpha: f64,
+    key: impl Fn(&T) -> (f64, u32),
+    mut each: impl FnMut(&T, f64, bool),
+) {
+    let m = tests.len();
+    tests.sort_unstable_by(|a, b| key(b).0.total_cmp(&key(a).0));
     let mut stopped = false;
     for (rank, t) in tests.iter().enumerate() {
         let level = 1.0 - alpha / (m - rank) as f64;
-        stopped |= t.strength < t_quantile(level, t.df);
-        let v = &mut out[t.slot];
-        let obs = &threads[v.thread];
-        if let Some(s) = share_of(obs.tally, t.qi, t.allowed) {
-            *v = s.verdict(*v, level, !stopped, complete, obs.elapsed_ns);
-        }
+        let (strength, df) = key(t);
+        stopped |= strength < t_quantile(level, df);
+        each(t, level, !stopped);
     }
-    written
 }
 
 /// The verdict of an observed goal, and a quantile goal's before its
@@ -196,7 +220,7 @@ fn observed(thread: usize, goal: Goal, obs: &Observed<'_>, complete: bool) -> Ve
     };
     let seen = match goal {
         Goal::Quantile { .. } => {
-            let t = obs.tally;
+            let t = obs.exceedances;
             let why = if t.samples() == 0 {
                 Why::NoSamples
             } else {
@@ -266,18 +290,18 @@ fn degrees(blocks_above: u32, blocks: u32) -> u32 {
     }
 }
 
-/// The share above the `i`-th limit of `tally`, allowed `allowed`; `None`
+/// The share above the `i`-th limit of `exc`, allowed `allowed`; `None`
 /// without the blocks to measure its spread.
-fn share_of(tally: &Tally, i: usize, allowed: f64) -> Option<Share> {
-    let (sums, sizes) = tally.sums(i)?;
-    let blocks = tally.blocks();
-    if blocks < MIN_BLOCKS || tally.samples() == 0 {
+fn share_of(exc: &Exceedances, i: usize, allowed: f64) -> Option<Share> {
+    let (sums, sizes) = exc.sums(i)?;
+    let blocks = exc.blocks();
+    if blocks < MIN_BLOCKS || exc.samples() == 0 {
         return None;
     }
-    let n = tally.samples() as f64;
+    let n = exc.samples() as f64;
     let k = f64::from(blocks);
     let mean_n = n / k;
-    let side = |s: &super::tally::Side| {
+    let side = |s: &super::exceedances::Side| {
         let r = s.x as f64 / n;
         // Σ d_b² and Σ d_b³ of d_b = x_b - r n_b, over a block's mean size
         let d2 = s.xx as f64 - 2.0 * r * s.xn as f64 + r * r * sizes.nn as f64;

@@ -1,5 +1,5 @@
 //! The few functions of a real number the verdicts need, without `libm`:
-//! the natural logarithm, the standard normal quantile and Student's t
+//! the natural logarithm and exponential, the cube root, the standard normal quantile and Student's t
 //! quantile. Accurate to far better than a verdict needs (the tests
 //! compare them with `std` and with tables).
 
@@ -64,6 +64,35 @@ pub fn cbrt(x: f64) -> f64 {
     } else {
         y
     }
+}
+
+/// `e^x` by range reduction and a Taylor series (no `libm`).
+pub fn exp(x: f64) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    if x > 709.0 {
+        return f64::INFINITY;
+    }
+    if x < -745.0 {
+        return 0.0;
+    }
+    // x = k ln 2 + r, |r| <= ln 2 / 2
+    let k = (x / core::f64::consts::LN_2 + if x < 0.0 { -0.5 } else { 0.5 }) as i64;
+    let r = x - k as f64 * core::f64::consts::LN_2;
+    let (mut term, mut sum, mut n) = (1.0f64, 1.0f64, 1.0f64);
+    while term.abs() > 1e-17 * sum.abs() {
+        term *= r / n;
+        sum += term;
+        n += 1.0;
+    }
+    let mut scale = 1.0f64;
+    let (mut k, base) = if k < 0 { (-k, 0.5) } else { (k, 2.0) };
+    while k > 0 {
+        scale *= base;
+        k -= 1;
+    }
+    sum * scale
 }
 
 /// The standard normal quantile: the `z` with `P(Z <= z) = p`, for
@@ -161,6 +190,14 @@ mod tests {
         }
         assert!(ln(-1.0).is_nan());
         assert_eq!(ln(0.0), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn exp_matches_std() {
+        for &x in &[-700.0, -10.0, -1.0, -0.1, 0.0, 0.3, 1.0, 5.5, 100.0, 700.0] {
+            let (a, b) = (exp(x), x.exp());
+            assert!((a - b).abs() <= 1e-13 * b, "exp({x}) = {a}, std {b}");
+        }
     }
 
     #[test]

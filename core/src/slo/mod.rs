@@ -5,12 +5,13 @@
 //!
 //! * [`Goals`]: the conditions and the confidence, and their grammar
 //!   ([`Goals::parse`]);
-//! * [`Tally`]: per thread, the samples above each quantile goal's limit,
+//! * [`Exceedances`]: per thread, the samples above each quantile goal's limit,
 //!   block by block (a block is the report interval, or intervals, one
 //!   histogram delta covers);
 //! * [`decide`]: the verdicts of one run, the quantile goals' confidence
 //!   holding for the whole run (Holm's procedure over every thread and
 //!   goal);
+//! * [`gate`]: a regression gate between baseline and candidate runs;
 //! * [`math`]: the logarithm and the normal and t quantiles, without
 //!   `libm`.
 //!
@@ -35,15 +36,16 @@
 //! observed: no interval is claimed for them.
 
 mod decide;
+mod exceedances;
+pub mod gate;
 pub mod math;
 mod parse;
-mod tally;
 
 #[cfg(test)]
 mod tests;
 
 pub use decide::{decide, Bound, Observed, Outcome, Verdict, Why, MAX_TESTS};
-pub use tally::Tally;
+pub use exceedances::Exceedances;
 
 use crate::stats::Ppm;
 
@@ -182,7 +184,7 @@ impl Goals {
     }
 
     /// The quantile goals' limits (ns), in order: the thresholds a
-    /// [`Tally`] counts samples above.
+    /// [`Exceedances`] counts samples above.
     pub fn quantile_limits(&self) -> impl Iterator<Item = u64> + '_ {
         self.goals.iter().filter_map(|g| match *g {
             Goal::Quantile { limit_ns, .. } => Some(limit_ns),

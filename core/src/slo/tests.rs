@@ -66,11 +66,11 @@ impl Model {
         }
     }
 
-    /// One run of `blocks` blocks of `per_block` samples into a tally of
+    /// One run of `blocks` blocks of `per_block` samples into the exceedances of
     /// `goals`; its largest sample.
-    fn run(&self, rng: &mut Rng, goals: &Goals, blocks: u32, per_block: u32) -> (Tally, u64) {
+    fn run(&self, rng: &mut Rng, goals: &Goals, blocks: u32, per_block: u32) -> (Exceedances, u64) {
         let l = Layout::DEFAULT;
-        let mut t = Tally::for_goals(goals);
+        let mut t = Exceedances::for_goals(goals);
         let share = self.enter / (self.enter + self.leave);
         let mut storm = rng.unit() < share;
         let mut max = 0;
@@ -112,13 +112,13 @@ fn verdicts(
     let mut rng = Rng(seed);
     (0..RUNS)
         .map(|_| {
-            let runs: Vec<(Tally, u64)> = (0..threads)
+            let runs: Vec<(Exceedances, u64)> = (0..threads)
                 .map(|_| model.run(&mut rng, &goals, blocks, 1000))
                 .collect();
             let obs: Vec<Observed<'_>> = runs
                 .iter()
                 .map(|(t, max)| Observed {
-                    tally: t,
+                    exceedances: t,
                     max_ns: Some(*max),
                     missed: 0,
                     majflt: 0,
@@ -256,7 +256,7 @@ fn an_incomplete_run_never_passes_but_its_fails_stand() {
     let mut rng = Rng(7);
     let (t, max) = Model::independent(0.0, 0.0).run(&mut rng, &goals, 20, 1000);
     let obs = [Observed {
-        tally: &t,
+        exceedances: &t,
         max_ns: Some(max),
         missed: 2,
         majflt: 0,

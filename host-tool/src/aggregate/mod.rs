@@ -59,7 +59,7 @@ pub(crate) struct Run {
     pub hello_lost: bool,
     /// Frames of threads the stream's memory budget refused.
     pub refused_frames: u64,
-    /// The latency goals whose limits each thread's tally counts.
+    /// The latency goals whose limits each thread counts the samples above.
     goals: Option<Arc<Goals>>,
     budget: Arc<Budget>,
     _charge: Charge,
@@ -230,7 +230,7 @@ pub(crate) struct Aggregator {
     pub ignored: u64,
     ignoring: bool,
     budget: Arc<Budget>,
-    /// The latency goals every run's threads tally (`report --slo`).
+    /// The latency goals whose limits every run's threads count samples above (`report --slo`).
     goals: Option<Arc<Goals>>,
 }
 
@@ -259,7 +259,7 @@ impl Aggregator {
         }
     }
 
-    /// Tally the limits of `goals` in every run from now on.
+    /// Count the samples above the limits of `goals` in every run from now on.
     pub(crate) fn set_goals(&mut self, goals: Arc<Goals>) {
         self.goals = Some(goals);
     }

@@ -4,7 +4,7 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::protocol::Assembler;
-use latscope_core::slo::{Goals, Tally};
+use latscope_core::slo::{Exceedances, Goals};
 use latscope_core::wire::{
     Aggregate, HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats,
 };
@@ -40,7 +40,7 @@ pub(crate) struct ThreadAgg {
     pub spike_account: SpikeAccount,
     /// Samples above each latency goal's limit, block by block (with
     /// `report --slo`).
-    tally: Option<Box<Tally>>,
+    exceedances: Option<Box<Exceedances>>,
 }
 
 /// A thread's [`Aggregate`] frames (protocol version 3): the latest one's
@@ -98,23 +98,23 @@ impl ThreadAgg {
             charge,
             refused_spikes: 0,
             spike_account: SpikeAccount::default(),
-            tally: None,
+            exceedances: None,
         }))
     }
 
-    /// The thread, tallying the limits of `goals` if there are any.
+    /// The thread, counting the samples above the limits of `goals` if there are any.
     pub(crate) fn with_goals(self, goals: Option<&Goals>) -> Self {
         ThreadAgg {
-            tally: goals.map(|g| Box::new(Tally::for_goals(g))),
+            exceedances: goals.map(|g| Box::new(Exceedances::for_goals(g))),
             ..self
         }
     }
 
-    /// The tally of the goals' limits with its last block closed, and
+    /// The samples above the goals' limits, its last block closed, and
     /// whether it holds every sample of the histogram (no delta was
     /// missed or replaced by a snapshot).
-    pub(crate) fn tally(&self) -> Option<(Tally, bool)> {
-        let mut t = self.tally.as_deref()?.clone();
+    pub(crate) fn exceedances(&self) -> Option<(Exceedances, bool)> {
+        let mut t = self.exceedances.as_deref()?.clone();
         t.end_block();
         let whole = t.samples() == self.asm.total();
         Some((t, whole))
@@ -175,7 +175,7 @@ impl ThreadAgg {
     pub(crate) fn on_delta(&mut self, d: &HistDelta) {
         let before = self.asm.total();
         self.asm.on_delta(d);
-        if let Some(t) = self.tally.as_deref_mut() {
+        if let Some(t) = self.exceedances.as_deref_mut() {
             // a part the assembler took changes its total; a repeated,
             // stale or malformed one does not
             if self.asm.total() != before {

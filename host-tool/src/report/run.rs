@@ -60,7 +60,7 @@ pub(crate) fn decode(source: &Source) -> Result<Decoded> {
     decode_with(source, None)
 }
 
-/// [`decode`], tallying the limits of `goals` in every thread.
+/// [`decode`], counting the samples above the limits of `goals` in every thread.
 fn decode_with(source: &Source, goals: Option<&Arc<Goals>>) -> Result<Decoded> {
     let mut r = source.open()?;
     let mut s = Session::new(source.name());
@@ -94,7 +94,7 @@ pub(crate) fn create_out(path: &Path) -> Result<File> {
 
 /// The report's text to `file` (created by [`create_out`]) or standard
 /// output (a failure there is counted by [`console`]).
-fn write_out(file: Option<(&PathBuf, File)>, text: &str) -> Result<()> {
+pub(crate) fn write_out(file: Option<(&PathBuf, File)>, text: &str) -> Result<()> {
     match file {
         Some((p, mut f)) => f
             .write_all(text.as_bytes())

@@ -33,7 +33,7 @@ pub(crate) struct RunVerdicts {
     pub board: String,
     /// Its run id.
     pub run_id: u64,
-    /// Whether it is complete and every thread's tally holds every sample.
+    /// Whether it is complete and every thread's exceedances hold every sample.
     pub complete: bool,
     /// Thread by thread, in goal order.
     pub rows: Vec<Row>,
@@ -68,19 +68,21 @@ pub(crate) fn of_run(input: &str, run: &Run, link: &LinkStats, goals: &Goals) ->
         .threads
         .iter()
         .map(|t| {
-            let (tally, whole) = t.tally().unwrap_or_else(|| (slo::Tally::new(), false));
+            let (exc, whole) = t
+                .exceedances()
+                .unwrap_or_else(|| (slo::Exceedances::new(), false));
             complete &= whole;
-            tally
+            exc
         })
         .collect();
     let observed: Vec<Observed<'_>> = run
         .threads
         .iter()
         .zip(&tallies)
-        .map(|(t, tally)| {
+        .map(|(t, exc)| {
             let s = t.stats().unwrap_or_default();
             Observed {
-                tally,
+                exceedances: exc,
                 max_ns: (s.count > 0).then_some(s.max),
                 missed: s.missed,
                 majflt: s.majflt,

@@ -1,4 +1,4 @@
-//! [`Tally`]: one thread's samples above each quantile goal's limit,
+//! [`Exceedances`]: one thread's samples above each quantile goal's limit,
 //! block by block, folded into the sums the verdict's spread needs.
 
 use super::{Goals, MAX_GOALS};
@@ -74,7 +74,7 @@ pub(super) struct Sizes {
 /// report's delta covers: a report interval, or the intervals since the
 /// last delta after lean reports. Fixed size, const-constructible.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Tally {
+pub struct Exceedances {
     limits: [u64; MAX_GOALS],
     used: usize,
     /// The open block's epoch, if one is open.
@@ -87,10 +87,10 @@ pub struct Tally {
     sums: [Sums; MAX_GOALS],
 }
 
-impl Tally {
-    /// A tally with no limit (it counts samples and blocks only).
+impl Exceedances {
+    /// Counts with no limit (it counts samples and blocks only).
     pub const fn new() -> Self {
-        Tally {
+        Exceedances {
             limits: [0; MAX_GOALS],
             used: 0,
             epoch: None,
@@ -106,9 +106,9 @@ impl Tally {
         }
     }
 
-    /// A tally of the quantile goals of `goals`.
+    /// The counts for the quantile goals of `goals`.
     pub fn for_goals(goals: &Goals) -> Self {
-        let mut t = Tally::new();
+        let mut t = Exceedances::new();
         for (slot, limit) in t.limits.iter_mut().zip(goals.quantile_limits()) {
             *slot = limit;
             t.used += 1;
@@ -140,7 +140,7 @@ impl Tally {
         }
     }
 
-    /// Close the open block (at the run's end; [`Tally::add`] closes the
+    /// Close the open block (at the run's end; [`Exceedances::add`] closes the
     /// others).
     pub fn end_block(&mut self) {
         self.epoch = None;
@@ -176,9 +176,9 @@ impl Tally {
     }
 }
 
-impl Default for Tally {
+impl Default for Exceedances {
     fn default() -> Self {
-        Tally::new()
+        Exceedances::new()
     }
 }
 
@@ -190,7 +190,7 @@ mod tests {
     fn blocks_split_by_epoch_and_buckets_round_both_ways() {
         let goals = Goals::parse("p99<=100us,p50<=20us").unwrap();
         let l = Layout::DEFAULT;
-        let mut t = Tally::for_goals(&goals);
+        let mut t = Exceedances::for_goals(&goals);
         // epoch 1: 10 samples at 10 µs, 2 in the bucket of 100 µs
         t.add(1, &l, l.bucket_of(10_000), 10);
         t.add(1, &l, l.bucket_of(100_000), 2);
@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn an_empty_block_is_no_block() {
-        let mut t = Tally::new();
+        let mut t = Exceedances::new();
         t.end_block();
         t.add(3, &Layout::DEFAULT, 0, 0);
         t.end_block();
