@@ -5,11 +5,21 @@
 //! its exit status; the JUnit
 //! file is read by junitparser, and the LAVA lines go through Debian's
 //! `lava-test-case` as Linaro's `send-to-lava.sh` feeds them. Bad goal
-//! lists get one line and status 2.
+//! lists get one line and status 2. And 200 synthetic recordings per
+//! model, with goals at their allowance, are wrongly failed no more often
+//! than the confidence allows (at most 20 of 200, the binomial bound at
+//! 99.9 % for 5 %), bursty ones too.
 
 use std::path::Path;
 use std::process::Command;
 
+use std::sync::Arc;
+
+use latscope_core::cyclictest::HistShape;
+use latscope_core::slo::Goals;
+use latscope_host::input::Source;
+use latscope_host::report::{self, Format, Options, Plan, SloPlan};
+use latscope_host::synth::{SampleModel, Synth, SynthConfig};
 use latscope_testkit::host::{bins, host, read_json};
 use latscope_testkit::precondition::have;
 use latscope_testkit::qemu::cache_dir;
@@ -303,4 +313,80 @@ fn bad_goal_lists_get_one_line_and_status_2() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Runs per model of the rate test, and the most wrong verdicts allowed.
+const RUNS: u64 = 200;
+const WRONG_MAX: usize = 20;
+
+/// The outcome `report --slo` gives one synthetic run, in process.
+fn outcome_of(dir: &Path, cfg: SynthConfig, goals: &Arc<Goals>) -> String {
+    let mut bytes = Vec::new();
+    Synth::new(cfg).run(&mut |b| bytes.extend_from_slice(b));
+    let rec = dir.join("run.lsr");
+    std::fs::write(&rec, &bytes).unwrap();
+    let json = dir.join("run.json");
+    let plan = Plan {
+        sources: vec![Source::File(s(&rec).to_string())],
+        options: Options {
+            format: Format::Text,
+            hist_us: None,
+            histofall: false,
+            hist_shape: HistShape::default(),
+        },
+        plot: None,
+        html: None,
+        output: Some(dir.join("run.txt")),
+        slo: Some(SloPlan {
+            goals: Arc::clone(goals),
+            junit: None,
+            lava: None,
+            verdicts: Some(json.clone()),
+        }),
+    };
+    report::run(&plan).expect("report");
+    read_json(&json)["outcome"].as_str().unwrap().to_string()
+}
+
+/// synth's samples have exact shares above a limit: independent, 0.01 %
+/// above 100 µs and 0.99 % uniform on [20, 100) µs, so 0.0966 % above
+/// 92,999 ns (the top of the [92, 93) µs bucket: no rounding), under
+/// p99.9's 0.1 %; bursty, storms of 1 in 101 samples above 100 µs and the
+/// rest independent, so exactly 1 % above 99,999 ns, p99's allowance. A
+/// fail is wrong in both; a pass of the bursty goal is wrong a hair above.
+#[test]
+fn goals_at_their_allowance_are_wrongly_decided_no_more_than_claimed() {
+    let dir = Scratch::new("slo-rates");
+    for (model, goal, pass_wrong) in [
+        (SampleModel::Independent, "p99.9<=92999ns", false),
+        (SampleModel::Bursty, "p99<=99999ns", true),
+    ] {
+        let goals = Arc::new(Goals::parse(goal).unwrap());
+        let (mut pass, mut fail) = (0, 0);
+        for i in 0..RUNS {
+            let cfg = SynthConfig {
+                threads: 1,
+                reports: 60,
+                seed: 0x5107_0000 + i,
+                model,
+                ..SynthConfig::default()
+            };
+            match outcome_of(dir.path(), cfg, &goals).as_str() {
+                "pass" => pass += 1,
+                "fail" => fail += 1,
+                _ => {}
+            }
+        }
+        eprintln!("{model:?} {goal}: {pass} pass, {fail} fail of {RUNS}");
+        assert!(
+            fail <= WRONG_MAX,
+            "{model:?}: {fail} of {RUNS} runs failed {goal}"
+        );
+        if pass_wrong {
+            assert!(
+                pass <= WRONG_MAX,
+                "{model:?}: {pass} of {RUNS} runs passed {goal}"
+            );
+        }
+    }
 }
