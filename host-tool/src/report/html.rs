@@ -10,7 +10,7 @@ use std::fmt::Write;
 
 use latscope_core::wire::LinkStats;
 
-use super::{completeness, text, Decoded};
+use super::{completeness, markup, text, Decoded};
 use crate::aggregate::Run;
 use crate::error::Result;
 use crate::plot;
@@ -61,8 +61,8 @@ pub(crate) fn page(decoded: &[Decoded]) -> Result<String> {
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src '{STYLE_HASH}'\">\n\
          <title>{}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n<h1>{}</h1>\n",
-        esc(&title),
-        esc(&title)
+        markup(&title),
+        markup(&title)
     );
     for (i, (name, run, link)) in runs.iter().enumerate() {
         section(&mut out, i, name, run, link)?;
@@ -81,7 +81,7 @@ fn section(out: &mut String, i: usize, name: &str, run: &Run, link: &LinkStats) 
     let _ = writeln!(
         out,
         "<section class=\"run\" id=\"run-{i}\">\n<h2>{} · run {:016x}</h2>",
-        esc(run.hostname()),
+        markup(run.hostname()),
         run.hello.run_id
     );
     let losses = completeness::losses(run, link);
@@ -96,7 +96,7 @@ fn section(out: &mut String, i: usize, name: &str, run: &Run, link: &LinkStats) 
             "<div class=\"completeness incomplete\"><strong>Incomplete</strong>:<ul>"
         );
         for l in &losses {
-            let _ = writeln!(out, "<li>{}</li>", esc(&l.message()));
+            let _ = writeln!(out, "<li>{}</li>", markup(&l.message()));
         }
         let _ = writeln!(out, "</ul></div>");
     }
@@ -105,7 +105,7 @@ fn section(out: &mut String, i: usize, name: &str, run: &Run, link: &LinkStats) 
     let _ = writeln!(
         out,
         "<h3>The run</h3>\n<pre class=\"identity\">{}</pre>",
-        esc(head.trim_end())
+        markup(head.trim_end())
     );
     let (per, all) = summarize(run);
     let mut rows: Vec<&Summary> = per.iter().collect();
@@ -125,7 +125,7 @@ fn section(out: &mut String, i: usize, name: &str, run: &Run, link: &LinkStats) 
         let _ = writeln!(
             out,
             "<h3>Spikes</h3>\n<pre class=\"spikes\">{}</pre>",
-            esc(spikes.trim())
+            markup(spikes.trim())
         );
     }
     let mut explained = String::new();
@@ -138,9 +138,13 @@ fn section(out: &mut String, i: usize, name: &str, run: &Run, link: &LinkStats) 
         };
         let _ = writeln!(out, "<h3>Explained spikes</h3>");
         if !totals.is_empty() {
-            let _ = writeln!(out, "<pre class=\"causes\">{}</pre>", esc(totals.trim()));
+            let _ = writeln!(out, "<pre class=\"causes\">{}</pre>", markup(totals.trim()));
         }
-        let _ = writeln!(out, "<pre class=\"explained\">{}</pre>", esc(each.trim()));
+        let _ = writeln!(
+            out,
+            "<pre class=\"explained\">{}</pre>",
+            markup(each.trim())
+        );
     }
     let _ = writeln!(out, "</section>");
     Ok(())
@@ -153,13 +157,13 @@ fn table(out: &mut String, class: &str, head: &[String], rows: &[Vec<String>]) {
         "<div class=\"scroll\"><table class=\"{class}\"><thead><tr>"
     );
     for h in head {
-        let _ = write!(out, "<th>{}</th>", esc(h));
+        let _ = write!(out, "<th>{}</th>", markup(h));
     }
     let _ = write!(out, "</tr></thead><tbody>");
     for r in rows {
         let _ = write!(out, "<tr>");
         for c in r {
-            let _ = write!(out, "<td>{}</td>", esc(c));
+            let _ = write!(out, "<td>{}</td>", markup(c));
         }
         let _ = write!(out, "</tr>");
     }
@@ -245,25 +249,9 @@ fn inline(svg: &str, label: &str) -> String {
         .unwrap_or("0 0 1200 1350");
     format!(
         "<svg viewBox=\"{view_box}\" role=\"img\" aria-label=\"{}\">{}",
-        esc(label),
+        markup(label),
         &svg[end + 1..]
     )
-}
-
-/// Text as HTML.
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
 }
 
 #[cfg(test)]

@@ -73,6 +73,25 @@ pub struct Decoded {
     pub end: SystemTime,
 }
 
+/// `s` escaped for HTML and XML, text and attribute values alike: the
+/// five markup characters as references, and the control characters XML
+/// 1.0 does not allow (all but tab and newline) as spaces.
+pub(crate) fn markup(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&#39;"),
+            c if c < ' ' && c != '\n' && c != '\t' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
 /// Whether a run is complete (for the exit status): nothing of
 /// [`completeness::losses`], read from an input with link statistics `link`.
 pub(crate) fn run_ok(run: &Run, link: &LinkStats) -> bool {

@@ -13,6 +13,8 @@ use crate::aggregate::Run;
 use crate::record::{board_name, sanitize};
 use crate::summary::us;
 
+use super::markup;
+
 /// One thread's verdict on one goal, with what was observed.
 #[derive(Debug, Clone)]
 pub(crate) struct Row {
@@ -342,23 +344,6 @@ fn row_json(row: &Row) -> Value {
     o
 }
 
-/// `s` escaped for XML text and attributes.
-fn xml(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => o.push(' '),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 /// JUnit XML: a test suite per run, a test case per thread and goal; a
 /// failed goal is a `failure`, an inconclusive one `skipped`, each with
 /// the figures in its message and in `system-out` (GitLab shows those),
@@ -377,13 +362,13 @@ pub(crate) fn junit(goals: &Goals, runs: &[RunVerdicts]) -> String {
     let _ = writeln!(
         x,
         "<testsuites name=\"latscope {}\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">",
-        xml(&goals.to_string())
+        markup(&goals.to_string())
     );
     for r in runs {
         let _ = writeln!(
             x,
             "  <testsuite name=\"latscope.{}.{:016x}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\">",
-            xml(&r.board),
+            markup(&r.board),
             r.run_id,
             r.rows.len(),
             count(r, Outcome::Fail),
@@ -410,15 +395,15 @@ fn junit_case(x: &mut String, r: &RunVerdicts, row: &Row) {
     let _ = writeln!(
         x,
         "    <testcase classname=\"latscope.{}\" name=\"{}\" time=\"0\">",
-        xml(&r.board),
-        xml(&name)
+        markup(&r.board),
+        markup(&name)
     );
     x.push_str("      <properties>\n");
     let mut prop = |k: &str, val: String| {
         let _ = writeln!(
             x,
             "        <property name=\"{k}\" value=\"{}\"/>",
-            xml(&val)
+            markup(&val)
         );
     };
     prop("outcome", word(v.outcome).into());
@@ -435,16 +420,16 @@ fn junit_case(x: &mut String, r: &RunVerdicts, row: &Row) {
             let _ = writeln!(
                 x,
                 "      <failure message=\"{}\" type=\"latency goal\">{}</failure>",
-                xml(&figures),
-                xml(&figures)
+                markup(&figures),
+                markup(&figures)
             );
         }
         Outcome::Inconclusive => {
-            let _ = writeln!(x, "      <skipped message=\"{}\"/>", xml(&figures));
+            let _ = writeln!(x, "      <skipped message=\"{}\"/>", markup(&figures));
         }
         Outcome::Pass => {}
     }
-    let _ = writeln!(x, "      <system-out>{}</system-out>", xml(&figures));
+    let _ = writeln!(x, "      <system-out>{}</system-out>", markup(&figures));
     x.push_str("    </testcase>\n");
 }
 
