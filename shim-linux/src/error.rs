@@ -20,6 +20,12 @@ pub const EXIT_PRIVILEGE: i32 = 3;
 /// standard error, `--json` or `--histfile` failed. Every output that
 /// still worked has everything.
 pub const EXIT_OUTPUT_LOST: i32 = 4;
+/// Exit status when a `--slo` goal failed (over every other status of a
+/// run).
+pub const EXIT_GOAL_FAILED: i32 = 5;
+/// Exit status when no `--slo` goal failed but one is inconclusive (over
+/// [`EXIT_OUTPUT_LOST`] and [`EXIT_OK`], under [`EXIT_FAILED`]).
+pub const EXIT_GOAL_INCONCLUSIVE: i32 = 6;
 
 /// Everything that stops latscope. Each variant prints as one line.
 #[derive(Debug, Clone, PartialEq, Eq)]

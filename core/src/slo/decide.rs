@@ -197,7 +197,9 @@ pub(super) fn holm<T>(
     mut each: impl FnMut(&T, f64, bool),
 ) {
     let m = tests.len();
-    tests.sort_unstable_by(|a, b| key(b).0.total_cmp(&key(a).0));
+    // strongest first, by f64::total_cmp's order; core's one sort, not
+    // another instance of the slice sorts in every target binary
+    crate::sort::by_key(tests, |t| core::cmp::Reverse(total_order(key(t).0)));
     let mut stopped = false;
     for (rank, t) in tests.iter().enumerate() {
         let level = 1.0 - alpha / (m - rank) as f64;
@@ -205,6 +207,12 @@ pub(super) fn holm<T>(
         stopped |= strength < t_quantile(level, df);
         each(t, level, !stopped);
     }
+}
+
+/// `x` as an integer of the same order as [`f64::total_cmp`].
+fn total_order(x: f64) -> i64 {
+    let b = x.to_bits() as i64;
+    b ^ ((((b >> 63) as u64) >> 1) as i64)
 }
 
 /// The verdict of an observed goal, and a quantile goal's before its

@@ -204,20 +204,31 @@ impl Default for Goals {
     }
 }
 
+impl core::fmt::Display for Goal {
+    /// The condition as [`Goals::parse`] reads it back: a latency in the
+    /// largest unit it is a whole number of (`s`, `ms`, `us`, `ns`).
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}<=", self.metric())?;
+        let n = self.limit();
+        if !self.is_latency() {
+            return write!(f, "{n}");
+        }
+        let (div, unit) = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")]
+            .into_iter()
+            .find(|&(d, _)| n > 0 && n.is_multiple_of(d))
+            .unwrap_or((1, "ns"));
+        write!(f, "{}{unit}", n / div)
+    }
+}
+
 impl core::fmt::Display for Goals {
-    /// The list as [`Goals::parse`] reads it back: limits in µs when they
-    /// are whole µs, else in ns, and the confidence.
+    /// The list as [`Goals::parse`] reads it back, with the confidence.
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         for (i, g) in self.goals.iter().enumerate() {
             if i > 0 {
                 f.write_str(",")?;
             }
-            write!(f, "{}<=", g.metric())?;
-            match (g.is_latency(), g.limit()) {
-                (true, ns) if ns % 1000 == 0 => write!(f, "{}us", ns / 1000)?,
-                (true, ns) => write!(f, "{ns}ns")?,
-                (false, n) => write!(f, "{n}")?,
-            }
+            write!(f, "{g}")?;
         }
         f.write_str("@")?;
         write_percent(f, self.confidence)?;

@@ -167,16 +167,6 @@ fn why_key(w: Why) -> &'static str {
     }
 }
 
-/// The goal as it was written.
-fn goal_text(g: Goal) -> String {
-    let lim = match (g.is_latency(), g.limit()) {
-        (true, ns) if ns % 1000 == 0 => format!("{}us", ns / 1000),
-        (true, ns) => format!("{ns}ns"),
-        (false, n) => n.to_string(),
-    };
-    format!("{}<={lim}", g.metric())
-}
-
 /// The observed value with its unit.
 fn observed_text(g: Goal, v: Option<u64>) -> String {
     match (v, g.is_latency()) {
@@ -257,7 +247,7 @@ pub(crate) fn text(out: &mut String, goals: &Goals, r: &RunVerdicts) {
             out,
             "{:<8} {:<16} {:>12}  {:<13} {}",
             thread_label(v.thread, row.cpu),
-            goal_text(v.goal),
+            v.goal.to_string(),
             observed_text(v.goal, row.observed),
             word(v.outcome).to_uppercase(),
             evidence(v)
@@ -316,7 +306,7 @@ fn row_json(row: &Row) -> Value {
     let mut o = json!({
         "thread": v.thread,
         "cpu": row.cpu,
-        "goal": goal_text(v.goal),
+        "goal": v.goal.to_string(),
         "metric": v.goal.metric().to_string(),
         "outcome": word(v.outcome),
         "why": why_key(v.why),
@@ -385,7 +375,7 @@ pub(crate) fn junit(goals: &Goals, runs: &[RunVerdicts]) -> String {
 
 fn junit_case(x: &mut String, r: &RunVerdicts, row: &Row) {
     let v = &row.verdict;
-    let name = format!("{} {}", thread_label(v.thread, row.cpu), goal_text(v.goal));
+    let name = format!("{} {}", thread_label(v.thread, row.cpu), v.goal);
     let figures = format!(
         "{}: observed {}; {}",
         word(v.outcome),
@@ -449,7 +439,7 @@ pub(crate) fn lava(runs: &[RunVerdicts]) -> String {
             let name = sanitize(&format!(
                 "{prefix}{}-{}",
                 thread_label(v.thread, row.cpu),
-                goal_text(v.goal).replace("<=", "-le-")
+                v.goal.to_string().replace("<=", "-le-")
             ));
             let result = match v.outcome {
                 Outcome::Pass => "pass",

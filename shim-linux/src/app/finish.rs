@@ -53,6 +53,17 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
         nsecs: cfg.nsecs,
         hist_shape: cfg.hist_shape,
     };
+    // the goals' verdicts decide the status --json gives too
+    let goal_lines = match &cfg.slo {
+        Some(goals) => {
+            let complete = loop_error.is_none() && defects == 0;
+            let (lines, goal_status) =
+                super::slo::verdicts(goals, &ended.outcome.views, complete, status);
+            status = goal_status;
+            lines
+        }
+        None => String::new(),
+    };
     let mut failed = Vec::new();
     // cyclictest writes --json before the end-of-run text
     if let Some(path) = &cfg.json {
@@ -60,7 +71,8 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
             failed.push(e);
         }
     }
-    let summary = summary(cfg, s, ended, &threads, &opts, &mut failed);
+    let mut summary = summary(cfg, s, ended, &threads, &opts, &mut failed);
+    summary.push_str(&goal_lines);
     let _ = s.console.human.write(summary.as_bytes());
     notes(cfg, s, ended, defects);
     for e in &failed {

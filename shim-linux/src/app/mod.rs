@@ -17,6 +17,7 @@
 mod finish;
 mod hello;
 mod setup;
+mod slo;
 mod start;
 mod wait;
 

@@ -225,15 +225,22 @@ fn announce(cfg: &Config, s: &Setup) {
 /// The sender's view of each measuring thread, allocated and prefaulted
 /// while the threads wait at the gate (before measuring).
 fn views(cfg: &Config, s: &Setup) -> Result<Vec<View>, Error> {
-    s.shared
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let tid = t.tid.load(Ordering::SeqCst);
-            let spikes = if cfg.spike_us > 0 { cfg.spike_nodes } else { 0 };
-            View::new(i, tid, s.layout, cfg.hist_us, spikes)
-        })
-        .collect()
+    // a loop, not collect::<Result<_, _>>(): its adapter costs the static
+    // binary a kilobyte (bench/results/opt-level.md)
+    let mut views = Vec::with_capacity(s.shared.len());
+    for (i, t) in s.shared.iter().enumerate() {
+        let tid = t.tid.load(Ordering::SeqCst);
+        let spikes = if cfg.spike_us > 0 { cfg.spike_nodes } else { 0 };
+        views.push(View::new(
+            i,
+            tid,
+            s.layout,
+            cfg.hist_us,
+            spikes,
+            cfg.slo.as_ref(),
+        )?);
+    }
+    Ok(views)
 }
 
 /// Start the sender thread (pinned to `--mainaffinity`); if it cannot

@@ -165,6 +165,7 @@ const LAYOUT: &[HelpLine] = &[
     HelpLine::Opt(Opt::Name),
     Wide(Opt::ReportInterval),
     Heading("Checks"),
+    HelpLine::Opt(Opt::Slo),
     HelpLine::Opt(Opt::SelfCheck),
     HelpLine::Opt(Opt::Version),
     HelpLine::Opt(Opt::Help),

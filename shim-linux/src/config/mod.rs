@@ -173,6 +173,9 @@ pub struct Config {
     /// `--name`: the board's name in the hello (default: the host name and
     /// a keyed hash of `/etc/machine-id`).
     pub name: Option<String>,
+    /// `--slo`: latency goals decided at the end (exit status 5 when one
+    /// fails, 6 when one is inconclusive).
+    pub slo: Option<latscope_core::slo::Goals>,
     /// The command line as given, from argv[0] (set by the caller of the
     /// parser), for the hello and `--json`.
     pub cmdline: String,
@@ -232,6 +235,7 @@ impl Default for Config {
             bench: Knobs::default(),
             stream: None,
             name: None,
+            slo: None,
             cmdline: String::new(),
         }
     }

@@ -54,6 +54,7 @@ pub enum Opt {
     PosixTimers,
     Stream,
     Name,
+    Slo,
     NoMlock,
     BestEffort,
     Warmup,
@@ -512,6 +513,16 @@ pub const OPTIONS: &[Spec] = &[
         Text(
             "the board's name in the stream (default: host name and\n\
              a keyed hash of /etc/machine-id, never the id itself)",
+        ),
+    ),
+    own(
+        Opt::Slo,
+        "slo",
+        Required("GOALS"),
+        Text(
+            "decide latency goals per thread at the end: pass, fail or\n\
+             inconclusive, e.g. 'p99.9<=80us,max<=200us,missed<=0@95%'\n\
+             (exit status 5 when one fails, 6 when one is inconclusive)",
         ),
     ),
     own(

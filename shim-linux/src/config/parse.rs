@@ -116,6 +116,7 @@ impl Parser {
             // latscope's values
             Opt::Stream => self.cfg.stream = Some(parse_dest(v)?),
             Opt::Name => self.cfg.name = Some(board_name(v)?),
+            Opt::Slo => self.cfg.slo = Some(goals(v)?),
             Opt::Warmup => self.cfg.warmup_ns = parse_duration("--warmup", v)?,
             Opt::ReportInterval => self.cfg.report_ns = parse_report_interval(v)?,
             Opt::DeadlineRuntime => self.cfg.dl_runtime_us = us(1)?,
@@ -376,6 +377,11 @@ fn board_name(v: &str) -> Result<String, Error> {
         )));
     }
     Ok(v.to_string())
+}
+
+/// `--slo`: a latency goal list, or core's one line on what is wrong.
+fn goals(v: &str) -> Result<latscope_core::slo::Goals, Error> {
+    latscope_core::slo::Goals::parse(v).map_err(|e| Error::usage(format!("--slo {v}: {e}")))
 }
 
 fn nonempty(flag: &str, v: &str) -> Result<String, Error> {

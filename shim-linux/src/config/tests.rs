@@ -289,7 +289,7 @@ fn fields(c: &Config) -> Vec<(&'static str, String)> {
         }};
     }
     named![
-        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, hist_shape, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, deepest_idle_state, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, trace_buffer_kb, self_check, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, cmdline;
+        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, hist_shape, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, deepest_idle_state, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, trace_buffer_kb, self_check, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, slo, cmdline;
         bench: ballast_mib, no_exit_demote, self_check_probe
     ]
 }
@@ -352,6 +352,7 @@ fn effect(
         Opt::PosixTimers => (&[], None, &["wake"]),
         Opt::Stream => (&[], Some("-"), &["stream"]),
         Opt::Name => (&[], Some("board-7"), &["name"]),
+        Opt::Slo => (&[], Some("p99<=50us"), &["slo"]),
         Opt::NoMlock => (&[], None, &["mlock"]),
         Opt::BestEffort => (&[], None, &["best_effort"]),
         Opt::Warmup => (&[], Some("1s"), &["warmup_ns"]),

@@ -542,6 +542,7 @@ impl Sender<'_> {
                 let extra = v.extra();
                 self.publish.thread(&mut v.log, &v.cur, extra);
                 v.counters = *v.log.counters();
+                v.count_exceedances(epoch);
             }
             if self.flags_spikes {
                 let (dropped, spikes) = shared.spikes.totals();

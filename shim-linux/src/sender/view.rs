@@ -6,6 +6,7 @@ use latscope_core::cyclictest::Thread;
 use latscope_core::layout::Layout;
 use latscope_core::protocol::SideCounts;
 use latscope_core::seqlock::Counters;
+use latscope_core::slo::{Exceedances, Goals};
 use latscope_core::wire::SpikeSample;
 
 use crate::config::ThreadPlan;
@@ -38,6 +39,9 @@ pub struct View {
     pub spikes_total: u64,
     /// `/proc/self/task/TID/stat` of the thread.
     pub stat_path: String,
+    /// With `--slo`: the samples above each quantile goal's limit, block by
+    /// block, and the cumulative histogram as of the last block.
+    pub exceedances: Option<(Exceedances, Box<[u64]>)>,
 }
 
 impl View {
@@ -50,6 +54,7 @@ impl View {
         layout: Layout,
         hist_us: u32,
         spikes: usize,
+        goals: Option<&Goals>,
     ) -> Result<View, Error> {
         let n = layout.len();
         Ok(View {
@@ -62,7 +67,25 @@ impl View {
             spikes: Vec::with_capacity(spikes),
             spikes_total: 0,
             stat_path: format!("/proc/self/task/{tid}/stat"),
+            exceedances: goals.map(|g| (Exceedances::for_goals(g), touched(n))),
         })
+    }
+
+    /// After a report: the samples its delta added (none after a lean
+    /// report: the next delta holds them), counted above the goals'
+    /// limits as block `epoch`.
+    pub fn count_exceedances(&mut self, epoch: u32) {
+        let Some((exc, seen)) = self.exceedances.as_mut() else {
+            return;
+        };
+        let hist = self.log.hist();
+        let layout = *hist.layout();
+        for (i, (&now, was)) in hist.counts().iter().zip(seen.iter_mut()).enumerate() {
+            if now != *was {
+                exc.add(epoch, &layout, i, now.wrapping_sub(*was));
+                *was = now;
+            }
+        }
     }
 
     /// The formatter's view of this thread (`plan` as it turned out, `node`
