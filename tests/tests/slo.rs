@@ -7,7 +7,7 @@
 //! `lava-test-case` as Linaro's `send-to-lava.sh` feeds them. Bad goal
 //! lists get one line and status 2. And 200 synthetic recordings per
 //! model, with goals at their allowance, are wrongly failed no more often
-//! than the confidence allows (at most 20 of 200, the binomial bound at
+//! than the confidence allows (at most 21 of 200, the binomial bound at
 //! 99.9 % for 5 %), bursty ones too.
 
 use std::path::Path;
@@ -172,18 +172,22 @@ fn a_cut_run_never_passes_but_its_fails_stand() {
     assert_eq!(outcomes(&doc)[0].1, "fail");
 }
 
+/// Debian's own Python, which `python3-junitparser` installs for (a
+/// `python3` earlier in `PATH`, pyenv's say, does not see it).
+const PYTHON: &str = "/usr/bin/python3";
+
 #[test]
 fn junitparser_reads_the_junit_file() {
     require!(
-        Command::new("python3")
+        Command::new(PYTHON)
             .args(["-c", "import junitparser"])
             .output()
             .is_ok_and(|o| o.status.success()),
-        "python3 with junitparser (Debian's python3-junitparser)"
+        "/usr/bin/python3 with junitparser (Debian's python3-junitparser)"
     );
     let dir = Scratch::new("slo-junit");
     let rec = synth(dir.path(), "b", "bursty", 60, false);
-    let (code, _, doc) = verdicts(dir.path(), &rec, "p99.9<=1ms,p99<=50us,p99.99<=2ms@99%");
+    let (code, _, doc) = verdicts(dir.path(), &rec, "p99.9<=1ms,p90<=10us,p99<=50us@99%");
     assert_eq!(code, 5);
     let script = r#"
 import sys, junitparser
@@ -196,10 +200,10 @@ for suite in xml:
             kind = 'fail' if isinstance(r, Failure) else 'skip' if isinstance(r, Skipped) else 'other'
         print(f"{case.name}\t{kind}\t{case.system_out or ''}")
 "#;
-    let o = Command::new("python3")
+    let o = Command::new(PYTHON)
         .args(["-c", script, s(&dir.path().join("junit.xml"))])
         .output()
-        .expect("python3");
+        .expect("/usr/bin/python3");
     assert!(
         o.status.success(),
         "junitparser: {}",
@@ -317,7 +321,7 @@ fn bad_goal_lists_get_one_line_and_status_2() {
 
 /// Runs per model of the rate test, and the most wrong verdicts allowed.
 const RUNS: u64 = 200;
-const WRONG_MAX: usize = 20;
+const WRONG_MAX: usize = 21;
 
 /// The outcome `report --slo` gives one synthetic run, in process.
 fn outcome_of(dir: &Path, cfg: SynthConfig, goals: &Arc<Goals>) -> String {

@@ -163,7 +163,8 @@ mod tests {
     /// A/A: runs drawn from one log-normal spread (a boot-to-boot part
     /// shared by the quantiles, and each's own), 3 against 3, gated with
     /// no tolerance over 4 quantiles, so the truth sits on the limit: at
-    /// 95 % for the gate, at most 20 of 200 gates may fail.
+    /// 95 % for the gate, at most 21 of 200 gates may fail (fewer runs under
+    /// emulation, with the bound for that many).
     #[test]
     fn equal_runs_rarely_fail_the_gate() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -179,8 +180,9 @@ mod tests {
                 .sum::<f64>()
                 - 6.0
         };
+        let gates = crate::proptest_cases::config(200).cases as usize;
         let mut fails = 0;
-        for _ in 0..200 {
+        for _ in 0..gates {
             let runs: Vec<[u64; 4]> = (0..6)
                 .map(|_| {
                     let boot = 0.2 * normal();
@@ -200,7 +202,8 @@ mod tests {
             gate(&q, 0.0, Ppm(950_000), &mut out);
             fails += usize::from(out.iter().any(|c| c.outcome == Outcome::Fail));
         }
-        eprintln!("A/A: {fails} of 200 gates failed");
-        assert!(fails <= 20, "{fails} of 200 A/A gates failed");
+        eprintln!("A/A: {fails} of {gates} gates failed");
+        let most = super::super::tests::wrong_max(gates);
+        assert!(fails <= most, "{fails} of {gates} A/A gates failed");
     }
 }
