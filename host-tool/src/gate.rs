@@ -7,15 +7,14 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use latscope_core::slo::gate::{gate, Comparison};
-use latscope_core::slo::Outcome;
+use latscope_core::slo::{worst, Outcome};
 use latscope_core::stats::Ppm;
 use serde_json::json;
 
 use crate::console;
 use crate::error::Result;
 use crate::input::Source;
-use crate::report::slo::{overall, word};
-use crate::report::{create_out, decode, say_run, EXIT_GOAL_FAILED, EXIT_GOAL_INCONCLUSIVE};
+use crate::report::{create_out, decode, goal_status, say_run};
 use crate::summary::summarize;
 
 /// The quantiles the gate compares (all CPUs of each run).
@@ -95,21 +94,13 @@ pub fn run(plan: &GatePlan) -> Result<u8> {
         .iter()
         .map(|(a, b)| (a.as_slice(), b.as_slice()))
         .collect();
-    let blank = Comparison {
-        outcome: Outcome::Inconclusive,
-        ratio: f64::NAN,
-        lower: f64::NAN,
-        upper: f64::NAN,
-        level: 0.0,
-        enough_runs: false,
-    };
-    let mut cmp = [blank; QUANTILES.len()];
+    let mut cmp = [Comparison::NONE; QUANTILES.len()];
     gate(&q, plan.tolerance, plan.confidence, &mut cmp);
-    let mut outcome = overall(cmp.iter().map(|c| c.outcome));
+    let mut outcome = worst(cmp.iter().map(|c| c.outcome));
     if (left_a || left_b) && outcome == Outcome::Pass {
         outcome = Outcome::Inconclusive;
     }
-    console::Std::Out.write(table(plan, &cols, &cmp, outcome, base.len(), cand.len()).as_bytes());
+    console::Std::Out.write(table(plan, &cmp, outcome, base.len(), cand.len()).as_bytes());
     if let Some((p, f)) = out {
         let doc = json!({
             "tolerance": plan.tolerance,
@@ -119,10 +110,10 @@ pub fn run(plan: &GatePlan) -> Result<u8> {
             "baseline_runs": base.len(),
             "candidate_runs": cand.len(),
             "left_out": left_a || left_b,
-            "outcome": word(outcome),
+            "outcome": outcome.name(),
             "quantiles": QUANTILES.iter().zip(&cmp).map(|(n, c)| json!({
                 "quantile": n,
-                "outcome": word(c.outcome),
+                "outcome": c.outcome.name(),
                 "ratio": finite(c.ratio),
                 "lower": finite(c.lower),
                 "upper": finite(c.upper),
@@ -132,35 +123,23 @@ pub fn run(plan: &GatePlan) -> Result<u8> {
         });
         crate::report::write_text(Some((p, f)), &format!("{doc:#}\n"))?;
     }
-    Ok(match outcome {
-        Outcome::Fail => EXIT_GOAL_FAILED,
-        _ if left_a || left_b => 1,
-        Outcome::Inconclusive => EXIT_GOAL_INCONCLUSIVE,
-        Outcome::Pass => 0,
-    })
+    Ok(goal_status(outcome, u8::from(left_a || left_b)))
 }
 
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
 }
 
-/// Geometric mean of `v` in µs.
-fn geo_us(v: &[u64]) -> String {
-    if v.is_empty() {
-        return "-".into();
+/// A geometric mean (ns) in µs, or `-`.
+fn us(ns: f64) -> String {
+    if ns.is_finite() {
+        format!("{:.1}", ns / 1000.0)
+    } else {
+        "-".into()
     }
-    let l = v.iter().map(|&x| (x.max(1) as f64).ln()).sum::<f64>() / v.len() as f64;
-    format!("{:.1}", l.exp() / 1000.0)
 }
 
-fn table(
-    plan: &GatePlan,
-    cols: &[(Vec<u64>, Vec<u64>)],
-    cmp: &[Comparison],
-    outcome: Outcome,
-    nb: usize,
-    nc: usize,
-) -> String {
+fn table(plan: &GatePlan, cmp: &[Comparison], outcome: Outcome, nb: usize, nc: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -175,7 +154,7 @@ fn table(
         "quantile", "baseline µs", "candidate µs", "ratio", "interval"
     );
     let mut decided_by = None;
-    for ((name, (a, b)), c) in QUANTILES.iter().zip(cols).zip(cmp) {
+    for (name, c) in QUANTILES.iter().zip(cmp) {
         let interval = if c.lower.is_finite() {
             format!("[{:.2}, {:.2}]", c.lower, c.upper)
         } else {
@@ -190,15 +169,15 @@ fn table(
             s,
             "{:<8} {:>14} {:>14} {:>8}  {:<18} {}{why}",
             name,
-            geo_us(a),
-            geo_us(b),
+            us(c.baseline_ns),
+            us(c.candidate_ns),
             if c.ratio.is_finite() {
                 format!("{:.2}x", c.ratio)
             } else {
                 "-".into()
             },
             interval,
-            word(c.outcome).to_uppercase()
+            c.outcome.name().to_uppercase()
         );
         if c.outcome == outcome && decided_by.is_none() {
             decided_by = Some((name, c));
@@ -213,7 +192,7 @@ fn table(
             c.level * 100.0,
             plan.tolerance * 100.0
         ),
-        (o, _) => writeln!(s, "gate: {}", word(o).to_uppercase()),
+        (o, _) => writeln!(s, "gate: {}", o.name().to_uppercase()),
     };
     s
 }

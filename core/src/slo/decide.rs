@@ -18,6 +18,30 @@ pub enum Outcome {
     Inconclusive,
 }
 
+impl Outcome {
+    /// The outcome's word: `pass`, `fail` or `inconclusive`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// The outcome of several verdicts: fail over inconclusive over pass;
+/// of none, inconclusive.
+pub fn worst(outcomes: impl IntoIterator<Item = Outcome>) -> Outcome {
+    outcomes
+        .into_iter()
+        .reduce(|w, o| match (w, o) {
+            (Outcome::Fail, _) | (_, Outcome::Fail) => Outcome::Fail,
+            (Outcome::Inconclusive, _) | (_, Outcome::Inconclusive) => Outcome::Inconclusive,
+            _ => Outcome::Pass,
+        })
+        .unwrap_or(Outcome::Inconclusive)
+}
+
 /// Why a verdict is what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
@@ -38,6 +62,22 @@ pub enum Why {
     /// It would pass, but the run is incomplete or its histograms are not
     /// exact: lost samples could break it.
     Incomplete,
+}
+
+impl Why {
+    /// Why, in a few words (as the host's table and the target's lines
+    /// say it).
+    pub const fn text(self) -> &'static str {
+        match self {
+            Why::Observed => "as observed",
+            Why::Interval => "interval",
+            Why::Undecided => "interval holds the allowance",
+            Why::AtLimit => "at the allowance: no run length decides",
+            Why::TooFewBlocks => "fewer than 10 blocks",
+            Why::NoSamples => "no samples",
+            Why::Incomplete => "run incomplete or not exact",
+        }
+    }
 }
 
 /// A quantile goal's evidence: the share of samples above its limit, and
@@ -83,6 +123,18 @@ pub struct Verdict {
     /// For an inconclusive quantile goal: about how much longer (ns) the
     /// run should have gone on to decide it, at the same share and spread.
     pub more_ns: Option<u64>,
+}
+
+impl Verdict {
+    /// A verdict not yet given: [`decide`]'s output buffer starts as these.
+    pub const UNDECIDED: Verdict = Verdict {
+        thread: 0,
+        goal: Goal::Missed { limit: 0 },
+        outcome: Outcome::Inconclusive,
+        why: Why::NoSamples,
+        bound: None,
+        more_ns: None,
+    };
 }
 
 /// What [`decide`] needs of one thread.

@@ -23,6 +23,10 @@ pub const MIN_RUNS: usize = 2;
 pub struct Comparison {
     /// Pass, fail or inconclusive.
     pub outcome: Outcome,
+    /// The baseline runs' geometric mean (ns; NaN without runs).
+    pub baseline_ns: f64,
+    /// The candidate runs' geometric mean (ns; NaN without runs).
+    pub candidate_ns: f64,
     /// Candidate over baseline, the ratio of the geometric means.
     pub ratio: f64,
     /// Lower bound of the ratio.
@@ -33,6 +37,21 @@ pub struct Comparison {
     pub level: f64,
     /// Whether each side had [`MIN_RUNS`] runs.
     pub enough_runs: bool,
+}
+
+impl Comparison {
+    /// A quantile not compared yet: [`gate`]'s output buffer starts as
+    /// these.
+    pub const NONE: Comparison = Comparison {
+        outcome: Outcome::Inconclusive,
+        baseline_ns: f64::NAN,
+        candidate_ns: f64::NAN,
+        ratio: f64::NAN,
+        lower: f64::NAN,
+        upper: f64::NAN,
+        level: 0.0,
+        enough_runs: false,
+    };
 }
 
 /// Mean and variance of the logarithms of `values` (ns, at least 1).
@@ -84,13 +103,16 @@ pub fn gate(
     let mut m = 0;
     for (i, ((a, b), slot)) in quantiles.iter().zip(out.iter_mut()).enumerate() {
         *slot = Comparison {
-            outcome: Outcome::Inconclusive,
-            ratio: f64::NAN,
-            lower: f64::NAN,
-            upper: f64::NAN,
             level: 1.0 - alpha,
             enough_runs: a.len() >= MIN_RUNS && b.len() >= MIN_RUNS,
+            ..Comparison::NONE
         };
+        if !a.is_empty() {
+            slot.baseline_ns = exp(log_moments(a).0);
+        }
+        if !b.is_empty() {
+            slot.candidate_ns = exp(log_moments(b).0);
+        }
         if a.is_empty() || b.is_empty() {
             continue;
         }
@@ -132,11 +154,7 @@ mod tests {
     fn one(a: &[u64], b: &[u64], tol: f64) -> Comparison {
         let mut out = [Comparison {
             outcome: Outcome::Pass,
-            ratio: 0.0,
-            lower: 0.0,
-            upper: 0.0,
-            level: 0.0,
-            enough_runs: false,
+            ..Comparison::NONE
         }];
         gate(&[(a, b)], tol, Ppm(950_000), &mut out);
         out[0]
@@ -153,6 +171,12 @@ mod tests {
         let c = one(&base, &worse, 0.1);
         assert_eq!(c.outcome, Outcome::Fail, "{c:?}");
         assert!((c.ratio - 1.51).abs() < 0.02 && c.lower > 1.1, "{c:?}");
+        // the geometric means the ratio is of
+        assert!(
+            (c.candidate_ns / c.baseline_ns - c.ratio).abs() < 1e-9,
+            "{c:?}"
+        );
+        assert!((c.baseline_ns - 100_478.0).abs() < 10.0, "{c:?}");
         let c = one(&base[..1], &worse, 0.1);
         assert_eq!((c.outcome, c.enough_runs), (Outcome::Inconclusive, false));
         // two noisy runs a side: too wide to tell
@@ -198,7 +222,7 @@ mod tests {
                 .iter()
                 .map(|(a, b)| (a.as_slice(), b.as_slice()))
                 .collect();
-            let mut out = [one(&[1], &[1], 0.0); 4];
+            let mut out = [Comparison::NONE; 4];
             gate(&q, 0.0, Ppm(950_000), &mut out);
             fails += usize::from(out.iter().any(|c| c.outcome == Outcome::Fail));
         }

@@ -44,7 +44,7 @@ mod parse;
 #[cfg(test)]
 mod tests;
 
-pub use decide::{decide, Bound, Observed, Outcome, Verdict, Why, MAX_TESTS};
+pub use decide::{decide, worst, Bound, Observed, Outcome, Verdict, Why, MAX_TESTS};
 pub use exceedances::Exceedances;
 
 use crate::stats::Ppm;

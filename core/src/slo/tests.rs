@@ -149,17 +149,7 @@ fn verdicts(
                     elapsed_ns: u64::from(blocks) * 1_000_000_000,
                 })
                 .collect();
-            let mut out = vec![
-                Verdict {
-                    thread: 0,
-                    goal: Goal::Missed { limit: 0 },
-                    outcome: Outcome::Inconclusive,
-                    why: Why::Observed,
-                    bound: None,
-                    more_ns: None,
-                };
-                threads * goals.goals().len()
-            ];
+            let mut out = vec![Verdict::UNDECIDED; threads * goals.goals().len()];
             let n = decide(&goals, &obs, true, &mut out);
             out.truncate(n);
             out
@@ -292,14 +282,7 @@ fn an_incomplete_run_never_passes_but_its_fails_stand() {
         majflt: 0,
         elapsed_ns: 20_000_000_000,
     }];
-    let mut out = [Verdict {
-        thread: 0,
-        goal: Goal::Missed { limit: 0 },
-        outcome: Outcome::Inconclusive,
-        why: Why::Observed,
-        bound: None,
-        more_ns: None,
-    }; 3];
+    let mut out = [Verdict::UNDECIDED; 3];
     assert_eq!(decide(&goals, &obs, true, &mut out), 3);
     let got: Vec<_> = out.iter().map(|v| (v.outcome, v.why)).collect();
     assert_eq!(

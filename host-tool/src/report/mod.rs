@@ -33,7 +33,7 @@ use crate::session::Session;
 use crate::summary::{summarize, Summary};
 use latscope_core::wire::Platform;
 
-pub(crate) use run::{create_out, decode, write_out as write_text};
+pub(crate) use run::{create_out, decode, goal_status, write_out as write_text};
 pub use run::{run, Plan, SloPlan, EXIT_GOAL_FAILED, EXIT_GOAL_INCONCLUSIVE};
 
 /// The report formats.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use std::sync::Arc;
 
-use latscope_core::slo::{Goals, Outcome};
+use latscope_core::slo::{worst, Goals, Outcome};
 use latscope_core::wire::Platform;
 
 use super::{render, say_incomplete, write_json, Decoded, Format, Options};
@@ -51,6 +51,40 @@ pub struct SloPlan {
 impl SloPlan {
     fn files(&self) -> impl Iterator<Item = &PathBuf> {
         self.junit.iter().chain(&self.lava).chain(&self.verdicts)
+    }
+}
+
+/// The verdict files asked for, created before the inputs are read.
+struct SloFiles<'p> {
+    junit: Option<(&'p PathBuf, File)>,
+    lava: Option<(&'p PathBuf, File)>,
+    verdicts: Option<(&'p PathBuf, File)>,
+}
+
+impl<'p> SloFiles<'p> {
+    fn create(s: &'p SloPlan) -> Result<Self> {
+        let open = |p: &'p Option<PathBuf>| -> Result<Option<(&'p PathBuf, File)>> {
+            p.as_ref().map(|p| Ok((p, create_out(p)?))).transpose()
+        };
+        Ok(SloFiles {
+            junit: open(&s.junit)?,
+            lava: open(&s.lava)?,
+            verdicts: open(&s.verdicts)?,
+        })
+    }
+
+    /// Write each file asked for.
+    fn write(self, goals: &Goals, v: &[super::slo::RunVerdicts]) -> Result<()> {
+        if let Some(f) = self.junit {
+            write_out(Some(f), &super::slo::junit(goals, v))?;
+        }
+        if let Some(f) = self.lava {
+            write_out(Some(f), &super::slo::lava(v))?;
+        }
+        if let Some(f) = self.verdicts {
+            write_out(Some(f), &format!("{:#}\n", super::slo::json(goals, v)))?;
+        }
+        Ok(())
     }
 }
 
@@ -166,13 +200,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
         Some(p) => Some((p, create_out(p)?)),
         None => None,
     };
-    let slo_files = match &plan.slo {
-        Some(s) => s
-            .files()
-            .map(|p| Ok((p, create_out(p)?)))
-            .collect::<Result<Vec<_>>>()?,
-        None => Vec::new(),
-    };
+    let slo_files = plan.slo.as_ref().map(SloFiles::create).transpose()?;
     let goals = plan.slo.as_ref().map(|s| &s.goals);
     let (decoded, mut code) = decode_all(&plan.sources, plan.options.format, goals);
     if decoded.is_empty() {
@@ -184,26 +212,28 @@ pub fn run(plan: &Plan) -> Result<u8> {
         return Ok(1);
     }
     let verdicts = plan.slo.as_ref().map(|s| verdicts_of(&s.goals, &decoded));
+    // the verdict table ends a text report, else goes to standard error
+    let table = match (&plan.slo, &verdicts) {
+        (Some(s), Some(v)) => v.iter().fold(String::new(), |mut t, r| {
+            super::slo::text(&mut t, &s.goals, r);
+            t
+        }),
+        _ => String::new(),
+    };
     if plan.options.format == Format::Json {
         write_json_out(out, &decoded)?;
     } else {
         let mut text = render(&decoded, plan.options)?;
-        if let (Some(s), Some(v), Format::Text) = (&plan.slo, &verdicts, plan.options.format) {
-            for r in v {
-                super::slo::text(&mut text, &s.goals, r);
-            }
+        if plan.options.format == Format::Text {
+            text.push_str(&table);
         }
         write_out(out, &text)?;
     }
-    if let (Some(s), Some(v)) = (&plan.slo, &verdicts) {
-        if plan.options.format != Format::Text {
-            let mut table = String::new();
-            for r in v {
-                super::slo::text(&mut table, &s.goals, r);
-            }
-            console::Std::Err.write(table.as_bytes());
-        }
-        write_verdict_files(s, v, slo_files)?;
+    if plan.options.format != Format::Text {
+        console::Std::Err.write(table.as_bytes());
+    }
+    if let (Some(s), Some(v), Some(files)) = (&plan.slo, &verdicts, slo_files) {
+        files.write(&s.goals, v)?;
     }
     if let Some(file) = &plan.plot {
         plot_runs(file, &decoded)?;
@@ -217,13 +247,21 @@ pub fn run(plan: &Plan) -> Result<u8> {
     {
         code = 1;
     }
-    Ok(
-        match verdicts.map(|v| super::slo::overall(v.iter().map(|r| r.outcome()))) {
-            Some(Outcome::Fail) => EXIT_GOAL_FAILED,
-            Some(Outcome::Inconclusive) if code == 0 => EXIT_GOAL_INCONCLUSIVE,
-            _ => code,
-        },
-    )
+    Ok(match verdicts {
+        Some(v) => goal_status(worst(v.iter().map(|r| r.outcome())), code),
+        None => code,
+    })
+}
+
+/// The exit status of goals (or a gate) whose verdict is `outcome`, read
+/// with status `code` otherwise: a failed goal 5 over everything, then
+/// `code`'s 1, then an inconclusive goal 6.
+pub(crate) fn goal_status(outcome: Outcome, code: u8) -> u8 {
+    match outcome {
+        Outcome::Fail => EXIT_GOAL_FAILED,
+        Outcome::Inconclusive if code == 0 => EXIT_GOAL_INCONCLUSIVE,
+        _ => code,
+    }
 }
 
 /// Exit status: a latency goal failed (over every other status but a
@@ -247,25 +285,6 @@ fn verdicts_of(goals: &Goals, decoded: &[Decoded]) -> Vec<super::slo::RunVerdict
                 .map(move |r| super::slo::of_run(&name, r, &link, goals))
         })
         .collect()
-}
-
-/// The verdict files, each into the file created for it.
-fn write_verdict_files(
-    s: &SloPlan,
-    v: &[super::slo::RunVerdicts],
-    mut files: Vec<(&PathBuf, File)>,
-) -> Result<()> {
-    let mut next = |want: &Option<PathBuf>, text: String| -> Result<()> {
-        if want.is_some() && !files.is_empty() {
-            let f = files.remove(0);
-            write_out(Some(f), &text)?;
-        }
-        Ok(())
-    };
-    next(&s.junit, super::slo::junit(&s.goals, v))?;
-    next(&s.lava, super::slo::lava(v))?;
-    let doc = super::slo::json(&s.goals, v);
-    next(&s.verdicts, format!("{doc:#}\n"))
 }
 
 /// Decode every input; the readable ones, and 1 if any was not.

@@ -45,21 +45,8 @@ impl RunVerdicts {
     /// The run's outcome: fail if any goal failed, else inconclusive if
     /// any is, else pass (a run without threads is inconclusive).
     pub(crate) fn outcome(&self) -> Outcome {
-        overall(self.rows.iter().map(|r| r.verdict.outcome))
+        slo::worst(self.rows.iter().map(|r| r.verdict.outcome))
     }
-}
-
-/// Fail over inconclusive over pass; nothing is inconclusive.
-pub(crate) fn overall(outcomes: impl Iterator<Item = Outcome>) -> Outcome {
-    let mut seen = None;
-    for o in outcomes {
-        seen = Some(match (seen, o) {
-            (_, Outcome::Fail) | (Some(Outcome::Fail), _) => Outcome::Fail,
-            (_, Outcome::Inconclusive) | (Some(Outcome::Inconclusive), _) => Outcome::Inconclusive,
-            _ => Outcome::Pass,
-        });
-    }
-    seen.unwrap_or(Outcome::Inconclusive)
 }
 
 /// The verdicts of `run`, read from `input` with link statistics `link`,
@@ -92,15 +79,7 @@ pub(crate) fn of_run(input: &str, run: &Run, link: &LinkStats, goals: &Goals) ->
             }
         })
         .collect();
-    let blank = Verdict {
-        thread: 0,
-        goal: Goal::Missed { limit: 0 },
-        outcome: Outcome::Inconclusive,
-        why: Why::NoSamples,
-        bound: None,
-        more_ns: None,
-    };
-    let mut out = vec![blank; observed.len() * goals.goals().len()];
+    let mut out = vec![Verdict::UNDECIDED; observed.len() * goals.goals().len()];
     let n = slo::decide(goals, &observed, complete, &mut out);
     out.truncate(n);
     let rows = out
@@ -129,28 +108,6 @@ pub(crate) fn of_run(input: &str, run: &Run, link: &LinkStats, goals: &Goals) ->
         run_id: run.hello.run_id,
         complete,
         rows,
-    }
-}
-
-/// The outcome's word.
-pub(crate) fn word(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Pass => "pass",
-        Outcome::Fail => "fail",
-        Outcome::Inconclusive => "inconclusive",
-    }
-}
-
-/// Why, in a few words.
-fn why_text(w: Why) -> &'static str {
-    match w {
-        Why::Observed => "as observed",
-        Why::Interval => "interval",
-        Why::Undecided => "interval holds the allowance",
-        Why::AtLimit => "at the allowance: no run length decides",
-        Why::TooFewBlocks => "fewer than 10 blocks",
-        Why::NoSamples => "no samples",
-        Why::Incomplete => "run incomplete or not exact",
     }
 }
 
@@ -210,7 +167,7 @@ pub(crate) fn evidence(v: &Verdict) -> String {
         if !s.is_empty() {
             s.push_str("; ");
         }
-        s.push_str(why_text(v.why));
+        s.push_str(v.why.text());
     }
     if let Some(ns) = v.more_ns {
         let _ = write!(
@@ -234,7 +191,7 @@ pub(crate) fn text(out: &mut String, goals: &Goals, r: &RunVerdicts) {
         "run {:016x} of {}: {}",
         r.run_id,
         r.board,
-        word(r.outcome()).to_uppercase()
+        r.outcome().name().to_uppercase()
     );
     let _ = writeln!(
         out,
@@ -249,7 +206,7 @@ pub(crate) fn text(out: &mut String, goals: &Goals, r: &RunVerdicts) {
             thread_label(v.thread, row.cpu),
             v.goal.to_string(),
             observed_text(v.goal, row.observed),
-            word(v.outcome).to_uppercase(),
+            v.outcome.name().to_uppercase(),
             evidence(v)
         );
     }
@@ -269,6 +226,7 @@ fn thread_label(i: usize, cpu: Option<u16>) -> String {
 
 /// The JSON verdict document of every run.
 pub(crate) fn json(goals: &Goals, runs: &[RunVerdicts]) -> Value {
+    let outcome = slo::worst(runs.iter().map(RunVerdicts::outcome));
     let runs: Vec<Value> = runs
         .iter()
         .map(|r| {
@@ -278,7 +236,7 @@ pub(crate) fn json(goals: &Goals, runs: &[RunVerdicts]) -> Value {
                 "board": r.board,
                 "run_id": format!("{:016x}", r.run_id),
                 "complete": r.complete,
-                "outcome": word(r.outcome()),
+                "outcome": r.outcome().name(),
                 "verdicts": verdicts,
             })
         })
@@ -288,16 +246,8 @@ pub(crate) fn json(goals: &Goals, runs: &[RunVerdicts]) -> Value {
         "confidence": f64::from(goals.confidence().0) / 1e6,
         "confidence_holds_for": "run",
         "method": "per-block shares, batch-means spread, Hall's skewness correction, Holm",
-        "outcome": word(overall(runs_outcomes(&runs))),
+        "outcome": outcome.name(),
         "runs": runs,
-    })
-}
-
-fn runs_outcomes(runs: &[Value]) -> impl Iterator<Item = Outcome> + '_ {
-    runs.iter().map(|r| match r["outcome"].as_str() {
-        Some("pass") => Outcome::Pass,
-        Some("fail") => Outcome::Fail,
-        _ => Outcome::Inconclusive,
     })
 }
 
@@ -308,7 +258,7 @@ fn row_json(row: &Row) -> Value {
         "cpu": row.cpu,
         "goal": v.goal.to_string(),
         "metric": v.goal.metric().to_string(),
-        "outcome": word(v.outcome),
+        "outcome": v.outcome.name(),
         "why": why_key(v.why),
         "more_s": v.more_ns.map(|ns| ns as f64 / 1e9),
     });
@@ -378,7 +328,7 @@ fn junit_case(x: &mut String, r: &RunVerdicts, row: &Row) {
     let name = format!("{} {}", thread_label(v.thread, row.cpu), v.goal);
     let figures = format!(
         "{}: observed {}; {}",
-        word(v.outcome),
+        v.outcome.name(),
         observed_text(v.goal, row.observed),
         evidence(v)
     );
@@ -396,7 +346,7 @@ fn junit_case(x: &mut String, r: &RunVerdicts, row: &Row) {
             markup(&val)
         );
     };
-    prop("outcome", word(v.outcome).into());
+    prop("outcome", v.outcome.name().into());
     prop("observed", observed_text(v.goal, row.observed));
     if let Some(b) = v.bound {
         prop("share_above", format!("{:e}", b.share));

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use latscope_core::decimal::Fixed;
-use latscope_core::slo::{decide, Goal, Goals, Observed, Outcome, Verdict, Why};
+use latscope_core::slo::{decide, worst, Goal, Goals, Observed, Outcome, Verdict, Why};
 
 use crate::error::{EXIT_FAILED, EXIT_GOAL_FAILED, EXIT_GOAL_INCONCLUSIVE};
 use crate::sender::View;
@@ -35,32 +35,20 @@ pub fn verdicts(goals: &Goals, views: &[View], complete: bool, status: i32) -> (
             elapsed_ns: v.log.stats().elapsed_ns,
         });
     }
-    let blank = Verdict {
-        thread: 0,
-        goal: Goal::Missed { limit: 0 },
-        outcome: Outcome::Inconclusive,
-        why: Why::NoSamples,
-        bound: None,
-        more_ns: None,
-    };
-    let mut out = vec![blank; views.len() * goals.goals().len()];
+    let mut out = vec![Verdict::UNDECIDED; views.len() * goals.goals().len()];
     let n = decide(goals, &observed, complete, &mut out);
     out.truncate(n);
-    let worst = out.iter().fold(Outcome::Pass, |w, v| match (w, v.outcome) {
-        (Outcome::Fail, _) | (_, Outcome::Fail) => Outcome::Fail,
-        (Outcome::Inconclusive, _) | (_, Outcome::Inconclusive) => Outcome::Inconclusive,
-        _ => Outcome::Pass,
-    });
+    let run_outcome = worst(out.iter().map(|v| v.outcome));
     let mut text = String::with_capacity(128 * (out.len() + 1));
     let _ = writeln!(
         text,
         "# Latency goals {goals} (for the run): {}",
-        word(worst)
+        word(run_outcome)
     );
     for v in &out {
         line(&mut text, v, &observed[v.thread]);
     }
-    let status = match worst {
+    let status = match run_outcome {
         Outcome::Fail => EXIT_GOAL_FAILED,
         _ if status == EXIT_FAILED => status,
         Outcome::Inconclusive => EXIT_GOAL_INCONCLUSIVE,
@@ -69,6 +57,9 @@ pub fn verdicts(goals: &Goals, views: &[View], complete: bool, status: i32) -> (
     (text, status)
 }
 
+/// The outcome's word in capitals, as the `#` lines give a verdict
+/// (static strings: an uppercased copy of [`Outcome::name`] costs the
+/// static binary 300 B more).
 fn word(o: Outcome) -> &'static str {
     match o {
         Outcome::Pass => "PASS",
@@ -105,16 +96,9 @@ fn line(out: &mut String, v: &Verdict, obs: &Observed<'_>) {
             b.blocks
         );
     }
-    let why = match v.why {
-        Why::Observed => " (as observed)",
-        Why::Interval => "",
-        Why::Undecided => " (the interval holds the allowance)",
-        Why::AtLimit => " (at the allowance: no run length decides)",
-        Why::TooFewBlocks => " (fewer than 10 blocks)",
-        Why::NoSamples => " (no samples)",
-        Why::Incomplete => " (the run did not end well)",
-    };
-    out.push_str(why);
+    if v.why != Why::Interval {
+        let _ = write!(out, " ({})", v.why.text());
+    }
     if let Some(ns) = v.more_ns {
         let _ = write!(
             out,
