@@ -1,6 +1,8 @@
-//! The reports of frozen recordings of older protocol versions: byte for
-//! byte what latscope-host printed when each version was current
-//! (`tests/golden/v1`, `tests/golden/v2`).
+//! The reports of frozen recordings, a basic run and an `--explain` run of
+//! every protocol version: byte for byte what latscope-host printed when
+//! each version was current (`tests/golden/v1`, `tests/golden/v2`,
+//! `tests/golden/v3`). A version is frozen before the next one is made, so
+//! its recordings keep reporting the same once they are upgraded.
 
 use std::time::SystemTime;
 
@@ -9,19 +11,65 @@ use latscope_core::wire::PROTOCOL_VERSION;
 use super::{render, Decoded, Format, Options};
 use crate::session::Session;
 
+/// `tests/golden/vVERSION/vVERSION-KIND.EXT`, as text or bytes.
 macro_rules! golden {
-    ($dir:literal, $name:literal, $ext:literal) => {
-        include_str!(concat!(
+    ($include:ident, $version:literal, $kind:literal, $ext:literal) => {
+        $include!(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../tests/golden/",
-            $dir,
-            "/",
-            $name,
+            "/../tests/golden/v",
+            $version,
+            "/v",
+            $version,
+            "-",
+            $kind,
             ".",
             $ext
         ))
     };
 }
+
+/// A frozen recording of protocol `version` throughout, and the host's
+/// report on it in each format.
+struct Frozen {
+    name: &'static str,
+    version: u8,
+    recording: &'static [u8],
+    reports: [(Format, &'static str); 4],
+}
+
+/// The recording `vVERSION-KIND.lsr` and its `.text`, `.json`, `.hist`
+/// and `.csv` reports.
+macro_rules! frozen {
+    ($version:literal, $kind:literal) => {
+        Frozen {
+            name: concat!("v", $version, "-", $kind),
+            version: $version,
+            recording: golden!(include_bytes, $version, $kind, "lsr"),
+            reports: [
+                (Format::Text, golden!(include_str, $version, $kind, "text")),
+                (Format::Json, golden!(include_str, $version, $kind, "json")),
+                (
+                    Format::CyclictestHist,
+                    golden!(include_str, $version, $kind, "hist"),
+                ),
+                (Format::Csv, golden!(include_str, $version, $kind, "csv")),
+            ],
+        }
+    };
+}
+
+/// The kinds of run frozen for every version.
+const KINDS: [&str; 2] = ["basic", "explain"];
+
+/// Every frozen recording, by protocol version.
+const FROZEN: [Frozen; 6] = [
+    frozen!(1, "basic"),
+    frozen!(1, "explain"),
+    frozen!(2, "basic"),
+    frozen!(2, "explain"),
+    frozen!(3, "basic"),
+    frozen!(3, "explain"),
+];
 
 /// The report of `bytes`, a recording of protocol `version` throughout.
 fn report(name: &str, version: u8, bytes: &[u8], format: Format) -> String {
@@ -53,97 +101,82 @@ fn report(name: &str, version: u8, bytes: &[u8], format: Format) -> String {
     render(&[d], opts).expect("renders")
 }
 
-fn check(name: &str, version: u8, bytes: &[u8], expected: [(Format, &str); 4]) {
-    for (format, want) in expected {
-        let got = report(&format!("{name}.lsr"), version, bytes, format);
-        if got != want {
+/// How each report of `frozen` differs from its golden file: one message
+/// per format, none when every report is the same.
+fn differences(frozen: &Frozen) -> Vec<String> {
+    let Frozen {
+        name,
+        version,
+        recording,
+        reports,
+    } = frozen;
+    let mut differ = Vec::new();
+    for (format, want) in reports {
+        let got = report(&format!("{name}.lsr"), *version, recording, *format);
+        if got != *want {
+            // the first line that differs, or the first that one lacks
             let line = got
                 .lines()
                 .zip(want.lines())
                 .position(|(a, b)| a != b)
-                .unwrap_or(0);
-            panic!(
+                .unwrap_or_else(|| got.lines().count().min(want.lines().count()));
+            differ.push(format!(
                 "{name} {format:?} differs from the version-{version} report at line {}:\n got: {:?}\nwant: {:?}",
                 line + 1,
                 got.lines().nth(line),
                 want.lines().nth(line)
+            ));
+        }
+    }
+    differ
+}
+
+/// Every report of every recording of protocol `version`.
+fn check(version: u8) {
+    let frozen: Vec<&Frozen> = FROZEN.iter().filter(|f| f.version == version).collect();
+    assert_eq!(
+        frozen.len(),
+        KINDS.len(),
+        "version {version}: a recording of each kind"
+    );
+    let differ: Vec<String> = frozen.into_iter().flat_map(differences).collect();
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
+#[test]
+fn version_1_recordings_report_as_they_always_did() {
+    check(1);
+}
+
+#[test]
+fn version_2_recordings_report_as_they_always_did() {
+    check(2);
+}
+
+#[test]
+fn version_3_recordings_report_as_they_always_did() {
+    check(3);
+}
+
+/// Each version older than the current one was frozen before the next
+/// was made, and stays frozen: its recordings are in [`FROZEN`], and a
+/// test above checks them.
+#[test]
+fn every_older_version_is_frozen() {
+    for version in 1..PROTOCOL_VERSION {
+        for kind in KINDS {
+            let name = format!("v{version}-{kind}");
+            assert!(
+                FROZEN.iter().any(|f| f.name == name && f.version == version),
+                "{name}: version {version} is older than {PROTOCOL_VERSION} but not frozen in tests/golden/v{version}"
             );
         }
     }
-}
-
-#[test]
-fn version_1_recording_reports_as_it_always_did() {
-    let bytes = include_bytes!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/golden/v1/v1-basic.lsr"
-    ));
-    check(
-        "v1-basic",
-        1,
-        bytes,
-        [
-            (Format::Text, golden!("v1", "v1-basic", "text")),
-            (Format::Json, golden!("v1", "v1-basic", "json")),
-            (Format::CyclictestHist, golden!("v1", "v1-basic", "hist")),
-            (Format::Csv, golden!("v1", "v1-basic", "csv")),
-        ],
-    );
-}
-
-#[test]
-fn version_1_recording_with_explained_spikes_reports_as_it_always_did() {
-    let bytes = include_bytes!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/golden/v1/v1-explain.lsr"
-    ));
-    check(
-        "v1-explain",
-        1,
-        bytes,
-        [
-            (Format::Text, golden!("v1", "v1-explain", "text")),
-            (Format::Json, golden!("v1", "v1-explain", "json")),
-            (Format::CyclictestHist, golden!("v1", "v1-explain", "hist")),
-            (Format::Csv, golden!("v1", "v1-explain", "csv")),
-        ],
-    );
-}
-
-#[test]
-fn version_2_recording_reports_as_it_always_did() {
-    let bytes = include_bytes!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/golden/v2/v2-basic.lsr"
-    ));
-    check(
-        "v2-basic",
-        2,
-        bytes,
-        [
-            (Format::Text, golden!("v2", "v2-basic", "text")),
-            (Format::Json, golden!("v2", "v2-basic", "json")),
-            (Format::CyclictestHist, golden!("v2", "v2-basic", "hist")),
-            (Format::Csv, golden!("v2", "v2-basic", "csv")),
-        ],
-    );
-}
-
-#[test]
-fn version_2_recording_with_explained_spikes_reports_as_it_always_did() {
-    let bytes = include_bytes!(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/golden/v2/v2-explain.lsr"
-    ));
-    check(
-        "v2-explain",
-        2,
-        bytes,
-        [
-            (Format::Text, golden!("v2", "v2-explain", "text")),
-            (Format::Json, golden!("v2", "v2-explain", "json")),
-            (Format::CyclictestHist, golden!("v2", "v2-explain", "hist")),
-            (Format::Csv, golden!("v2", "v2-explain", "csv")),
-        ],
-    );
+    for f in &FROZEN {
+        assert!(
+            f.version <= PROTOCOL_VERSION,
+            "{}: a version this build does not speak",
+            f.name
+        );
+    }
 }
