@@ -42,6 +42,16 @@ pub enum Error {
     /// A trace format file (`events/header_page`, an event's `format`)
     /// does not read (why).
     BadTraceFormat(&'static str),
+    /// A trace.dat that does not read: the byte offset in the file, and
+    /// why.
+    BadTraceFile {
+        /// Where in the file.
+        offset: u64,
+        /// What is wrong there.
+        why: &'static str,
+    },
+    /// A trace.dat of another version than 6 (the version).
+    TraceFileVersion(u32),
 }
 
 impl fmt::Display for Error {
@@ -67,6 +77,14 @@ impl fmt::Display for Error {
                 write!(f, "trace page: {why} (at byte {offset})")
             }
             Error::BadTraceFormat(why) => write!(f, "trace format: {why}"),
+            Error::BadTraceFile { offset, why } => {
+                write!(f, "trace.dat: {why} (at byte {offset})")
+            }
+            Error::TraceFileVersion(v) => write!(
+                f,
+                "trace.dat version {v}: only version 6 is read; \
+                 `trace-cmd convert --file-version 6 --compression none` writes one"
+            ),
         }
     }
 }

@@ -13,6 +13,8 @@
 //!   spike's time to IRQs, softirqs and tasks, exactly;
 //! * [`ringbuf`]: the kernel's binary trace (`trace_pipe_raw` pages)
 //!   decoded into the classifier's events;
+//! * [`tracedat`]: trace.dat files (version 6) of a spike's window, written
+//!   and read, for trace-cmd, KernelShark and the host;
 //! * [`slo`]: latency goals, and their verdicts with a stated confidence
 //!   from blocks of the run;
 //! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
@@ -89,6 +91,7 @@ pub mod seqlock;
 pub mod slo;
 pub mod sort;
 pub mod stats;
+pub mod tracedat;
 pub mod tz;
 pub mod wire;
 

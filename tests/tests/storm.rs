@@ -12,13 +12,14 @@
 //! and two CPUs.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::Path;
-use std::process::{ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use latscope_core::explain::CauseKind;
 use latscope_core::wire::{Aggregate, Body};
+use latscope_testkit::disturb::Burster;
 use latscope_testkit::host::{
     assert_matches_target, bins, decode_frames, first_run, host_report_json, read_json,
     serial_host, Pty, Reaper, Relay,
@@ -40,29 +41,6 @@ const BURST: [&str; 4] = ["95", "600", "5000", "10"];
 /// the burster's: its switch in before the burst's first clock read and
 /// out after the last.
 const SLACK_NS: u64 = 50_000;
-
-/// The burster, started and ready at its priority, logging its bursts to
-/// `log`: it, its output still to read, and its pid.
-fn burster(log: &Path) -> (Reaper, BufReader<ChildStdout>, u32) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_burster"))
-        .arg("0")
-        .args(BURST)
-        .arg(log)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run the burster");
-    let out = child.stdout.take().expect("the burster's output");
-    let mut out = BufReader::new(out);
-    let mut line = String::new();
-    out.read_line(&mut line).expect("the burster's first line");
-    let pid: u32 = line
-        .strip_prefix("burster: pid ")
-        .and_then(|l| l.strip_suffix(" ready\n"))
-        .and_then(|p| p.parse().ok())
-        .unwrap_or_else(|| panic!("the burster did not get ready: {line:?}"));
-    (Reaper::new(child), out, pid)
-}
 
 /// What the stream says, frame by frame.
 #[derive(Default)]
@@ -190,7 +168,8 @@ fn a_storm_on_a_serial_line_keeps_reporting_and_explains_the_worst() {
     let json = dir.join("t.json");
     let log = dir.join("bursts");
     let mut host = serial_host(&host_side.slave_path, &rec);
-    let (mut burst, mut burst_out, pid) = burster(&log);
+    let (mut burst, mut burst_out, pid) =
+        Burster::start(env!("CARGO_BIN_EXE_burster"), &BURST, &log);
     let stream = format!("serial:{}:115200", target_side.slave_path.display());
     let explain = EXPLAIN_US.to_string();
     let secs = format!("{SECS}s");

@@ -53,6 +53,50 @@ pub struct JsonDoc<'a> {
     /// What the continuous trace of `--explain` did (the `"latscope"`
     /// object's `"trace"`), where the run traced.
     pub trace: Option<TraceTotals>,
+    /// What `--trace-out` wrote (the `"latscope"` object's
+    /// `"trace_out"`), where the run asked for it.
+    pub windows: Option<WindowTotals<'a>>,
+}
+
+/// What became of the spikes' windows `--trace-out` was to write as
+/// trace.dat files: written, or not, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WindowCounts {
+    /// Files written.
+    pub written: u64,
+    /// Their bytes (the trace.dat files).
+    pub bytes: u64,
+    /// Not written: the limit on files or bytes was reached.
+    pub limit: u64,
+    /// Not written: the writer's queue was full (a slow disk).
+    pub queue_full: u64,
+    /// Not written: the disk was full.
+    pub disk_full: u64,
+    /// Not written: another write error.
+    pub failed: u64,
+}
+
+impl WindowCounts {
+    /// Windows not written, for any reason.
+    pub fn not_written(&self) -> u64 {
+        self.limit + self.lost()
+    }
+
+    /// Windows not written though the limits had room: output lost.
+    pub fn lost(&self) -> u64 {
+        self.queue_full + self.disk_full + self.failed
+    }
+}
+
+/// `--trace-out`'s part of the document: where, how many, which files.
+#[derive(Debug, Clone, Copy)]
+pub struct WindowTotals<'a> {
+    /// The directory, as given.
+    pub dir: &'a str,
+    /// What was written and what not.
+    pub counts: WindowCounts,
+    /// The trace.dat files' names, in order.
+    pub files: &'a [&'a str],
 }
 
 /// What became of a run's spikes (samples above the spike threshold),
@@ -311,7 +355,7 @@ pub fn json<W: Write>(
     w.write_str("  },\n  \"latscope\": {\n")?;
     field(w, "    ", "version", doc.tool_version, false)?;
     let caveat = doc.wake.caveat();
-    let last = doc.spikes.is_none() && doc.trace.is_none();
+    let last = doc.spikes.is_none() && doc.trace.is_none() && doc.windows.is_none();
     field(
         w,
         "    ",
@@ -332,7 +376,11 @@ pub fn json<W: Write>(
             t.explained,
             t.aggregated,
             t.dropped,
-            if doc.trace.is_some() { "," } else { "" }
+            if doc.trace.is_some() || doc.windows.is_some() {
+                ","
+            } else {
+                ""
+            }
         )?;
     }
     if let Some(t) = doc.trace {
@@ -340,7 +388,7 @@ pub fn json<W: Write>(
             w,
             "    \"trace\": {{\"buffer_kb\": {}, \"history_kb\": {}, \"pages_read\": {}, \
              \"pages_dropped\": {}, \"reads_failed\": {}, \"events\": {}, \"events_lost\": {}, \
-             \"tracefs_writes_failed\": {}, \"reader_cpu_ms\": {}, \"wakeups\": \"{}\"}}",
+             \"tracefs_writes_failed\": {}, \"reader_cpu_ms\": {}, \"wakeups\": \"{}\"}}{}",
             t.buffer_kb,
             t.history_kb,
             t.pages_read,
@@ -350,8 +398,38 @@ pub fn json<W: Write>(
             t.events_lost,
             t.writes_failed,
             Fixed(t.reader_cpu_ns as f64 / 1e6, 3),
-            t.wakeups.name()
+            t.wakeups.name(),
+            if doc.windows.is_some() { "," } else { "" }
         )?;
     }
+    if let Some(t) = doc.windows {
+        trace_out(w, &t)?;
+    }
     w.write_str("  }\n}\n")
+}
+
+/// The `"trace_out"` member: counts, then the files' names.
+fn trace_out<W: Write>(w: &mut W, t: &WindowTotals<'_>) -> Result {
+    let c = t.counts;
+    w.write_str("    \"trace_out\": {\"dir\": ")?;
+    quote(w, t.dir)?;
+    write!(
+        w,
+        ", \"written\": {}, \"bytes\": {}, \"not_written\": {}, \"limit\": {}, \
+         \"queue_full\": {}, \"disk_full\": {}, \"failed\": {}, \"files\": [",
+        c.written,
+        c.bytes,
+        c.not_written(),
+        c.limit,
+        c.queue_full,
+        c.disk_full,
+        c.failed
+    )?;
+    for (i, f) in t.files.iter().enumerate() {
+        if i > 0 {
+            w.write_str(", ")?;
+        }
+        quote(w, f)?;
+    }
+    w.write_str("]}\n")
 }

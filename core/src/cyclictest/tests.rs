@@ -189,6 +189,7 @@ fn doc_of(fixture: &str) -> JsonDoc<'_> {
         wake: WakeMode::Absolute,
         spikes: None,
         trace: None,
+        windows: None,
     }
 }
 
@@ -377,6 +378,41 @@ fn json_says_what_became_of_the_spikes() {
     assert!(ours.ends_with(tail), "{ours}");
     assert_eq!(same_times(&without_extras(&ours), Q_JSON), Q_JSON);
     assert!((spikes.coverage_pct() - 1.2).abs() < 1e-9);
+}
+
+/// What `--trace-out` wrote closes the `"latscope"` object: counts by
+/// reason and the files, escaped.
+#[test]
+fn json_says_which_windows_were_written_and_why_others_were_not() {
+    let h = vec![vec![0; DEFAULT_BUCKETS]; 2];
+    let t = [
+        thread(0, counters(Q_JSON, 0), &h[0], &[]),
+        thread(1, counters(Q_JSON, 1), &h[1], &[]),
+    ];
+    let counts = WindowCounts {
+        written: 2,
+        bytes: 8192,
+        limit: 1,
+        queue_full: 2,
+        disk_full: 3,
+        failed: 4,
+    };
+    let doc = JsonDoc {
+        windows: Some(WindowTotals {
+            dir: "out\"x",
+            counts,
+            files: &["a.dat", "b.dat"],
+        }),
+        ..doc_of(Q_JSON)
+    };
+    let mut ours = String::new();
+    json(&mut ours, &doc, &t, &opts(0, false)).unwrap();
+    let tail = "    \"wake_mode\": \"clock_nanosleep_abstime\",\n    \"trace_out\": {\"dir\": \
+                \"out\\\"x\", \"written\": 2, \"bytes\": 8192, \"not_written\": 10, \"limit\": 1, \
+                \"queue_full\": 2, \"disk_full\": 3, \"failed\": 4, \"files\": [\"a.dat\", \"b.dat\"]}\n  }\n}\n";
+    assert!(ours.ends_with(tail), "{ours}");
+    assert_eq!(same_times(&without_extras(&ours), Q_JSON), Q_JSON);
+    assert_eq!((counts.not_written(), counts.lost()), (10, 9));
 }
 
 #[test]

@@ -170,6 +170,20 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> History<S> {
         (lo.saturating_sub(2), lo == 0)
     }
 
+    /// The pages held that cover `from_ns` to `to_ns`, oldest first: from
+    /// the one before the page `from_ns` falls in (as
+    /// [`History::explain`] begins) to the last page that begins by
+    /// `to_ns`, at most `most` (the newest kept). A spike's window as
+    /// evidence (a trace.dat).
+    pub fn window(&self, from_ns: u64, to_ns: u64, most: usize) -> impl Iterator<Item = &[u8]> {
+        let (start, _) = self.start(from_ns);
+        let end = (start..self.len)
+            .find(|&i| self.page_ns(i) > to_ns)
+            .unwrap_or(self.len);
+        let start = start.max(end.saturating_sub(most));
+        (start..end).map(move |i| self.page(i))
+    }
+
     /// Explains `window` (of this history's CPU) from the pages that cover
     /// it, decoding with `dec`. `recorded_to_ns` is when the reader last
     /// found the kernel's buffer empty: a wake-up before it with no event
@@ -293,6 +307,24 @@ mod tests {
             wake_ns,
             pid: 0,
         }
+    }
+
+    #[test]
+    fn a_windows_pages_cover_it_and_no_more_than_asked() {
+        let t = times();
+        let h = history(8);
+        let page_of = |p: &[u8]| PAGES.chunks(4096).position(|q| q == p).unwrap();
+        let pages = |a: u64, b: u64, most| h.window(a, b, most).map(page_of).collect::<Vec<_>>();
+        let last = *t.last().unwrap();
+        assert_eq!(pages(t[0], last, 8), [0, 1, 2]);
+        // before the first page: from the oldest
+        assert_eq!(pages(0, t[0], 8), [0]);
+        // the newest page alone, when only one may go
+        assert_eq!(pages(t[0], last, 1), [2]);
+        // a window in the last page starts a page before it, as explain does
+        assert_eq!(pages(last, last, 8), [1, 2]);
+        // a window before everything held is empty past its first page
+        assert!(pages(0, 0, 8).len() <= 1);
     }
 
     #[test]

@@ -236,6 +236,7 @@ pub(crate) fn json(
         spikes: spike_totals(run),
         // the stream does not carry the trace's totals
         trace: None,
+        windows: None,
     };
     let h = hists(run);
     let t = threads(run, &h);

@@ -9,7 +9,9 @@
 
 use std::sync::atomic::Ordering;
 
-use latscope_core::cyclictest::{self, EndText, JsonDoc, Options, Thread, TraceTotals, Uname};
+use latscope_core::cyclictest::{
+    self, EndText, JsonDoc, Options, Thread, TraceTotals, Uname, WindowTotals,
+};
 use latscope_core::decimal::Fixed;
 use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine};
 
@@ -19,6 +21,7 @@ use crate::config::Config;
 use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
+use crate::linux::tracefs::trace_out;
 use crate::linux::{procfs, write_all};
 use crate::output::{self, Std};
 
@@ -27,9 +30,14 @@ use crate::output::{self, Std};
 pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     let loop_error = s.shared.iter().find_map(|t| t.take_error());
     let defects = s.control.defects.load(Ordering::SeqCst);
+    let evidence_lost = ended
+        .outcome
+        .evidence
+        .as_ref()
+        .map_or(0, |e| e.counts.lost());
     let mut status = match (
         loop_error.is_some() || defects > 0,
-        ended.outcome.frames_dropped + ended.outcome.frames_unacknowledged,
+        ended.outcome.frames_dropped + ended.outcome.frames_unacknowledged + evidence_lost,
     ) {
         (true, _) => EXIT_FAILED,
         (false, 0) => EXIT_OK,
@@ -180,6 +188,9 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
     if let Some(t) = ended.outcome.trace {
         output::note(&trace_line(&t));
     }
+    if let Some(e) = &ended.outcome.evidence {
+        output::note(&evidence_lines(e));
+    }
     let dropped = ended.outcome.frames_dropped;
     if dropped > 0 {
         let why = ended.outcome.loss_reason.as_deref().unwrap_or("unknown");
@@ -215,6 +226,43 @@ fn trace_line(t: &TraceTotals) -> String {
     )
 }
 
+/// Files listed by name in the summary; `--json` lists them all.
+const EVIDENCE_LISTED: usize = 10;
+
+/// The summary's lines on `--trace-out`: what was written and what not,
+/// by reason, then the files (the first [`EVIDENCE_LISTED`]).
+fn evidence_lines(e: &trace_out::Totals) -> String {
+    let c = e.counts;
+    let mut s = format!(
+        "# trace-out: {} window(s) written to {} ({} bytes); {} not written: {} over the \
+         limit, {} with the writer's queue full, {} with the disk full, {} failed",
+        c.written,
+        e.dir,
+        c.bytes,
+        c.not_written(),
+        c.limit,
+        c.queue_full,
+        c.disk_full,
+        c.failed
+    );
+    for w in e.files.iter().take(EVIDENCE_LISTED) {
+        s += &format!(
+            "\n# trace-out: T:{} cycle {} {} us: {}",
+            w.thread,
+            w.cycle,
+            w.latency_ns / 1000,
+            w.name
+        );
+    }
+    if e.files.len() > EVIDENCE_LISTED {
+        s += &format!(
+            "\n# trace-out: {} more file(s), listed in --json",
+            e.files.len() - EVIDENCE_LISTED
+        );
+    }
+    s
+}
+
 /// `--json PATH` (`-`: standard output).
 fn write_json(
     cfg: &Config,
@@ -225,6 +273,10 @@ fn write_json(
     path: &str,
 ) -> Result<(), Error> {
     let u = procfs::uname();
+    let files = ended.outcome.evidence.as_ref().map(|e| {
+        let names: Vec<&str> = e.files.iter().map(|w| w.name.as_str()).collect();
+        (e, names)
+    });
     let doc = JsonDoc {
         cmdline: &cfg.cmdline,
         tool_version: env!("CARGO_PKG_VERSION"),
@@ -242,6 +294,11 @@ fn write_json(
         wake: cfg.wake,
         spikes: ended.outcome.spikes,
         trace: ended.outcome.trace,
+        windows: files.as_ref().map(|(e, names)| WindowTotals {
+            dir: &e.dir,
+            counts: e.counts,
+            files: names,
+        }),
     };
     let mut text = String::with_capacity(4096 + cfg.hist_us as usize * 24 * threads.len());
     // a String takes every write

@@ -97,6 +97,7 @@ pub fn run_threads(cfg: &Config, s: &mut Setup, h: &mut Handoff) -> Result<Ended
             warnings: deg.warnings.clone(),
             sink: sink.take(),
             tracer: tracer.take(),
+            trace_out: h.trace_out.take(),
             explain_ns: cfg.explain_us * 1000,
             coarse_cpus: setup.coarse_cpus.clone(),
             warmup_ns: cfg.warmup_ns,

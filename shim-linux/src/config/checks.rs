@@ -55,6 +55,9 @@ pub(super) fn check(cfg: &mut Config, saw: &OptionsGiven) -> Result<(), Error> {
     if cfg.laptop {
         cfg.default_system = true;
     }
+    if cfg.trace_out.is_some() && cfg.explain_us == 0 {
+        return Err(Error::usage("--trace-out needs --explain"));
+    }
     cfg.align = saw.align();
     if saw.aligned.is_some() && saw.secaligned.is_some() {
         return Err(Error::usage("-A and --secaligned exclude each other"));

@@ -158,6 +158,8 @@ const LAYOUT: &[HelpLine] = &[
     HelpLine::Opt(Opt::Tracemark),
     HelpLine::Opt(Opt::Explain),
     HelpLine::Opt(Opt::TraceBufferSize),
+    HelpLine::Opt(Opt::TraceOut),
+    HelpLine::Opt(Opt::TraceOutLimit),
     HelpLine::Opt(Opt::Fifo),
     HelpLine::Opt(Opt::DbgCyclictest),
     Heading("Stream (binary frames for latscope-host)"),

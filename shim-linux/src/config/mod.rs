@@ -24,6 +24,7 @@ use latscope_core::cyclictest::HistShape;
 use latscope_core::wire::{ClockKind, Policy, StartAlign, WakeMode};
 
 use crate::bench::Knobs;
+use crate::linux::tracefs::{trace_out, Limits};
 
 pub use cpus::CpuList;
 pub use help::help;
@@ -137,6 +138,11 @@ pub struct Config {
     /// `--trace-buffer-size` in KiB (`None`: the default, see
     /// [`crate::linux::tracefs::buffer_kb`]).
     pub trace_buffer_kb: Option<u32>,
+    /// `--trace-out DIR`: each thread's worst explained spike of a report
+    /// interval as a trace.dat in DIR.
+    pub trace_out: Option<String>,
+    /// `--trace-out-limit FILES,MIB`.
+    pub trace_out_limits: Limits,
     /// `--self-check`.
     pub self_check: bool,
     /// `-r`, `-s`, `-x`: how each cycle waits.
@@ -219,6 +225,11 @@ impl Default for Config {
             dl_period_us: 0,
             explain_us: 0,
             trace_buffer_kb: None,
+            trace_out: None,
+            trace_out_limits: Limits {
+                files: trace_out::DEFAULT_FILES,
+                bytes: trace_out::DEFAULT_BYTES,
+            },
             self_check: false,
             wake: WakeMode::Absolute,
             align: StartAlign::Own,

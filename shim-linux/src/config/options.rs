@@ -64,6 +64,8 @@ pub enum Opt {
     DeadlinePeriod,
     Explain,
     TraceBufferSize,
+    TraceOut,
+    TraceOutLimit,
     HistShape,
     SelfCheck,
     Version,
@@ -595,6 +597,25 @@ pub const OPTIONS: &[Spec] = &[
             "--explain: the kernel's trace buffer per measured CPU, in KiB;\n\
              latscope keeps twice as much history (default 1024, capped so\n\
              both take at most 3/64 of MemTotal; halved on ENOMEM, and said)",
+        ),
+    ),
+    own(
+        Opt::TraceOut,
+        "trace-out",
+        Required("DIR"),
+        Text(
+            "--explain: each thread's worst explained spike of a report\n\
+             interval as a trace.dat (trace-cmd report, KernelShark) in DIR,\n\
+             with a .json naming the spike",
+        ),
+    ),
+    own(
+        Opt::TraceOutLimit,
+        "trace-out-limit",
+        Required("FILES,MIB"),
+        Text(
+            "--trace-out: at most FILES files and MIB MiB of them (default\n\
+             100,256); later windows are counted as not written",
         ),
     ),
     own(

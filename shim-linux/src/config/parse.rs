@@ -22,7 +22,7 @@ use super::{Action, Config, Threads};
 #[cfg(feature = "proof")]
 use crate::bench;
 use crate::error::Error;
-use crate::linux::tracefs::MIN_BUFFER_KB;
+use crate::linux::tracefs::{Limits, MIN_BUFFER_KB};
 use latscope_core::wire::MAX_THREADS;
 
 /// Largest `-h` range: the widest 1 µs range of a histogram.
@@ -124,6 +124,8 @@ impl Parser {
             Opt::DeadlinePeriod => self.cfg.dl_period_us = us(1)?,
             Opt::Explain => self.cfg.explain_us = us(1)?,
             Opt::TraceBufferSize => self.trace_buffer_size(g, v)?,
+            Opt::TraceOut => self.cfg.trace_out = Some(nonempty(&g.spelled, v)?),
+            Opt::TraceOutLimit => self.cfg.trace_out_limits = trace_out_limit(&g.spelled, v)?,
             Opt::HistShape => self.hist_shape(g, v)?,
             // the proof scripts'
             #[cfg(feature = "proof")]
@@ -382,6 +384,19 @@ fn board_name(v: &str) -> Result<String, Error> {
 /// `--slo`: a latency goal list, or core's one line on what is wrong.
 fn goals(v: &str) -> Result<latscope_core::slo::Goals, Error> {
     latscope_core::slo::Goals::parse(v).map_err(|e| Error::usage(format!("--slo {v}: {e}")))
+}
+
+/// `--trace-out-limit FILES,MIB`: 1 to 100,000 files, 1 MiB to 1 TiB.
+fn trace_out_limit(flag: &str, v: &str) -> Result<Limits, Error> {
+    let Some((files, mib)) = v.split_once(',') else {
+        return Err(Error::usage(format!(
+            "{flag} '{v}': FILES,MIB (e.g. 100,256)"
+        )));
+    };
+    Ok(Limits {
+        files: parse_u64(flag, files, 1, 100_000)? as u32,
+        bytes: parse_u64(flag, mib, 1, 1 << 20)? << 20,
+    })
 }
 
 fn nonempty(flag: &str, v: &str) -> Result<String, Error> {

@@ -9,7 +9,7 @@ use latscope_core::wire::SpikeSample;
 
 use crate::config::ThreadPlan;
 use crate::linux::interrupts::ProcInterrupts;
-use crate::linux::tracefs::Tracer;
+use crate::linux::tracefs::{self, TraceOut, Tracer};
 
 /// Ordinary spikes explained per drain; a spike worse than any explained
 /// in its interval is explained beyond it, as far as the line's share has
@@ -30,6 +30,11 @@ pub struct Attributor {
     explained: usize,
     /// What the trace did, once it is closed.
     totals: Option<TraceTotals>,
+    /// `--trace-out`: each thread's worst explained spike of an interval
+    /// as a trace.dat.
+    out: Option<TraceOut>,
+    /// What `--trace-out` did, once it is closed.
+    out_totals: Option<tracefs::trace_out::Totals>,
 }
 
 impl Attributor {
@@ -40,6 +45,7 @@ impl Attributor {
         explain_ns: u64,
         coarse_cpus: Vec<usize>,
         threads: usize,
+        out: Option<TraceOut>,
     ) -> Attributor {
         let proc_prev = if coarse_cpus.is_empty() {
             None
@@ -54,6 +60,8 @@ impl Attributor {
             worst: vec![None; threads],
             explained: 0,
             totals: None,
+            out,
+            out_totals: None,
         }
     }
 
@@ -90,10 +98,13 @@ impl Attributor {
             .is_none_or(|t| t.may_hold(cpu, deadline))
     }
 
-    /// Explain `r` from the trace (the caller asked [`Attributor::can_explain`]):
-    /// of the thread pinned to `cpu`, or unpinned with kernel id `tid`.
+    /// Explain `r` of thread `t` from the trace (the caller asked
+    /// [`Attributor::can_explain`]): of the thread pinned to `cpu`, or
+    /// unpinned with kernel id `tid`. With `--trace-out`, a spike worse
+    /// than the thread's worst of the interval so far keeps its evidence.
     pub fn explain(
         &mut self,
+        t: usize,
         r: &SpikeSample,
         cpu: Option<usize>,
         tid: i32,
@@ -103,10 +114,28 @@ impl Attributor {
         let ns = r.latency_ns.max(0) as u64;
         let deadline = r.deadline_ns.max(0) as u64;
         let tid = u32::try_from(tid).ok().filter(|&t| t != 0);
-        Some(match cpu {
+        let a = match cpu {
             Some(cpu) => tracer.explain(cpu, tid, deadline, deadline + ns, r.cycle),
             None => tracer.explain_unpinned(tid.unwrap_or(0), deadline, deadline + ns, r.cycle),
-        })
+        };
+        if let Some(out) = self.out.as_mut() {
+            if a.cpu != u32::MAX && a.latency_ns > 0 && out.wants(t, a.latency_ns) {
+                let mut e = tracer.evidence(a.cpu, deadline, deadline + ns, Vec::new());
+                e.thread = t;
+                e.tid = tid.unwrap_or(0);
+                e.cycle = r.cycle;
+                out.keep(t, e);
+            }
+        }
+        Some(a)
+    }
+
+    /// Thread `t`'s report: its worst evidence of the interval goes to
+    /// `--trace-out`'s writer.
+    pub fn report(&mut self, t: usize) {
+        if let Some(out) = self.out.as_mut() {
+            out.flush(t);
+        }
     }
 
     /// The end of a drain: the next may explain as many again.
@@ -136,10 +165,18 @@ impl Attributor {
     /// The measuring threads are gone and their last spikes explained:
     /// stop the reader, remove the trace instance, keep its totals.
     pub fn close(&mut self) {
+        if let Some(out) = self.out.take() {
+            self.out_totals = Some(out.close());
+        }
         if let Some(t) = self.tracer.take() {
             let totals = t.totals();
             self.totals = Some(t.close().unwrap_or(totals));
         }
+    }
+
+    /// What `--trace-out` did (after [`Attributor::close`]).
+    pub fn out_totals(&mut self) -> Option<tracefs::trace_out::Totals> {
+        self.out_totals.take()
     }
 
     /// What the trace did (after [`Attributor::close`]).

@@ -33,7 +33,7 @@ use crate::config::ThreadPlan;
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::localtime::LocalZone;
-use crate::linux::tracefs::Tracer;
+use crate::linux::tracefs::{trace_out, TraceOut, Tracer};
 use crate::output::Console;
 use crate::rt::{Control, Shared, VerboseSample};
 use attribution::Attributor;
@@ -115,6 +115,8 @@ pub struct Args<'a> {
     pub sink: Option<Sink>,
     /// `--explain`: the trace instance (closed at the end).
     pub tracer: Option<Tracer>,
+    /// `--trace-out`: the evidence writer (closed at the end).
+    pub trace_out: Option<TraceOut>,
     /// `--explain` threshold in ns.
     pub explain_ns: u64,
     /// `--explain` without tracefs: the pinned CPUs whose `/proc/interrupts`
@@ -148,6 +150,8 @@ pub struct Outcome {
     pub spikes: Option<SpikeTotals>,
     /// What the continuous trace of `--explain` did.
     pub trace: Option<TraceTotals>,
+    /// What `--trace-out` wrote.
+    pub evidence: Option<trace_out::Totals>,
 }
 
 struct Sender<'a> {
@@ -194,7 +198,7 @@ pub fn run(a: Args<'_>) -> Outcome {
         verbose: a.verbose,
         live: Live::new(&a.opts),
         publish: Publisher::new(a.sink, a.hello, a.warnings, a.start_ns, a.opts.report_ns),
-        attrib: Attributor::new(a.tracer, a.explain_ns, a.coarse_cpus, n),
+        attrib: Attributor::new(a.tracer, a.explain_ns, a.coarse_cpus, n, a.trace_out),
         opts: a.opts,
         start_ns: a.start_ns,
         warmup_ns: a.warmup_ns,
@@ -364,6 +368,7 @@ impl Sender<'_> {
         Outcome {
             spikes: (self.flags_spikes && self.publish.has_stream()).then(|| self.spike_totals()),
             trace: self.attrib.totals(),
+            evidence: self.attrib.out_totals(),
             frames_dropped: self.publish.frames_dropped(),
             loss_reason: self.publish.loss_reason(),
             frames_unacknowledged: self.publish.frames_unacknowledged(),
@@ -486,7 +491,7 @@ impl Sender<'_> {
             return;
         }
         let tid = self.shared[t].tid.load(Ordering::SeqCst);
-        if let Some(a) = self.attrib.explain(r, self.plans[t].cpu, tid) {
+        if let Some(a) = self.attrib.explain(t, r, self.plans[t].cpu, tid) {
             tally.explained(r);
             self.publish.send(Body::Explain(a));
         }
@@ -501,7 +506,7 @@ impl Sender<'_> {
         let a = self
             .attrib
             .can_explain(r)
-            .and_then(|_| self.attrib.explain(r, self.plans[t].cpu, tid));
+            .and_then(|_| self.attrib.explain(t, r, self.plans[t].cpu, tid));
         match a {
             Some(a) => {
                 self.tallies[t].sent_and_explained_late();
@@ -561,7 +566,7 @@ impl Sender<'_> {
                     let a = self
                         .attrib
                         .can_explain(&r)
-                        .and_then(|_| self.attrib.explain(&r, self.plans[t].cpu, tid));
+                        .and_then(|_| self.attrib.explain(t, &r, self.plans[t].cpu, tid));
                     if let Some(a) = a {
                         if !sent {
                             self.publish.send(Body::Spike(r));
@@ -571,6 +576,8 @@ impl Sender<'_> {
                         self.publish.send(Body::Explain(a));
                     }
                 }
+                // the interval's worst evidence goes to --trace-out
+                self.attrib.report(t);
                 let a = self.tallies[t].aggregate(t as u16, epoch, exact, last);
                 self.publish.send(Body::Aggregate(a));
             }

@@ -25,7 +25,7 @@ use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::status_files::Snapshot;
 use crate::linux::sys::{self, sig, sigbit};
-use crate::linux::tracefs::{self, NoTracefs, Tracefs, Tracemark, Tracer, MOUNT_POINT};
+use crate::linux::tracefs::{self, NoTracefs, TraceOut, Tracefs, Tracemark, Tracer, MOUNT_POINT};
 use crate::linux::{self, hold_dma_latency, procfs};
 use crate::output::Console;
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
@@ -140,6 +140,8 @@ impl Files {
 pub struct Handoff {
     /// `--explain`: the trace instance, for the sender.
     pub tracer: Option<Tracer>,
+    /// `--trace-out`: the evidence writer, for the sender.
+    pub trace_out: Option<TraceOut>,
     /// Per-thread spike queues.
     pub spike_queues: Vec<SpikeQueue>,
     /// Per-thread `-v` queues (none without `-v`).
@@ -189,12 +191,14 @@ impl Setup {
         let tracer = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);
         let tracefs_mounted = tracefs.is_some_and(|t| t.is_ok_and(|t| t.mounted));
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
+        let trace_out = open_trace_out(cfg, tracer.as_ref(), plans.len(), &mut deg)?;
         let n = plans.len();
         let settings = loop_settings(cfg, clock);
         // the filter goes on now, inherited by every thread
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
         let handoff = Handoff {
             tracer,
+            trace_out,
             spike_queues: (0..n).map(|_| rt::spike_queue()).collect(),
             verbose_queues: (0..if cfg.verbose { n } else { 0 })
                 .map(|_| rt::verbose_queue())
@@ -446,6 +450,39 @@ fn open_explain(
             None
         }
     }
+}
+
+/// `--trace-out DIR`: the directory made and the writer started, for
+/// `threads` measuring threads, where the run traces; without a trace
+/// instance, a warning.
+///
+/// # Errors
+///
+/// The directory cannot be made.
+fn open_trace_out(
+    cfg: &Config,
+    tracer: Option<&Tracer>,
+    threads: usize,
+    deg: &mut Degradations,
+) -> Result<Option<TraceOut>, Error> {
+    let Some(dir) = &cfg.trace_out else {
+        return Ok(None);
+    };
+    let Some(tracer) = tracer else {
+        deg.warnings
+            .push("--trace-out: no evidence written: the run has no trace instance".into());
+        return Ok(None);
+    };
+    let run_on = tracer.untraced_cpus();
+    TraceOut::start(
+        dir,
+        cfg.trace_out_limits,
+        tracer.dat_header().clone(),
+        run_on,
+        threads,
+    )
+    .map(Some)
+    .map_err(|e| Error::output(format!("--trace-out {dir}"), e))
 }
 
 /// `--explain` without a trace instance: the pinned CPUs, explained

@@ -9,6 +9,7 @@ use latscope_core::cyclictest::Wakeups;
 use latscope_core::ringbuf::{BufferStats, Decoder, EventFormats, PageHeader};
 use rustix::io::Errno;
 
+use super::trace_out::DatHeader;
 use super::{cpumask, INSTANCE_PREFIX, MIN_BUFFER_KB};
 use crate::linux::procfs::latscope_alive;
 
@@ -194,6 +195,37 @@ impl Instance {
             formats.add(&text).map_err(bad)?;
         }
         Ok((header, Decoder::new(formats)))
+    }
+
+    /// What a trace.dat of this instance says before its pages:
+    /// `events/header_page`, `events/header_event`, the `format` of each of
+    /// `enabled` and of the marker, and `trace_clock`. `root` is the
+    /// tracefs, `cpus` the machine's CPU count.
+    pub(super) fn dat_header(
+        &self,
+        root: &Path,
+        enabled: &[String],
+        cpus: u32,
+    ) -> io::Result<DatHeader> {
+        let mut formats = Vec::with_capacity(enabled.len() + 1);
+        for e in enabled
+            .iter()
+            .map(String::as_str)
+            .chain([EventFormats::MARKER])
+        {
+            let system = e.split('/').next().unwrap_or(e).to_string();
+            formats.push((system, self.read_once(&format!("events/{e}/format"))?));
+        }
+        Ok(DatHeader {
+            long_size: std::mem::size_of::<usize>() as u8,
+            page_size: u32::try_from(rustix::param::page_size()).unwrap_or(4096),
+            header_page: self.read_once("events/header_page")?,
+            header_event: self.read_once("events/header_event")?,
+            formats,
+            trace_clock: self.read_once("trace_clock")?,
+            cpus,
+            root: root.to_path_buf(),
+        })
     }
 
     /// Stops recording and removes the instance (`rmdir(2)`), retrying

@@ -29,6 +29,7 @@ mod mount;
 mod reader;
 #[cfg(test)]
 mod tests;
+pub mod trace_out;
 mod tracer;
 
 use std::fs;
@@ -42,6 +43,7 @@ use rustix::fs::{Mode, OFlags};
 
 pub use instance::remove_stale_instances;
 pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
+pub use trace_out::{Limits, TraceOut};
 pub use tracer::{buffer_kb, Tracer};
 
 /// The kernel buffer of each measured CPU by default, in KiB: about 5 s

@@ -14,6 +14,7 @@ use rustix::io::Errno;
 
 use super::instance::Instance;
 use super::reader::{self, CpuTrace, Shared};
+use super::trace_out::{DatHeader, Evidence, LEAD_NS, MAX_PAGES};
 use super::{DEFAULT_BUFFER_KB, MIN_BUFFER_KB};
 use crate::error::Error;
 use crate::linux::available_cpus;
@@ -52,6 +53,10 @@ pub struct Tracer {
     asked_kb: u32,
     buffer_kb: u32,
     wakeups: Wakeups,
+    /// What a trace.dat of a window says before its pages.
+    dat: DatHeader,
+    /// The CPUs not traced, where the reader runs.
+    untraced: Vec<usize>,
 }
 
 impl Tracer {
@@ -95,6 +100,8 @@ impl Tracer {
         let enabled = instance.arm(cpus)?;
         let set_kb = instance.size_buffers(cpus, buffer_kb)?;
         let (header, decoder) = instance.decoder(&enabled)?;
+        let machine_cpus = available_cpus().into_iter().max().map_or(1, |c| c + 1);
+        let dat = instance.dat_header(root, &enabled, u32::try_from(machine_cpus).unwrap_or(1))?;
         let page = rustix::param::page_size();
         // twice the kernel's buffer: a read of a full buffer still leaves
         // as much history before it
@@ -110,7 +117,7 @@ impl Tracer {
             .into_iter()
             .filter(|c| !cpus.contains(c))
             .collect();
-        let reader = reader::spawn(Arc::clone(&shared), run_on)?;
+        let reader = reader::spawn(Arc::clone(&shared), run_on.clone())?;
         Ok(Tracer {
             reader: Some(reader),
             shared,
@@ -120,6 +127,8 @@ impl Tracer {
             asked_kb: buffer_kb,
             buffer_kb: set_kb,
             wakeups: Wakeups::All,
+            dat,
+            untraced: run_on,
         })
     }
 
@@ -250,6 +259,49 @@ impl Tracer {
         self.shared
             .lock(cpu)
             .is_none_or(|t| t.history.may_hold(deadline_ns))
+    }
+
+    /// The CPUs not traced (not measured), where helper threads belong;
+    /// empty if every CPU is.
+    pub fn untraced_cpus(&self) -> Vec<usize> {
+        self.untraced.clone()
+    }
+
+    /// What a trace.dat of this run's windows says before its pages.
+    pub fn dat_header(&self) -> &DatHeader {
+        &self.dat
+    }
+
+    /// The evidence of a spike explained on `cpu` (its attribution's CPU),
+    /// due at `deadline_ns` and woken at `wake_ns`: the pages from
+    /// [`LEAD_NS`] before the deadline to the wake-up, at most
+    /// [`MAX_PAGES`] (the newest), copied into `pages` (cleared first), with
+    /// `recorded_to_ns`. Empty if the CPU is not traced.
+    pub fn evidence(
+        &self,
+        cpu: u32,
+        deadline_ns: u64,
+        wake_ns: u64,
+        mut pages: Vec<u8>,
+    ) -> Evidence {
+        pages.clear();
+        let mut w = Evidence {
+            cpu,
+            deadline_ns,
+            wake_ns,
+            ..Evidence::default()
+        };
+        let Some(t) = usize::try_from(cpu).ok().and_then(|c| self.shared.lock(c)) else {
+            w.pages = pages;
+            return w;
+        };
+        let from = deadline_ns.saturating_sub(LEAD_NS);
+        for p in t.history.window(from, wake_ns, MAX_PAGES) {
+            pages.extend_from_slice(p);
+        }
+        w.recorded_to_ns = t.recorded_to_ns;
+        w.pages = pages;
+        w
     }
 
     /// Stops the reader and removes the instance; the run's totals.
