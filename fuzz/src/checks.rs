@@ -225,3 +225,63 @@ pub fn ringbuf(data: &[u8]) {
         }
     }
 }
+
+/// A trace.dat, as `latscope-host explain` reads one: the first byte
+/// picks the CPU, the window (from the CPU's first page's timestamp) and
+/// whether a sidecar gives it; the rest is the file. Core's
+/// `TraceDat::parse` and every section it returns, the event formats, the
+/// CPU's pages in a history and `History::explain` never panic; an error
+/// is one line, and an explanation adds up to its spike.
+pub fn tracedat(data: &[u8]) {
+    use latscope_core::tracedat::TraceDat;
+    use latscope_host::explain::{explain, render, Sidecar, WindowOptions};
+    let Some((&pick, file)) = data.split_first() else {
+        return;
+    };
+    let cpu = u32::from(pick & 1);
+    let mut base = 0;
+    if let Ok(t) = TraceDat::parse(file) {
+        let _ = (t.formats().count(), t.options().count(), t.trace_clock());
+        let _ = (t.cmdlines(), t.header_event(), t.long_size());
+        for c in 0..t.cpus().min(64) {
+            let _ = t.cpu(c);
+        }
+        let first = t.cpu(cpu).and_then(|p| p.get(..8));
+        base = first.map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])));
+    }
+    let deadline_ns = base.saturating_add(u64::from(pick >> 2 & 0x1f) * 1_000);
+    let wake_ns = deadline_ns.saturating_add(50_000);
+    let (sidecar, given) = if pick & 0x80 != 0 {
+        let s = Sidecar {
+            thread: 0,
+            tid: 0,
+            cpu,
+            cycle: 1,
+            deadline_ns,
+            wake_ns,
+            latency_ns: wake_ns - deadline_ns,
+            recorded_to_ns: wake_ns,
+            trace_clock: "mono".into(),
+        };
+        (Some(s), WindowOptions::default())
+    } else {
+        let given = WindowOptions {
+            cpu: Some(cpu),
+            pid: Some(0),
+            from_ns: Some(deadline_ns),
+            to_ns: Some(wake_ns),
+        };
+        (None, given)
+    };
+    match explain("fuzz.dat", file, sidecar.as_ref(), given) {
+        Ok(e) => {
+            let a = &e.attribution;
+            assert_eq!(a.total_ns(), a.latency_ns, "{a:?}");
+            assert!(!render("fuzz.dat", &e).is_empty());
+        }
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(!msg.is_empty() && !msg.contains('\n'), "{msg:?}");
+        }
+    }
+}

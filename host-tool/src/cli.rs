@@ -1,7 +1,7 @@
 //! The command line of `latscope-host` (clap): the arguments, each
 //! subcommand's plan for the library (`record::run`, `report::run`,
-//! `compare::run`, `synth::run`, `simulate::run`), and the exit status of
-//! the outcome. The binary is [`main`]; [`command`] is the same parser for
+//! `compare::run`, `synth::run`, `simulate::run`, `explain::run`), and the
+//! exit status of the outcome. The binary is [`main`]; [`command`] is the same parser for
 //! the man pages and shell completions.
 //!
 //! Exit status: 0 on success; 1 when a run failed, was incomplete or could
@@ -10,7 +10,7 @@
 //! usage; 4 when the work was done but a write to standard output or
 //! standard error failed (see [`console`]).
 
-use crate::{compare, console, gate, record, report, simulate, synth, trend};
+use crate::{compare, console, explain, gate, record, report, simulate, synth, trend};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -51,6 +51,16 @@ failure here); 1 a recording could not be read, a run had lost its hello (its \
 board is unknown), or there was no run; 2 bad usage; 4 the files were written \
 but a write to standard output or standard error failed.";
 
+/// `explain --help`'s end: its exit statuses.
+const EXPLAIN_EXIT_HELP: &str = "Exit status: 0 the window was explained (a \
+trace that does not cover all of it is said in the spike's lines, `trace \
+partial`, and is no failure here); 1 the file could not be read: over 256 MiB, \
+of another version than 6 (trace-cmd writes version 7 by default; `trace-cmd \
+convert --file-version 6 --compression none` writes a 6), big-endian, corrupt, \
+without the CPU, or its sidecar does not read; 2 bad usage, or no window (no \
+sidecar and not all of --cpu, --from and --to); 4 the explanation was made but \
+a write to standard output or standard error failed.";
+
 /// `latscope-host --help`'s end: the commands a newcomer runs first, then
 /// the exit statuses.
 const QUICK_START: &str = concat!(
@@ -62,6 +72,7 @@ const QUICK_START: &str = concat!(
   latscope -q --stream - | latscope-host record -o live.lsr
                                         a live view while it records
   latscope-host compare a.lsr b.lsr     two recordings side by side
+  latscope-host explain spike.dat       a spike's causes from its trace.dat
 
 ",
     exit_help!()
@@ -97,6 +108,65 @@ enum Cmd {
     /// fleet benchmark).
     #[command(after_help = EXIT_HELP)]
     Simulate(SimulateArgs),
+    /// A spike's causes from its trace.dat (version 6): the target's
+    /// `latscope-tT-cpuC-cK.dat` with its sidecar `.json`, or any
+    /// trace.dat with the window given by --cpu, --from and --to.
+    #[command(after_help = EXPLAIN_EXIT_HELP)]
+    Explain(ExplainArgs),
+}
+
+#[derive(Args, Debug)]
+struct ExplainArgs {
+    /// The trace.dat, version 6 (at most 256 MiB). A sidecar FILE.json
+    /// beside FILE.dat, as the target writes, gives the window; the
+    /// options below override it.
+    #[arg(value_name = "FILE")]
+    file: PathBuf,
+    /// The CPU whose pages hold the spike.
+    #[arg(long, value_name = "N")]
+    cpu: Option<u32>,
+    /// The measuring thread's id (default: the sidecar's tid, else 0,
+    /// unknown).
+    #[arg(long, value_name = "P")]
+    pid: Option<u32>,
+    /// The window's start, the deadline: seconds with up to 9 decimals
+    /// as `trace-cmd report` prints them (22534.727720), or nanoseconds
+    /// (22534727720000ns), in the file's own trace clock (trace-cmd's
+    /// default is `local`; the target's files are `mono`).
+    #[arg(long, value_name = "T", value_parser = time_arg)]
+    from: Option<u64>,
+    /// The window's end, the wake-up; as --from.
+    #[arg(long, value_name = "T", value_parser = time_arg)]
+    to: Option<u64>,
+    /// The explanation as one JSON object (its causes with their kind,
+    /// id, name, priority, count and time) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ExplainArgs {
+    fn plan(self) -> explain::Plan {
+        explain::Plan {
+            file: self.file,
+            json: self.json,
+            window: explain::WindowOptions {
+                cpu: self.cpu,
+                pid: self.pid,
+                from_ns: self.from,
+                to_ns: self.to,
+            },
+        }
+    }
+}
+
+/// `--from`, `--to`: a time in seconds or nanoseconds, exactly.
+fn time_arg(s: &str) -> std::result::Result<u64, String> {
+    explain::parse_time(s).ok_or_else(|| {
+        format!(
+            "{s} is not a time: seconds with up to 9 decimals (22534.727720) \
+             or nanoseconds (22534727720000ns)"
+        )
+    })
 }
 
 #[derive(Args, Debug)]
@@ -541,6 +611,7 @@ pub fn main() -> ExitCode {
         Cmd::Trend(a) => trend::run(&a.plan()),
         Cmd::Synth(a) => synth::run(a.config(), a.output.as_deref()),
         Cmd::Simulate(a) => simulate::run(&a.plan()),
+        Cmd::Explain(a) => explain::run(&a.plan()),
     };
     let code = match res {
         Ok(code) => code,
@@ -628,6 +699,32 @@ mod tests {
     fn a_misspelt_subcommand_keeps_clap_s_tip() {
         let l = line(&["latscope-host", "reprot", "x.lsr"]);
         assert!(l.contains("tip: ") && l.contains("'report'"), "{l}");
+    }
+
+    #[test]
+    fn explain_s_times_are_checked_by_the_parser() {
+        let l = line(&["latscope-host", "explain", "f.dat", "--from", "1e3"]);
+        assert!(l.contains("1e3 is not a time"), "{l}");
+        let Ok(Cli {
+            cmd: Cmd::Explain(a),
+        }) = Cli::try_parse_from([
+            "latscope-host",
+            "explain",
+            "f.dat",
+            "--cpu",
+            "1",
+            "--from",
+            "22534.727720",
+            "--to",
+            "22534727820000ns",
+        ])
+        else {
+            panic!("explain's options do not parse");
+        };
+        let w = a.plan().window;
+        assert_eq!(w.from_ns, Some(22_534_727_720_000));
+        assert_eq!(w.to_ns, Some(22_534_727_820_000));
+        assert_eq!((w.cpu, w.pid), (Some(1), None));
     }
 
     #[test]

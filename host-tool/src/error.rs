@@ -84,6 +84,22 @@ pub enum Error {
         /// Run id of the run refused.
         run_id: u64,
     },
+    /// A trace.dat that `explain` cannot read: too large, of another
+    /// version than 6, big-endian, corrupt, or without the CPU asked for.
+    TraceFile {
+        /// The file.
+        what: String,
+        /// What is wrong with it (core's message, on one line).
+        detail: String,
+    },
+    /// A trace.dat's sidecar (its spike's window, as JSON) that does not
+    /// read.
+    Sidecar {
+        /// The sidecar file.
+        what: String,
+        /// What is wrong with it.
+        detail: String,
+    },
 }
 
 impl Error {
@@ -135,6 +151,10 @@ impl fmt::Display for Error {
                 crate::budget::STREAM_LIMIT >> 20,
                 crate::budget::GLOBAL_LIMIT >> 20
             ),
+            Error::TraceFile { what, detail } => write!(f, "{what}: {detail}"),
+            Error::Sidecar { what, detail } => {
+                write!(f, "{what}: not a spike's sidecar: {detail}")
+            }
         }
     }
 }

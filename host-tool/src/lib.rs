@@ -10,9 +10,11 @@
 //!   [`cli::command`] for the man pages and completions;
 //! * the subcommands, each a plan in and an exit status out:
 //!   [`record::run`], [`report::run`], [`compare::run`], [`trend::run`],
-//!   [`synth::run`], [`simulate::run`];
+//!   [`synth::run`], [`simulate::run`], [`explain::run`];
 //! * [`session::Session`]: one input's decoding, bytes in, runs out, and
 //!   [`report::render`] of what it decoded (the fuzz targets);
+//! * [`explain::explain`]: a spike's causes from a trace.dat's bytes (the
+//!   fuzz targets);
 //! * [`synth::Synth`]: a synthetic target's frame stream (the tests);
 //! * [`input::Source`], [`console`], [`error`]: inputs, the standard
 //!   streams, the one error type;
@@ -31,6 +33,7 @@ pub mod cli;
 pub mod compare;
 pub mod console;
 pub mod error;
+pub mod explain;
 pub mod gate;
 pub mod input;
 mod platform;

@@ -372,6 +372,32 @@ fn fuzz_ringbuf() {
     fuzz("ringbuf", s, checks::ringbuf);
 }
 
+/// A trace.dat's first bytes: the magic, version 6, little-endian, a
+/// long of 8 and a page of 4096 bytes.
+const TRACE_DAT_HEAD: &[u8] = b"\x17\x08\x44tracing6\0\0\x08\0\x10\0\0";
+
+#[test]
+fn fuzz_tracedat() {
+    let s = prop_oneof![
+        // the corpus: one page of the x86-64 fixture, as core's writer
+        // and as trace-cmd's (`trace-cmd convert --file-version 6`)
+        // write it
+        4 => mutated(corpus("tracedat")),
+        // a valid head, then anything
+        1 => (any::<u8>(), proptest::collection::vec(any::<u8>(), 0..512)).prop_map(
+            |(pick, rest)| {
+                let mut b = vec![pick];
+                b.extend_from_slice(TRACE_DAT_HEAD);
+                b.extend_from_slice(&rest);
+                b
+            }
+        ),
+        1 => proptest::collection::vec(any::<u8>(), 0..256),
+    ]
+    .boxed();
+    fuzz_n("tracedat", s, checks::tracedat, 1000);
+}
+
 /// [`checks::host`] within [`STREAM_LIMIT`].
 fn host_within_limit(data: &[u8]) {
     let ((), peak) = measure(|| checks::host(data));

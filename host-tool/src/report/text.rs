@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use latscope_core::explain::CauseKind;
+use latscope_core::explain::{Attribution, CauseKind};
 use latscope_core::wire::{
     Bye, ByeReason, Level, LinkStats, Platform, Policy, RunConfig, TargetInfo,
 };
@@ -512,42 +512,7 @@ pub(crate) fn explained(out: &mut String, run: &Run) {
         e.largest.len()
     );
     for a in &e.largest {
-        let _ = writeln!(
-            out,
-            "  spike {} µs  CPU{}  cycle {}  @ {:.6} s{}{}",
-            us(a.latency_ns),
-            a.cpu,
-            a.cycle,
-            a.deadline_ns as f64 / 1e9,
-            if a.partial { "  (trace partial)" } else { "" },
-            if a.coarse {
-                "  (coarse: /proc/interrupts and /proc/softirqs counts over the report interval)"
-            } else {
-                ""
-            }
-        );
-        for c in &a.causes {
-            // Time the trace did not record or lost: a line of its own.
-            if let Some(gap) = crate::aggregate::gap_line(c) {
-                let _ = writeln!(out, "      {gap}");
-                continue;
-            }
-            let label = crate::aggregate::cause_label(c);
-            let count = if c.count > 1
-                || matches!(
-                    c.kind,
-                    CauseKind::Irq | CauseKind::Softirq | CauseKind::Vector
-                ) {
-                format!("  ×{}", c.count)
-            } else {
-                String::new()
-            };
-            if a.coarse {
-                let _ = writeln!(out, "      {label}{count}");
-            } else {
-                let _ = writeln!(out, "      {label}{count}  {} µs", us(c.ns));
-            }
-        }
+        attribution(out, a);
     }
     let ranked = e.ranked();
     if let Some(top) = ranked.first() {
@@ -565,6 +530,48 @@ pub(crate) fn explained(out: &mut String, run: &Run) {
                 t.count,
                 t.spikes
             );
+        }
+    }
+}
+
+/// One explained spike as the reports print it: the `  spike N µs  CPUc
+/// cycle k  @ t s` line, then a line per cause. `report` prints the
+/// largest of a run's; `explain` the one of a trace.dat's window.
+pub(crate) fn attribution(out: &mut String, a: &Attribution) {
+    let _ = writeln!(
+        out,
+        "  spike {} µs  CPU{}  cycle {}  @ {:.6} s{}{}",
+        us(a.latency_ns),
+        a.cpu,
+        a.cycle,
+        a.deadline_ns as f64 / 1e9,
+        if a.partial { "  (trace partial)" } else { "" },
+        if a.coarse {
+            "  (coarse: /proc/interrupts and /proc/softirqs counts over the report interval)"
+        } else {
+            ""
+        }
+    );
+    for c in &a.causes {
+        // Time the trace did not record or lost: a line of its own.
+        if let Some(gap) = crate::aggregate::gap_line(c) {
+            let _ = writeln!(out, "      {gap}");
+            continue;
+        }
+        let label = crate::aggregate::cause_label(c);
+        let count = if c.count > 1
+            || matches!(
+                c.kind,
+                CauseKind::Irq | CauseKind::Softirq | CauseKind::Vector
+            ) {
+            format!("  ×{}", c.count)
+        } else {
+            String::new()
+        };
+        if a.coarse {
+            let _ = writeln!(out, "      {label}{count}");
+        } else {
+            let _ = writeln!(out, "      {label}{count}  {} µs", us(c.ns));
         }
     }
 }

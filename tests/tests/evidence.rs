@@ -1,0 +1,317 @@
+//! Evidence a kernel developer can open: `latscope --trace-out DIR` writes
+//! the window of each thread's worst explained spike of a report interval
+//! as a trace.dat. Under a burster of known pid, Debian's `trace-cmd
+//! report` opens every file and lists the window's events, the burster's
+//! `sched_switch` is inside the window of each spike blamed on it, and
+//! `latscope-host explain` on the file gives what the target said of the
+//! same spike in its stream. The limits hold, and a full disk (a small
+//! tmpfs) is counted, not fatal.
+//!
+//! An `rt` test: it needs root (real-time priorities, tracefs, a tmpfs
+//! mount) and two CPUs.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use latscope_core::explain::{Attribution, CauseKind};
+use latscope_core::wire::Body;
+use latscope_testkit::disturb::Burster;
+use latscope_testkit::host::{bins, decode_frames, read_json, Reaper};
+use latscope_testkit::precondition::{have, is_root, tracefs};
+use latscope_testkit::{require, Scratch};
+use serde_json::Value;
+
+/// Spikes explained from here (µs): the burster's bursts are longer.
+const EXPLAIN_US: &str = "200";
+
+/// The burster: bursts of 1.5 to 2.25 ms (longer than this machine's own
+/// worst, so that they make most intervals' worst spike), 100 a second on
+/// average, at a priority above latscope's 80, for long enough.
+const BURST: [&str; 4] = ["95", "1500", "10000", "10"];
+
+/// Preconditions of every test here; false if one is missing (said).
+fn ready() -> bool {
+    let root = is_root();
+    let traced = tracefs().is_some();
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) >= 2;
+    let tc = have("trace-cmd");
+    for (ok, what) in [
+        (root, "root (SCHED_FIFO, tracefs, a tmpfs mount)"),
+        (traced, "tracefs with instances (--explain)"),
+        (cpus, "two CPUs (the burster and latscope on one)"),
+        (tc, "trace-cmd (Debian's trace-cmd package)"),
+    ] {
+        if !ok {
+            latscope_testkit::precondition::missing(what);
+            return false;
+        }
+    }
+    true
+}
+
+/// latscope for `secs` on CPU 0 beside the burster, with `--explain`,
+/// `--trace-out dir` and `extra`; its output, its `--json`, the stream's
+/// explanations by cycle, and the burster's pid.
+fn run(scratch: &Scratch, dir: &Path, secs: u32, extra: &[&str]) -> Run {
+    let json = scratch.join("t.json");
+    let stream = scratch.join("t.lsr");
+    let log = scratch.join("bursts");
+    let (mut burst, mut burst_out, pid) =
+        Burster::start(env!("CARGO_BIN_EXE_burster"), &BURST, &log);
+    let t = Command::new(bins().latscope)
+        .args(["-t", "1", "-a", "0", "-i", "1000", "-p", "80", "-q"])
+        .args(["-D", &format!("{secs}s"), "--explain", EXPLAIN_US])
+        .arg(format!("--trace-out={}", dir.display()))
+        .args(extra)
+        .arg(format!("--json={}", json.display()))
+        .arg(format!("--stream={}", stream.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run latscope");
+    let out = Reaper::new(t).wait(Duration::from_secs(60));
+    let mut last = String::new();
+    burst_out.read_line(&mut last).expect("the burster's end");
+    let b = burst.wait(Duration::from_secs(30));
+    assert!(b.status.success(), "the burster failed: {last}");
+    let bytes = std::fs::read(&stream).expect("the stream");
+    let mut explained = BTreeMap::new();
+    for f in decode_frames(&bytes).0 {
+        if let Body::Explain(a) = f.body {
+            explained.insert(a.cycle, a);
+        }
+    }
+    Run {
+        json: read_json(&json),
+        out,
+        explained,
+        pid,
+    }
+}
+
+struct Run {
+    json: Value,
+    out: Output,
+    explained: BTreeMap<u64, Attribution>,
+    pid: u32,
+}
+
+impl Run {
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+
+    /// `--json`'s `trace_out` count `k`.
+    fn count(&self, k: &str) -> u64 {
+        let t = &self.json["latscope"]["trace_out"];
+        t[k].as_u64()
+            .unwrap_or_else(|| panic!("trace_out {k}: {t}"))
+    }
+
+    fn files(&self) -> Vec<String> {
+        let t = &self.json["latscope"]["trace_out"]["files"];
+        let files = t.as_array().unwrap_or_else(|| panic!("files: {t}"));
+        files
+            .iter()
+            .map(|f| f.as_str().expect("a name").to_string())
+            .collect()
+    }
+}
+
+/// `trace-cmd report FILE`'s event lines: (time in µs, line).
+fn trace_cmd_report(file: &Path) -> Vec<(u64, String)> {
+    let out = Command::new("trace-cmd")
+        .arg("report")
+        .arg(file)
+        .output()
+        .expect("run trace-cmd");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "trace-cmd report {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter_map(|l| {
+            let ts = l.split_whitespace().nth(2)?.strip_suffix(':')?;
+            let (s, us) = ts.split_once('.')?;
+            Some((
+                s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?,
+                l.to_string(),
+            ))
+        })
+        .collect()
+}
+
+/// `latscope-host explain FILE --json`.
+fn host_explain(file: &Path) -> Value {
+    let out = Command::new(bins().host)
+        .arg("explain")
+        .arg(file)
+        .arg("--json")
+        .output()
+        .expect("run latscope-host explain");
+    assert!(
+        out.status.success(),
+        "latscope-host explain {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("explain's JSON")
+}
+
+/// A cause as `explain --json` names it: kind, id, name.
+fn top_of(a: &Attribution) -> (String, u64, String) {
+    let c = a.causes.iter().max_by_key(|c| c.ns).expect("a cause");
+    (format!("{:?}", c.kind), u64::from(c.id), c.name.to_string())
+}
+
+/// A small tmpfs, unmounted on drop (a failed assertion leaves none).
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, size: &str) -> Tmpfs {
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "evidence"])
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(ok.success(), "mount a {size} tmpfs at {}", dir.display());
+        Tmpfs(dir.to_path_buf())
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn each_worst_spikes_window_opens_in_trace_cmd_and_explains_again_the_same() {
+    require!(ready(), "see above");
+    let scratch = Scratch::new("evidence");
+    let dir = scratch.join("out");
+    let r = run(&scratch, &dir, 5, &[]);
+    assert!(r.out.status.success(), "latscope: {}", r.stderr());
+    let files = r.files();
+    // one window per report interval (1 s), each of the worst explained
+    assert!(files.len() >= 4, "{files:?}: {}", r.stderr());
+    assert_eq!(r.count("written"), files.len() as u64);
+    assert_eq!(r.count("not_written"), 0, "{}", r.json["latscope"]);
+    assert!(r.stderr().contains(&format!(
+        "# trace-out: {} window(s) written to {}",
+        files.len(),
+        dir.display()
+    )));
+    let mut blamed = 0;
+    let mut tops = Vec::new();
+    for name in &files {
+        let dat = dir.join(name);
+        let side: Value = read_json(&dat.with_extension("json"));
+        let cycle = side["cycle"].as_u64().expect("cycle");
+        let (from, to) = (
+            side["deadline_ns"].as_u64().unwrap(),
+            side["wake_ns"].as_u64().unwrap(),
+        );
+        let a = r
+            .explained
+            .get(&cycle)
+            .unwrap_or_else(|| panic!("{name}: cycle {cycle} not explained in the stream"));
+        assert_eq!(a.deadline_ns, from, "{name}");
+        // trace-cmd opens it and lists the window's events: from the
+        // lead before the deadline (1 ms, longer than a burst) to the
+        // wake-up
+        let events = trace_cmd_report(&dat);
+        let inside: Vec<&String> = events
+            .iter()
+            .filter(|(us, _)| *us + 1_000 >= from / 1000 && *us <= to / 1000 + 1)
+            .map(|(_, l)| l)
+            .collect();
+        assert!(!inside.is_empty(), "{name}: no events in the window");
+        // the burster's pid is in the switches of a window blamed on it
+        let top = top_of(a);
+        tops.push(top.clone());
+        if top.0 == "Task" && top.1 == u64::from(r.pid) {
+            blamed += 1;
+            let burster = format!("burster:{} ", r.pid);
+            assert!(
+                inside
+                    .iter()
+                    .any(|l| l.contains("sched_switch:") && l.contains(&burster)),
+                "{name}: the burster is in no switch of the window: {inside:#?}"
+            );
+        }
+        // the host explains the file as the target explained the spike
+        let host = host_explain(&dat);
+        let causes = host["causes"].as_array().expect("causes");
+        let host_top = causes
+            .iter()
+            .max_by_key(|c| c["ns"].as_u64())
+            .expect("a cause");
+        assert_eq!(
+            (
+                host_top["kind"].as_str().unwrap().to_string(),
+                host_top["id"].as_u64().unwrap(),
+                host_top["name"].as_str().unwrap().to_string()
+            ),
+            top,
+            "{name}: {host}"
+        );
+        assert_eq!(
+            host["total_ns"].as_u64(),
+            Some(a.total_ns()),
+            "{name}: {host}"
+        );
+        assert_eq!(host["cycle"].as_u64(), Some(cycle));
+    }
+    assert!(
+        blamed * 2 >= files.len(),
+        "{blamed} of {} blamed on the burster",
+        files.len()
+    );
+    // the untraced kinds never hide the burster
+    assert!(r
+        .explained
+        .values()
+        .any(|a| a.causes.iter().any(|c| c.kind == CauseKind::Task)));
+}
+
+#[test]
+fn the_file_limit_holds_and_what_is_over_it_is_counted() {
+    require!(ready(), "see above");
+    let scratch = Scratch::new("evidence-limit");
+    let dir = scratch.join("out");
+    let r = run(&scratch, &dir, 4, &["--trace-out-limit", "2,256"]);
+    assert!(
+        r.out.status.success(),
+        "over the limit is no loss: {}",
+        r.stderr()
+    );
+    assert_eq!(r.count("written"), 2, "{}", r.json["latscope"]);
+    assert!(r.count("limit") >= 1, "{}", r.json["latscope"]);
+    let on_disk = std::fs::read_dir(&dir).expect("the directory").count();
+    assert_eq!(on_disk, 4, "two trace.dat files and their sidecars");
+}
+
+#[test]
+fn a_full_disk_is_counted_and_the_run_goes_on() {
+    require!(ready(), "see above");
+    let scratch = Scratch::new("evidence-full");
+    let dir = scratch.join("small");
+    std::fs::create_dir(&dir).expect("mkdir");
+    // room for one 64 KiB window at most
+    let _small = Tmpfs::mount(&dir, "96k");
+    let r = run(&scratch, &dir, 4, &[]);
+    // output was lost: exit status 4, and the measurement whole
+    assert_eq!(r.out.status.code(), Some(4), "{}", r.stderr());
+    assert!(r.count("disk_full") >= 1, "{}", r.json["latscope"]);
+    assert!(r.count("written") <= 1, "{}", r.json["latscope"]);
+    let cycles = r.json["thread"]["0"]["cycles"].as_u64().unwrap_or(0);
+    assert!(cycles >= 3_000, "the run went on: {cycles} cycles");
+    assert!(r.stderr().contains("with the disk full"), "{}", r.stderr());
+}
