@@ -52,6 +52,8 @@ pub enum Error {
     },
     /// A trace.dat of another version than 6 (the version).
     TraceFileVersion(u32),
+    /// A part of a spike's evidence that does not fit its file (why).
+    BadEvidence(&'static str),
 }
 
 impl fmt::Display for Error {
@@ -80,6 +82,7 @@ impl fmt::Display for Error {
             Error::BadTraceFile { offset, why } => {
                 write!(f, "trace.dat: {why} (at byte {offset})")
             }
+            Error::BadEvidence(why) => write!(f, "evidence: {why}"),
             Error::TraceFileVersion(v) => write!(
                 f,
                 "trace.dat version {v}: only version 6 is read; \

@@ -33,6 +33,7 @@ pub mod cli;
 pub mod compare;
 pub mod console;
 pub mod error;
+pub mod evidence;
 pub mod explain;
 pub mod gate;
 pub mod input;

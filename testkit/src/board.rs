@@ -77,7 +77,8 @@ pub fn decode(stream: &[u8]) -> Summary {
                             .map_or((d, d), |(lo, hi)| (lo.min(d), hi.max(d))),
                     );
                 }
-                Body::Delta(_) | Body::Chunk(_) => {}
+                Body::Delta(_) | Body::Chunk(_) | Body::EvidenceHead(_) | Body::EvidencePart(_) => {
+                }
             },
         }
     }

@@ -74,6 +74,11 @@ pub struct WindowCounts {
     pub disk_full: u64,
     /// Not written: another write error.
     pub failed: u64,
+    /// Sent whole on the stream (`--trace-out-stream`).
+    pub streamed: u64,
+    /// Not sent whole on the stream: the line's outbox was full, or the
+    /// run ended first.
+    pub not_streamed: u64,
 }
 
 impl WindowCounts {
@@ -82,7 +87,10 @@ impl WindowCounts {
         self.limit + self.lost()
     }
 
-    /// Windows not written though the limits had room: output lost.
+    /// Windows not written to the directory though the limits had room:
+    /// output lost. (One the stream did not carry is counted, as a spike
+    /// the line had no room for is: the stream's share is a stated
+    /// bound.)
     pub fn lost(&self) -> u64 {
         self.queue_full + self.disk_full + self.failed
     }
@@ -416,14 +424,17 @@ fn trace_out<W: Write>(w: &mut W, t: &WindowTotals<'_>) -> Result {
     write!(
         w,
         ", \"written\": {}, \"bytes\": {}, \"not_written\": {}, \"limit\": {}, \
-         \"queue_full\": {}, \"disk_full\": {}, \"failed\": {}, \"files\": [",
+         \"queue_full\": {}, \"disk_full\": {}, \"failed\": {}, \"streamed\": {}, \
+         \"not_streamed\": {}, \"files\": [",
         c.written,
         c.bytes,
         c.not_written(),
         c.limit,
         c.queue_full,
         c.disk_full,
-        c.failed
+        c.failed,
+        c.streamed,
+        c.not_streamed
     )?;
     for (i, f) in t.files.iter().enumerate() {
         if i > 0 {

@@ -396,6 +396,8 @@ fn json_says_which_windows_were_written_and_why_others_were_not() {
         queue_full: 2,
         disk_full: 3,
         failed: 4,
+        streamed: 5,
+        not_streamed: 6,
     };
     let doc = JsonDoc {
         windows: Some(WindowTotals {
@@ -409,7 +411,8 @@ fn json_says_which_windows_were_written_and_why_others_were_not() {
     json(&mut ours, &doc, &t, &opts(0, false)).unwrap();
     let tail = "    \"wake_mode\": \"clock_nanosleep_abstime\",\n    \"trace_out\": {\"dir\": \
                 \"out\\\"x\", \"written\": 2, \"bytes\": 8192, \"not_written\": 10, \"limit\": 1, \
-                \"queue_full\": 2, \"disk_full\": 3, \"failed\": 4, \"files\": [\"a.dat\", \"b.dat\"]}\n  }\n}\n";
+                \"queue_full\": 2, \"disk_full\": 3, \"failed\": 4, \"streamed\": 5, \"not_streamed\": 6, \
+                \"files\": [\"a.dat\", \"b.dat\"]}\n  }\n}\n";
     assert!(ours.ends_with(tail), "{ours}");
     assert_eq!(same_times(&without_extras(&ours), Q_JSON), Q_JSON);
     assert_eq!((counts.not_written(), counts.lost()), (10, 9));

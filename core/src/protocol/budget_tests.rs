@@ -284,3 +284,63 @@ fn without_a_share_every_spike_fits() {
         r.send(spike(k * MS, 1), &mut |_: &[u8]| {});
     }
 }
+
+/// Under a storm of spikes and a spike's evidence always waiting, the
+/// evidence keeps to its share, the spikes and the evidence together to
+/// the spikes' share and its burst (so the busiest second is what it was
+/// without evidence), and every worst spike still finds room.
+#[test]
+fn evidence_takes_its_share_out_of_the_spikes_and_never_their_reserve() {
+    let mut r = Reporter::new(0, SEC as u64)
+        .with_budget(line_budget(BAUD))
+        .with_spike_share(spike_share(BAUD))
+        .with_evidence_share(evidence_share(BAUD));
+    let file = std::vec![0x5au8; 1 << 20];
+    let mut parts = parts(&file, 0, 1);
+    let (mut evidence, mut spikes) = (Vec::new(), Vec::new());
+    let (mut worst_offered, mut worst_sent) = (0, 0);
+    let secs = 20;
+    for k in 0..secs * 1000 {
+        let now = k * MS;
+        // a spike every ms, a worst one every 100 ms
+        let worst = k % 100 == 0;
+        worst_offered += usize::from(worst);
+        // the sender offers evidence first: its own share bounds it
+        while r.evidence_room(now) {
+            let Some(p) = parts.next() else { break };
+            r.send(Body::EvidencePart(p), &mut |b: &[u8]| {
+                evidence.push((now, b.len()));
+            });
+        }
+        let room = r.spike_room(now);
+        if room == Room::Any || (worst && room == Room::Worst) {
+            worst_sent += usize::from(worst);
+            r.send(spike(now, 1), &mut |b: &[u8]| spikes.push((now, b.len())));
+        }
+    }
+    let share = evidence_share(BAUD) as usize;
+    let ahead = (share as u64 * EVIDENCE_AHEAD_NS as u64 / SEC as u64) as usize;
+    let part = 600;
+    let worst_evidence = worst_second(&evidence);
+    assert!(
+        worst_evidence <= share + ahead + part,
+        "{worst_evidence} B of evidence in a second"
+    );
+    let total: usize = evidence.iter().map(|&(_, n)| n).sum();
+    assert!(
+        total / secs as usize >= share * 8 / 10,
+        "the share is used: {total} B"
+    );
+    // spikes and evidence together: the spikes' share and its burst
+    let mut both = spikes.clone();
+    both.extend(&evidence);
+    both.sort();
+    let spike_share = spike_share(BAUD) as usize;
+    let spike_ahead = (spike_share as u64 * SPIKE_AHEAD_NS as u64 / SEC as u64) as usize;
+    let worst = worst_second(&both);
+    assert!(
+        worst <= spike_share + spike_ahead + part,
+        "{worst} B in a second"
+    );
+    assert_eq!(worst_sent, worst_offered, "a worst spike found no room");
+}

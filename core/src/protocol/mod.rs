@@ -32,7 +32,7 @@
 //!   of every thread, then a [`Bye`].
 //!
 //! Every frame is at most [`MAX_SMALL_FRAME`] bytes except the hello, log
-//! lines and explained spikes.
+//! lines, explained spikes and parts of a spike's evidence.
 //!
 //! # The link budget
 //!
@@ -63,6 +63,14 @@
 //!   the last [`SPIKE_RESERVE_NS`] of the share's burst is kept for the
 //!   worst spikes of an interval and their explanations. A spike that
 //!   finds no room is counted by the caller, not sent;
+//! * **a spike's evidence** (its window as a trace.dat, where the target
+//!   was asked to send it): 5 % of the line ([`evidence_share`],
+//!   [`Reporter::with_evidence_share`]), taken out of the spikes' share,
+//!   never added to it: its frames are charged to both, and go only while
+//!   the spikes' share has room for ordinary spikes
+//!   ([`Reporter::evidence_room`]); offered before ordinary spikes, it
+//!   keeps its share under a storm. The reports, the worst spikes'
+//!   reserve and the line's busiest second are as without it;
 //! * the rest is headroom: a [`Pacer`] on the line (half of it in any
 //!   second) spreads the one large burst, the final report's full
 //!   snapshots, over the following seconds.
@@ -93,16 +101,19 @@
 
 mod assembler;
 mod buckets;
+mod evidence;
 mod pacer;
 mod reporter;
 mod sink;
 
 pub use assembler::Assembler;
 pub use buckets::{ArrayStore, BucketStore};
+pub use evidence::{part_from, parts, EvidenceAssembler};
 pub use pacer::{Pacer, PACED_PERCENT, PROMISED_PERCENT};
 pub use reporter::{
-    line_budget, spike_share, Reporter, Room, SideCounts, ThreadLog, ThreadLogIn, HELLO_EVERY_NS,
-    MAX_BUDGET_WAIT_NS, MAX_LEAN_NS, ROLL_BYTES, SPIKE_AHEAD_NS, SPIKE_RESERVE_NS,
+    evidence_share, line_budget, spike_share, Reporter, Room, SideCounts, ThreadLog, ThreadLogIn,
+    EVIDENCE_AHEAD_NS, HELLO_EVERY_NS, MAX_BUDGET_WAIT_NS, MAX_LEAN_NS, ROLL_BYTES, SPIKE_AHEAD_NS,
+    SPIKE_RESERVE_NS,
 };
 pub use sink::{FrameSink, SliceSink};
 

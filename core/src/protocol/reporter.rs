@@ -43,6 +43,17 @@ pub const fn spike_share(baud: u32) -> u32 {
     baud / 10 * 25 / 100
 }
 
+/// The share of a serial line of `baud` (8N1) that a spike's evidence may
+/// use ([`Reporter::with_evidence_share`]): 5 % of it, in bytes per
+/// second, taken out of the spikes' share ([`spike_share`]), never added
+/// to it.
+pub const fn evidence_share(baud: u32) -> u32 {
+    baud / 10 * 5 / 100
+}
+
+/// How far ahead of the clock the evidence share may be spent (ns).
+pub const EVIDENCE_AHEAD_NS: i64 = 100_000_000;
+
 /// How far ahead of the clock the spike share may be spent (ns of the
 /// share): after a quiet stretch, this much can go at once.
 pub const SPIKE_AHEAD_NS: i64 = 500_000_000;
@@ -68,6 +79,11 @@ pub enum Room {
 /// budget.
 const fn spike_class(body: &Body) -> bool {
     matches!(body, Body::Spike(_) | Body::Explain(_))
+}
+
+/// Whether `body` is charged to the evidence share (and the spikes').
+const fn evidence_class(body: &Body) -> bool {
+    matches!(body, Body::EvidenceHead(_) | Body::EvidencePart(_))
 }
 
 /// `until` moved on by the time `len` bytes take at `budget` bytes per
@@ -275,6 +291,11 @@ pub struct Reporter {
     spike_share: u32,
     /// When the spike frames sent so far are paid for at `spike_share`.
     spike_paid_until: i64,
+    /// Bytes per second a spike's evidence may average (0: no limit).
+    evidence_share: u32,
+    /// When the evidence frames sent so far are paid for at
+    /// `evidence_share`.
+    evidence_paid_until: i64,
 }
 
 impl Reporter {
@@ -301,6 +322,8 @@ impl Reporter {
             paid_until: start_ns,
             spike_share: 0,
             spike_paid_until: start_ns,
+            evidence_share: 0,
+            evidence_paid_until: start_ns,
         }
     }
 
@@ -330,6 +353,32 @@ impl Reporter {
     pub const fn with_spike_share(mut self, bytes_per_s: u32) -> Reporter {
         self.spike_share = bytes_per_s;
         self
+    }
+
+    /// The same reporter with a share of the line for a spike's evidence
+    /// ([`Reporter::evidence_room`]): its frames are charged to it and to
+    /// the spike share too, so that the line carries no more than before,
+    /// and go only while the spike share has room for ordinary spikes:
+    /// the worst spikes' reserve stays theirs. A sender that offers its
+    /// evidence before its ordinary spikes gets the whole share under a
+    /// storm of spikes, which then have the rest. 0: no limit of its own.
+    pub const fn with_evidence_share(mut self, bytes_per_s: u32) -> Reporter {
+        self.evidence_share = bytes_per_s;
+        self
+    }
+
+    /// Whether a part of a spike's evidence may go at `now`: its share is
+    /// spent less than [`EVIDENCE_AHEAD_NS`] ahead, and the spike share
+    /// has room for any spike ([`Room::Any`]).
+    pub fn evidence_room(&mut self, now: i64) -> bool {
+        if self.spike_room(now) != Room::Any {
+            return false;
+        }
+        if self.evidence_share == 0 {
+            return true;
+        }
+        self.evidence_paid_until = self.evidence_paid_until.max(now);
+        self.evidence_paid_until.saturating_sub(now) < EVIDENCE_AHEAD_NS
     }
 
     /// What the spike share has room for at `now`: a spike sample or
@@ -397,14 +446,20 @@ impl Reporter {
     }
 
     /// Encode `body` as the next frame into `out`. A spike sample or an
-    /// explanation is charged to the spike share, any other frame to the
-    /// reports' budget.
+    /// explanation is charged to the spike share, a part of a spike's
+    /// evidence to the evidence share and the spike share, any other frame
+    /// to the reports' budget.
     pub fn send<S: FrameSink + ?Sized>(&mut self, body: Body, out: &mut S) {
         let seq = self.enc.next_seq();
         let spike = spike_class(&body);
+        let evidence = evidence_class(&body);
         match self.enc.frame(body) {
             Ok(bytes) => {
-                if spike {
+                if evidence {
+                    self.evidence_paid_until =
+                        paid(self.evidence_paid_until, self.evidence_share, bytes.len());
+                }
+                if spike || evidence {
                     self.spike_paid_until =
                         paid(self.spike_paid_until, self.spike_share, bytes.len());
                 } else {

@@ -1,7 +1,7 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::{v1, v2, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
+use super::{v1, v2, v3, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
 use postcard::from_bytes as de;
 
 /// Why a delimited frame was rejected.
@@ -320,13 +320,17 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
     // this function a stack slot for every arm's body, 280 KiB in all,
     // more than a recorder's connection thread has.
     match version {
-        2 | PROTOCOL_VERSION => {
+        2..=PROTOCOL_VERSION => {
             let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
             let current = version == PROTOCOL_VERSION;
-            // the variants in `Body`'s order (postcard's tags); version 2's
-            // hello is upgraded, and version 2 had no aggregate
+            // the variants in `Body`'s order (postcard's tags); older
+            // hellos are upgraded, version 2 had no aggregate and versions
+            // 2 and 3 no evidence
             match tag {
                 0 if current => put(slot, seq, rest, |b| Some(Body::Hello(b))),
+                0 if version == 3 => {
+                    put(slot, seq, rest, |h| Some(Body::Hello(v3::upgrade_hello(h))))
+                }
                 0 => put(slot, seq, rest, |h| Some(Body::Hello(v2::upgrade_hello(h)))),
                 1 => put(slot, seq, rest, |b| Some(Body::Stats(b))),
                 2 => put(slot, seq, rest, |b| Some(Body::Delta(b))),
@@ -335,7 +339,9 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
                 5 => put(slot, seq, rest, |b| Some(Body::Log(b))),
                 6 => put(slot, seq, rest, |b| Some(Body::Bye(b))),
                 7 => put(slot, seq, rest, |b| Some(Body::Explain(b))),
-                8 if current => put(slot, seq, rest, |b| Some(Body::Aggregate(b))),
+                8 if version >= 3 => put(slot, seq, rest, |b| Some(Body::Aggregate(b))),
+                9 if current => put(slot, seq, rest, |b| Some(Body::EvidenceHead(b))),
+                10 if current => put(slot, seq, rest, |b| Some(Body::EvidencePart(b))),
                 _ => None,
             }
         }

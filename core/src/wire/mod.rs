@@ -30,12 +30,18 @@
 //!   a chunk per report; delta parts fill a small frame. Still decoded:
 //!   its hello is upgraded (the version-3 fields get the defaults of a
 //!   Linux target: see `v2`), every other body is the same in version 3.
-//! * **3** (this build): the hello's [`TargetInfo`] says the
+//! * **3**: the hello's [`TargetInfo`] says the
 //!   [`Platform`], the hardware's `model`, and the measuring clock's rate
 //!   and resolution (`clock_hz`, `clock_resolution_ns`), so a
 //!   microcontroller target can say what it is; the [`Aggregate`] frame
 //!   accounts for every sample above the spike threshold (sent,
-//!   explained, aggregated, dropped).
+//!   explained, aggregated, dropped). Still decoded: every body is the
+//!   same in version 4, and its hello's schema key reads as the current
+//!   one (see `v3`).
+//! * **4** (this build): a spike's evidence, its window as a trace.dat
+//!   ([`crate::tracedat`]), travels as an [`EvidenceHead`] and
+//!   [`EvidencePart`]s where the target was asked to send it
+//!   ([`crate::protocol::parts`], [`crate::protocol::EvidenceAssembler`]).
 
 mod ack;
 mod cobs_fast;
@@ -45,19 +51,21 @@ mod runs;
 mod types;
 mod v1;
 mod v2;
+mod v3;
 
 pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, Frames, LinkStats};
 pub use encode::{encode, Encoder, MAX_FRAME, MAX_PAYLOAD};
 pub use runs::{RunWriter, Runs, RUN_BYTES};
 pub use types::{
-    bounded, Aggregate, Body, Bye, ByeReason, ClockKind, Degraded, Frame, Hello, HistDelta, Level,
-    LogLine, Platform, Policy, RunConfig, SnapshotChunk, SpikeFlags, SpikeSample, StartAlign,
-    TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime, MAX_THREADS, NS_CLOCK_HZ,
+    bounded, Aggregate, Body, Bye, ByeReason, ClockKind, Degraded, EvidenceHead, EvidencePart,
+    Frame, Hello, HistDelta, Level, LogLine, Platform, Policy, RunConfig, SnapshotChunk,
+    SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
+    EVIDENCE_PART, MAX_THREADS, NS_CLOCK_HZ,
 };
 
 /// The protocol version this build speaks (the first payload byte).
-pub const PROTOCOL_VERSION: u8 = 3;
+pub const PROTOCOL_VERSION: u8 = 4;
 
 /// The oldest protocol version this build still decodes.
 pub(crate) const OLDEST_VERSION: u8 = 1;

@@ -54,6 +54,10 @@ pub enum Body {
     /// What became of one thread's spikes in one report interval, and in
     /// the run so far (version 3).
     Aggregate(Aggregate),
+    /// A spike's evidence (a trace.dat) follows (version 4).
+    EvidenceHead(EvidenceHead),
+    /// Part of a spike's evidence (version 4).
+    EvidencePart(EvidencePart),
 }
 
 /// Scheduling policy of the measuring threads.
@@ -787,5 +791,102 @@ mod tests {
         assert_eq!(bounded::<3>(s).as_str(), "aé");
         assert_eq!(bounded::<2>(s).as_str(), "a");
         assert_eq!(bounded::<32>(s).as_str(), s);
+    }
+}
+
+/// Bytes of a trace.dat one [`EvidencePart`] carries at most: the grid
+/// its parts lie on.
+pub const EVIDENCE_PART: usize = 512;
+
+/// A spike's evidence (its window as a trace.dat, see
+/// [`crate::tracedat`]) about to follow in [`EvidencePart`]s: who, where,
+/// when, and the file's size. Version 4; sent only where the target was
+/// asked to (`--trace-out-stream`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvidenceHead {
+    /// Measuring thread.
+    pub thread: u16,
+    /// Its kernel thread id (0: unknown).
+    pub tid: u32,
+    /// The CPU whose pages the file holds.
+    pub cpu: u32,
+    /// The spike's cycle: with `thread`, what names the evidence.
+    pub cycle: u64,
+    /// The spike's deadline and wake-up, `CLOCK_MONOTONIC` ns (the
+    /// trace's `mono` clock).
+    pub deadline_ns: u64,
+    /// Its wake-up.
+    pub wake_ns: u64,
+    /// When the target's reader last found the kernel's buffer empty.
+    pub recorded_to_ns: u64,
+    /// The trace.dat's size in bytes.
+    pub size: u32,
+}
+
+/// Part of a spike's evidence: the trace.dat's bytes from `offset` (a
+/// multiple of [`EVIDENCE_PART`]), and zeros from their end up to `next`
+/// (the next part's offset, or the file's size). Parts that would be all
+/// zeros are not sent, so a mostly empty page costs little. Version 4.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct EvidencePart {
+    /// Measuring thread (of the [`EvidenceHead`]).
+    pub thread: u16,
+    /// The spike's cycle (of the [`EvidenceHead`]).
+    pub cycle: u64,
+    /// Where the bytes go.
+    pub offset: u32,
+    /// Where the next part begins; zeros up to there.
+    pub next: u32,
+    /// The bytes.
+    pub data: Vec<u8, EVIDENCE_PART>,
+}
+
+impl EvidenceHead {
+    /// The spike's latency: wake-up minus deadline.
+    pub const fn latency_ns(&self) -> u64 {
+        self.wake_ns.saturating_sub(self.deadline_ns)
+    }
+
+    /// The name of its trace.dat without the extension, as the target
+    /// writes it and a recorder too: `latscope-t0-cpu1-c1609`.
+    pub fn stem(&self) -> impl core::fmt::Display + '_ {
+        Stem(self)
+    }
+
+    /// Writes the sidecar that goes beside its trace.dat: the spike's
+    /// thread, kernel id, CPU, cycle, deadline, wake-up, latency and how
+    /// far the trace was read, one JSON object on a line (`clock`: the
+    /// trace clock's name, `mono`).
+    ///
+    /// # Errors
+    ///
+    /// `w`'s.
+    pub fn write_sidecar(&self, w: &mut impl core::fmt::Write, clock: &str) -> core::fmt::Result {
+        writeln!(
+            w,
+            "{{\"thread\": {}, \"tid\": {}, \"cpu\": {}, \"cycle\": {}, \"deadline_ns\": {}, \
+             \"wake_ns\": {}, \"latency_ns\": {}, \"recorded_to_ns\": {}, \"trace_clock\": \"{}\"}}",
+            self.thread,
+            self.tid,
+            self.cpu,
+            self.cycle,
+            self.deadline_ns,
+            self.wake_ns,
+            self.latency_ns(),
+            self.recorded_to_ns,
+            clock
+        )
+    }
+}
+
+/// [`EvidenceHead::stem`].
+struct Stem<'a>(&'a EvidenceHead);
+
+impl core::fmt::Display for Stem<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let h = self.0;
+        write!(f, "latscope-t{}-cpu{}-c{}", h.thread, h.cpu, h.cycle)
     }
 }

@@ -59,6 +59,8 @@ pub(crate) struct Run {
     pub hello_lost: bool,
     /// Frames of threads the stream's memory budget refused.
     pub refused_frames: u64,
+    /// The spikes' evidence the stream carried (version 4).
+    pub evidence: crate::evidence::Evidence,
     /// The latency goals whose limits each thread counts the samples above.
     goals: Option<Arc<Goals>>,
     budget: Arc<Budget>,
@@ -93,6 +95,7 @@ impl Run {
             explained: Explained::default(),
             hello_lost: false,
             refused_frames: 0,
+            evidence: crate::evidence::Evidence::default(),
             goals,
             budget,
             _charge: charge,
@@ -178,6 +181,8 @@ impl Run {
                     t.spike_account.on_aggregate(a);
                 }
             }
+            Body::EvidenceHead(h) => self.evidence.on_head(h, &self.budget),
+            Body::EvidencePart(p) => self.evidence.on_part(p),
         }
     }
 
@@ -232,6 +237,8 @@ pub(crate) struct Aggregator {
     budget: Arc<Budget>,
     /// The latency goals whose limits every run's threads count samples above (`report --slo`).
     goals: Option<Arc<Goals>>,
+    /// Keep the bytes of every run's evidence done, to be taken.
+    keep_evidence: bool,
 }
 
 impl Default for Aggregator {
@@ -256,7 +263,25 @@ impl Aggregator {
             ignoring: false,
             budget,
             goals: None,
+            keep_evidence: false,
         }
+    }
+
+    /// Keep each spike's evidence the stream carries, whole, until taken
+    /// ([`Aggregator::take_evidence`]): a recorder writes it out.
+    pub(crate) fn keep_evidence(&mut self) {
+        self.keep_evidence = true;
+        for r in &mut self.runs {
+            r.evidence.keep = true;
+        }
+    }
+
+    /// The evidence put together whole since the last call, of every run.
+    pub(crate) fn take_evidence(&mut self) -> Vec<crate::evidence::Done> {
+        self.runs
+            .iter_mut()
+            .flat_map(|r| r.evidence.take_done())
+            .collect()
     }
 
     /// Count the samples above the limits of `goals` in every run from now on.
@@ -297,7 +322,8 @@ impl Aggregator {
             let same = self.runs.last().is_some_and(|r| r.hello.run_id == h.run_id);
             if !same {
                 match Run::new(h.clone(), &self.budget, self.goals.clone()) {
-                    Some(run) => {
+                    Some(mut run) => {
+                        run.evidence.keep = self.keep_evidence;
                         self.runs.push(run);
                         self.replay();
                     }
@@ -345,6 +371,9 @@ impl Aggregator {
     /// an unknown target with the default bucket layout.
     pub(crate) fn finish(&mut self) {
         self.adopt_unknown();
+        for r in &mut self.runs {
+            r.evidence.finish();
+        }
     }
 
     /// Frames held for a hello that never came become a run of an unknown

@@ -176,6 +176,7 @@ impl RecordedRun {
             Ok(bytes) => {
                 if let Some(s) = self.session.as_mut() {
                     s.feed(&bytes);
+                    crate::evidence::write_beside(s, self.store.path());
                 }
                 if self.failing {
                     self.failing = false;
@@ -354,12 +355,16 @@ impl Fleet {
                     path.display(),
                     r.last_seq.map_or("none".into(), |s| s.to_string())
                 ));
-                (r.store, r.session)
+                let mut session = r.session;
+                session.agg.keep_evidence();
+                (r.store, session)
             }
             None => {
                 let (file, path) = recordings::create(&self.settings.dir, name, id)?;
                 lock(&self.files).insert(id, path.clone());
-                let session = Session::with_budget(path.display().to_string(), Arc::clone(budget));
+                let mut session =
+                    Session::with_budget(path.display().to_string(), Arc::clone(budget));
+                session.agg.keep_evidence();
                 (RecordingFile::durable(file, path, 0, None), session)
             }
         };

@@ -224,6 +224,7 @@ fn record_stream(
     stop_on_bye: bool,
 ) -> (Session, PathBuf, Option<io::Error>) {
     let mut s = Session::new(name);
+    s.agg.keep_evidence();
     let mut last = Instant::now();
     let file_label = |p: &Path| {
         p.file_name()
@@ -234,6 +235,7 @@ fn record_stream(
     let res = pump(r, |bytes| {
         rec.write(bytes)?;
         s.feed(bytes);
+        crate::evidence::write_beside(&mut s, &rec.path);
         if !rec.named {
             if let Some(run) = s.agg.current() {
                 let name = board_name(&run.hello).to_string();

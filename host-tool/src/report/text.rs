@@ -513,7 +513,21 @@ pub(crate) fn explained(out: &mut String, run: &Run) {
     );
     for a in &e.largest {
         attribution(out, a);
+        let window = run
+            .evidence
+            .listed()
+            .iter()
+            .find(|l| l.head.cycle == a.cycle && l.head.cpu == a.cpu);
+        if let Some(l) = window {
+            let _ = writeln!(
+                out,
+                "      evidence: {}{}",
+                l.name(),
+                if l.complete { "" } else { " (incomplete)" }
+            );
+        }
     }
+    evidence(out, run);
     let ranked = e.ranked();
     if let Some(top) = ranked.first() {
         let _ = writeln!(
@@ -532,6 +546,28 @@ pub(crate) fn explained(out: &mut String, run: &Run) {
             );
         }
     }
+}
+
+/// The spikes' evidence the stream carried (version 4), if any: how many
+/// windows came whole, cut short or refused, and where a recorder wrote
+/// them.
+fn evidence(out: &mut String, run: &Run) {
+    let ev = &run.evidence;
+    let listed = ev.listed();
+    if listed.is_empty() && ev.refused == 0 && ev.stray_parts == 0 {
+        return;
+    }
+    let whole = listed.iter().filter(|l| l.complete).count();
+    let _ = writeln!(
+        out,
+        "evidence in the stream: {whole} window(s) whole, {} not ({} refused: too large, too \
+         many at once or over the memory budget; {} stray part(s); {} more not listed); a \
+         recorder writes the whole ones beside the recording, in RECORDING.evidence/",
+        listed.len() - whole,
+        ev.refused,
+        ev.stray_parts,
+        ev.unlisted
+    );
 }
 
 /// One explained spike as the reports print it: the `  spike N µs  CPUc

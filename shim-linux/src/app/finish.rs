@@ -233,18 +233,28 @@ const EVIDENCE_LISTED: usize = 10;
 /// by reason, then the files (the first [`EVIDENCE_LISTED`]).
 fn evidence_lines(e: &trace_out::Totals) -> String {
     let c = e.counts;
-    let mut s = format!(
-        "# trace-out: {} window(s) written to {} ({} bytes); {} not written: {} over the \
-         limit, {} with the writer's queue full, {} with the disk full, {} failed",
-        c.written,
-        e.dir,
-        c.bytes,
-        c.not_written(),
-        c.limit,
-        c.queue_full,
-        c.disk_full,
-        c.failed
-    );
+    let mut s = if e.dir.is_empty() {
+        format!("# trace-out: {} window(s) over the limit", c.limit)
+    } else {
+        format!(
+            "# trace-out: {} window(s) written to {} ({} bytes); {} not written: {} over the \
+             limit, {} with the writer's queue full, {} with the disk full, {} failed",
+            c.written,
+            e.dir,
+            c.bytes,
+            c.not_written(),
+            c.limit,
+            c.queue_full,
+            c.disk_full,
+            c.failed
+        )
+    };
+    if c.streamed + c.not_streamed > 0 {
+        s += &format!(
+            "; {} streamed whole, {} not (the line's outbox full, or the run ended first)",
+            c.streamed, c.not_streamed
+        );
+    }
     for w in e.files.iter().take(EVIDENCE_LISTED) {
         s += &format!(
             "\n# trace-out: T:{} cycle {} {} us: {}",

@@ -55,8 +55,13 @@ pub(super) fn check(cfg: &mut Config, saw: &OptionsGiven) -> Result<(), Error> {
     if cfg.laptop {
         cfg.default_system = true;
     }
-    if cfg.trace_out.is_some() && cfg.explain_us == 0 {
-        return Err(Error::usage("--trace-out needs --explain"));
+    if (cfg.trace_out.is_some() || cfg.trace_out_stream) && cfg.explain_us == 0 {
+        return Err(Error::usage(
+            "--trace-out and --trace-out-stream need --explain",
+        ));
+    }
+    if cfg.trace_out_stream && cfg.stream.is_none() {
+        return Err(Error::usage("--trace-out-stream needs --stream"));
     }
     cfg.align = saw.align();
     if saw.aligned.is_some() && saw.secaligned.is_some() {

@@ -160,6 +160,7 @@ const LAYOUT: &[HelpLine] = &[
     HelpLine::Opt(Opt::TraceBufferSize),
     HelpLine::Opt(Opt::TraceOut),
     HelpLine::Opt(Opt::TraceOutLimit),
+    HelpLine::Opt(Opt::TraceOutStream),
     HelpLine::Opt(Opt::Fifo),
     HelpLine::Opt(Opt::DbgCyclictest),
     Heading("Stream (binary frames for latscope-host)"),

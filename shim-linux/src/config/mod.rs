@@ -143,6 +143,8 @@ pub struct Config {
     pub trace_out: Option<String>,
     /// `--trace-out-limit FILES,MIB`.
     pub trace_out_limits: Limits,
+    /// `--trace-out-stream`: the same windows on the stream.
+    pub trace_out_stream: bool,
     /// `--self-check`.
     pub self_check: bool,
     /// `-r`, `-s`, `-x`: how each cycle waits.
@@ -230,6 +232,7 @@ impl Default for Config {
                 files: trace_out::DEFAULT_FILES,
                 bytes: trace_out::DEFAULT_BYTES,
             },
+            trace_out_stream: false,
             self_check: false,
             wake: WakeMode::Absolute,
             align: StartAlign::Own,

@@ -66,6 +66,7 @@ pub enum Opt {
     TraceBufferSize,
     TraceOut,
     TraceOutLimit,
+    TraceOutStream,
     HistShape,
     SelfCheck,
     Version,
@@ -616,6 +617,16 @@ pub const OPTIONS: &[Spec] = &[
         Text(
             "--trace-out: at most FILES files and MIB MiB of them (default\n\
              100,256); later windows are counted as not written",
+        ),
+    ),
+    own(
+        Opt::TraceOutStream,
+        "trace-out-stream",
+        No,
+        Text(
+            "--explain: the same windows on --stream, as frames the recorder\n\
+             writes as trace.dat files; on a serial line within 5 % of it,\n\
+             out of the spikes' 25 %",
         ),
     ),
     own(

@@ -126,6 +126,7 @@ impl Parser {
             Opt::TraceBufferSize => self.trace_buffer_size(g, v)?,
             Opt::TraceOut => self.cfg.trace_out = Some(nonempty(&g.spelled, v)?),
             Opt::TraceOutLimit => self.cfg.trace_out_limits = trace_out_limit(&g.spelled, v)?,
+            Opt::TraceOutStream => self.cfg.trace_out_stream = true,
             Opt::HistShape => self.hist_shape(g, v)?,
             // the proof scripts'
             #[cfg(feature = "proof")]

@@ -22,8 +22,8 @@ mod resend;
 mod serial;
 mod tcp;
 
-use latscope_core::protocol::{line_budget, spike_share, Pacer};
-use latscope_core::wire::Hello;
+use latscope_core::protocol::{evidence_share, line_budget, spike_share, Pacer};
+use latscope_core::wire::{Hello, MAX_FRAME};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -58,6 +58,8 @@ pub struct Sink {
     budget: u32,
     /// Bytes per second spikes and explanations may average (0: no limit).
     spike_share: u32,
+    /// Bytes per second a spike's evidence may average (0: no limit).
+    evidence_share: u32,
     /// Frames that could not be delivered.
     pub frames_dropped: u64,
     /// Over TCP, at the end: frames sent on some connection that the host
@@ -69,9 +71,13 @@ pub struct Sink {
 impl Sink {
     /// Open `dest`. TCP does not connect here: the sender keeps trying.
     pub fn open(dest: &Dest) -> Result<Sink, Error> {
-        let (budget, spike_share) = match dest {
-            Dest::Serial { baud, .. } => (line_budget(*baud), spike_share(*baud)),
-            _ => (0, 0),
+        let (budget, spike_share, evidence_share) = match dest {
+            Dest::Serial { baud, .. } => (
+                line_budget(*baud),
+                spike_share(*baud),
+                evidence_share(*baud),
+            ),
+            _ => (0, 0, 0),
         };
         let link = match dest {
             Dest::Stdout => Link::Stdout { broken: None },
@@ -101,6 +107,7 @@ impl Sink {
             link,
             budget,
             spike_share,
+            evidence_share,
             frames_dropped: 0,
             frames_unacknowledged: 0,
         })
@@ -117,6 +124,22 @@ impl Sink {
     /// limit): on a serial line 25 % of it.
     pub fn spike_share(&self) -> u32 {
         self.spike_share
+    }
+
+    /// Bytes per second a spike's evidence keeps to (0: no limit of its
+    /// own): on a serial line 5 %, out of the spikes' share.
+    pub fn evidence_share(&self) -> u32 {
+        self.evidence_share
+    }
+
+    /// Whether a part of a spike's evidence may leave at `now`: where the
+    /// pacer would not make it wait, and over TCP while the frames kept
+    /// for the host fill a quarter of the resend buffer at most.
+    pub fn evidence_fits(&mut self, now: i64) -> bool {
+        match &self.link {
+            Link::Tcp(t) => t.evidence_fits(),
+            _ => self.spike_fits(now, MAX_FRAME),
+        }
     }
 
     /// Whether a spike frame of about `len` bytes may leave at `now`

@@ -274,6 +274,11 @@ impl Resend {
         self.frames.is_empty()
     }
 
+    /// Bytes kept, not acknowledged yet.
+    pub fn held_bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Frames not acknowledged.
     #[cfg(test)]
     pub fn pending(&self) -> u64 {

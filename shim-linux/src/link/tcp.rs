@@ -118,6 +118,13 @@ impl Tcp {
     }
 
     /// Frames lost since the last call.
+    /// Whether the frames kept for the host leave room for a spike's
+    /// evidence: it may fill a quarter of the resend buffer at most, so a
+    /// slow or absent host never has reports pushed out for it.
+    pub(super) fn evidence_fits(&self) -> bool {
+        self.resend.held_bytes() < super::resend::RESEND_BYTES / 4
+    }
+
     pub(super) fn take_lost(&mut self) -> u64 {
         self.resend.take_lost()
     }

@@ -5,7 +5,7 @@
 
 use latscope_core::cyclictest::TraceTotals;
 use latscope_core::explain::Attribution;
-use latscope_core::wire::SpikeSample;
+use latscope_core::wire::{Body, SpikeSample};
 
 use crate::config::ThreadPlan;
 use crate::linux::interrupts::ProcInterrupts;
@@ -121,9 +121,9 @@ impl Attributor {
         if let Some(out) = self.out.as_mut() {
             if a.cpu != u32::MAX && a.latency_ns > 0 && out.wants(t, a.latency_ns) {
                 let mut e = tracer.evidence(a.cpu, deadline, deadline + ns, Vec::new());
-                e.thread = t;
-                e.tid = tid.unwrap_or(0);
-                e.cycle = r.cycle;
+                e.head.thread = u16::try_from(t).unwrap_or(u16::MAX);
+                e.head.tid = tid.unwrap_or(0);
+                e.head.cycle = r.cycle;
                 out.keep(t, e);
             }
         }
@@ -131,11 +131,21 @@ impl Attributor {
     }
 
     /// Thread `t`'s report: its worst evidence of the interval goes to
-    /// `--trace-out`'s writer.
+    /// `--trace-out`'s writer and the stream's outbox.
     pub fn report(&mut self, t: usize) {
         if let Some(out) = self.out.as_mut() {
             out.flush(t);
         }
+    }
+
+    /// The next frame of the evidence being streamed, if one waits.
+    pub fn next_evidence_frame(&mut self) -> Option<Body> {
+        self.out.as_mut().filter(|o| o.streaming())?.next_frame()
+    }
+
+    /// Whether evidence waits to be streamed.
+    pub fn evidence_waits(&self) -> bool {
+        self.out.as_ref().is_some_and(TraceOut::streaming)
     }
 
     /// The end of a drain: the next may explain as many again.

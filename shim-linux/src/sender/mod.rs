@@ -339,6 +339,9 @@ impl Sender<'_> {
         // the final interval's worst is explained too (a last read of the
         // trace), then the trace goes
         self.report(true);
+        // what the share has room for now of the last windows; the rest is
+        // counted as not streamed
+        self.publish_evidence(monotonic_ns());
         self.attrib.close();
         let reason = self.reason();
         let ended = self.zone.now();
@@ -426,6 +429,8 @@ impl Sender<'_> {
     /// explaining or counting each flagged sample), then the `-v` queues.
     /// Whether any spike sample came.
     fn drain(&mut self, now: i64, limit: usize) -> bool {
+        // evidence before ordinary spikes: its share is its own
+        self.publish_evidence(now);
         let mut any = false;
         for t in 0..self.spikes.len() {
             for _ in 0..limit {
@@ -449,6 +454,17 @@ impl Sender<'_> {
         self.attrib.drained();
         self.drain_verbose();
         any
+    }
+
+    /// The evidence being streamed, a part at a time, while the line's
+    /// evidence share has room (`--trace-out-stream`).
+    fn publish_evidence(&mut self, now: i64) {
+        while self.attrib.evidence_waits() && self.publish.evidence_room(now) {
+            match self.attrib.next_evidence_frame() {
+                Some(body) => self.publish.send(body),
+                None => break,
+            }
+        }
     }
 
     /// One flagged sample of thread `t` onto the line, as far as the

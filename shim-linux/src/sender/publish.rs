@@ -58,10 +58,12 @@ impl Publisher {
     ) -> Publisher {
         let budget = sink.as_ref().map_or(0, Sink::byte_budget);
         let share = sink.as_ref().map_or(0, Sink::spike_share);
+        let evidence = sink.as_ref().map_or(0, Sink::evidence_share);
         Publisher {
             rep: Reporter::new(start_ns, report_ns.max(1) as u64)
                 .with_budget(budget)
-                .with_spike_share(share),
+                .with_spike_share(share)
+                .with_evidence_share(evidence),
             sink,
             hello,
             warnings,
@@ -85,6 +87,16 @@ impl Publisher {
             return Room::Nothing;
         }
         self.rep.spike_room(now)
+    }
+
+    /// Whether a part of a spike's evidence may go at `now`: the
+    /// reporter's evidence share (out of the spikes'), and the link's room
+    /// for it (nothing without a stream that works).
+    pub fn evidence_room(&mut self, now: i64) -> bool {
+        let Some(sink) = self.sink.as_mut().filter(|s| !s.broken()) else {
+            return false;
+        };
+        sink.evidence_fits(now) && self.rep.evidence_room(now)
     }
 
     /// The current report number.

@@ -61,6 +61,7 @@ fn kind(body: &Body) -> (&'static str, Option<u32>) {
         Body::Bye(b) => ("bye", Some(b.epoch)),
         Body::Explain(_) => ("explain", None),
         Body::Aggregate(a) => ("aggregate", Some(a.epoch)),
+        Body::EvidenceHead(_) | Body::EvidencePart(_) => ("evidence", None),
     }
 }
 

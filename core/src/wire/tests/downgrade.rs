@@ -36,7 +36,11 @@ pub(crate) fn downgrade(f: &now::Frame) -> Option<Frame> {
         }),
         now::Body::Bye(b) => Body::Bye(down_bye(b)),
         now::Body::Explain(a) => Body::Explain(down_attribution(a)),
-        now::Body::Delta(_) | now::Body::Chunk(_) | now::Body::Aggregate(_) => return None,
+        now::Body::Delta(_)
+        | now::Body::Chunk(_)
+        | now::Body::Aggregate(_)
+        | now::Body::EvidenceHead(_)
+        | now::Body::EvidencePart(_) => return None,
     };
     Some(Frame {
         version: 1,
@@ -233,6 +237,32 @@ pub(crate) fn downgrade_v2(b: &now::Body) -> Option<super::v2::Body> {
         now::Body::Bye(b) => v2::Body::Bye(b),
         // the same encoding, as long as no line is of version 3's Masked
         now::Body::Explain(a) => v2::Body::Explain(super::recode(&a)?),
-        now::Body::Aggregate(_) => return None,
+        now::Body::Aggregate(_) | now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => {
+            return None
+        }
+    })
+}
+
+/// The version-3 body of a current one, as a version-3 sender sent it:
+/// the hello with version 3's schema key; `None` for the evidence, which
+/// version 3 did not have.
+pub(crate) fn downgrade_v3(b: &now::Body) -> Option<super::v3::Body> {
+    use super::v3;
+    Some(match b.clone() {
+        now::Body::Hello(mut h) => {
+            if h.schema == now::SCHEMA_KEY {
+                h.schema = v3::SCHEMA_KEY;
+            }
+            v3::Body::Hello(h)
+        }
+        now::Body::Stats(s) => v3::Body::Stats(s),
+        now::Body::Delta(d) => v3::Body::Delta(d),
+        now::Body::Chunk(c) => v3::Body::Chunk(c),
+        now::Body::Spike(s) => v3::Body::Spike(s),
+        now::Body::Log(l) => v3::Body::Log(l),
+        now::Body::Bye(b) => v3::Body::Bye(b),
+        now::Body::Explain(a) => v3::Body::Explain(a),
+        now::Body::Aggregate(a) => v3::Body::Aggregate(a),
+        now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => return None,
     })
 }

@@ -125,6 +125,23 @@ pub(super) fn every_body() -> Vec<Body> {
         Body::Hello(hello()),
         Body::Explain(explain),
         Body::Aggregate(aggregate()),
+        Body::EvidenceHead(EvidenceHead {
+            thread: 1,
+            tid: 4321,
+            cpu: 3,
+            cycle: 123_456,
+            deadline_ns: 5_000_000_000,
+            wake_ns: 5_000_900_000,
+            recorded_to_ns: 5_100_000_000,
+            size: 70_000,
+        }),
+        Body::EvidencePart(EvidencePart {
+            thread: 1,
+            cycle: 123_456,
+            offset: 4096,
+            next: 8192,
+            data: heapless::Vec::from_slice(&[0x17; EVIDENCE_PART]).unwrap(),
+        }),
         Body::Stats(stats(3, 42)),
         Body::Delta(delta),
         Body::Chunk(chunk),
@@ -276,7 +293,10 @@ fn frames_are_delimited_and_bounded() {
         assert_eq!(bytes.last(), Some(&0));
         assert!(!bytes[1..bytes.len() - 1].contains(&0));
         assert!(bytes.len() <= MAX_FRAME);
-        if !matches!(body, Body::Hello(_) | Body::Log(_) | Body::Explain(_)) {
+        if !matches!(
+            body,
+            Body::Hello(_) | Body::Log(_) | Body::Explain(_) | Body::EvidencePart(_)
+        ) {
             assert!(
                 bytes.len() <= MAX_SMALL_FRAME,
                 "{} bytes: {body:?}",
@@ -295,6 +315,7 @@ fn small_frames_fit_256_bytes_at_their_worst() {
     assert!(worst(ThreadStats::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(SpikeSample::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(Aggregate::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(EvidenceHead::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
 }
 
 #[test]
@@ -540,10 +561,18 @@ fn schema_keys_are_pinned() {
         "a type version 2 shares with version 3 changed: freeze a copy in v2"
     );
     // version 3: TargetInfo's platform, model, clock_hz and
-    // clock_resolution_ns, Body::Aggregate, and CauseKind::Masked
+    // clock_resolution_ns, Body::Aggregate, and CauseKind::Masked. That was
+    // version 3 as released: every version-3 recording carries this key
+    // (`tests/golden/v3`), and the current types v3 borrows are part of it
+    assert_eq!(
+        v3::SCHEMA_KEY,
+        [0x5e, 0xc2, 0x5d, 0x85, 0x18, 0xd6, 0x2c, 0x06],
+        "a type version 3 shares with version 4 changed: freeze a copy in v3"
+    );
+    // version 4: Body::EvidenceHead and Body::EvidencePart
     assert_eq!(
         SCHEMA_KEY,
-        [0x5e, 0xc2, 0x5d, 0x85, 0x18, 0xd6, 0x2c, 0x06],
+        [0xa5, 0x2a, 0x08, 0xde, 0xdf, 0xb9, 0xed, 0x7b],
         "the frame types changed: pin the new key (see this test's docs)"
     );
 }
@@ -677,6 +706,13 @@ fn seal(payload: &[u8]) -> Vec<u8> {
 
 /// Every body version 2 has, as a version-2 sender made them: the hello
 /// in its frozen type, the others in the current types they share.
+pub(super) fn every_v3_body() -> Vec<v3::Body> {
+    every_body()
+        .iter()
+        .filter_map(downgrade::downgrade_v3)
+        .collect()
+}
+
 pub(super) fn every_v2_body() -> Vec<v2::Body> {
     every_body()
         .iter()
@@ -699,15 +735,17 @@ fn version_2_frames_decode_as_the_current_types() {
     let mut dec = Decoder::<MAX_FRAME>::new();
     let (got, errs) = decode_all(&mut dec, &bytes);
     assert!(errs.is_empty(), "{errs:?}");
-    // everything but the aggregate, which version 2 did not have
-    assert_eq!(got.len(), every_body().len() - 1);
+    // everything but the aggregate and the evidence, which version 2 did
+    // not have
+    assert_eq!(got.len(), every_body().len() - 3);
     assert!(got.iter().all(|f| f.version == PROTOCOL_VERSION));
     assert_eq!(dec.stats().upgraded, got.len() as u64);
-    for (g, want) in got.iter().zip(
-        every_body()
-            .iter()
-            .filter(|b| !matches!(b, Body::Aggregate(_))),
-    ) {
+    for (g, want) in got.iter().zip(every_body().iter().filter(|b| {
+        !matches!(
+            b,
+            Body::Aggregate(_) | Body::EvidenceHead(_) | Body::EvidencePart(_)
+        )
+    })) {
         match (&g.body, want) {
             // the hello: version 2's fields kept, version 3's defaulted
             // as for a Linux target, version 2's key read as this one

@@ -25,7 +25,9 @@ use crate::linux::localtime::LocalZone;
 use crate::linux::seccomp::SelfCheck;
 use crate::linux::status_files::Snapshot;
 use crate::linux::sys::{self, sig, sigbit};
-use crate::linux::tracefs::{self, NoTracefs, TraceOut, Tracefs, Tracemark, Tracer, MOUNT_POINT};
+use crate::linux::tracefs::{
+    self, NoTracefs, Outputs, TraceOut, Tracefs, Tracemark, Tracer, MOUNT_POINT,
+};
 use crate::linux::{self, hold_dma_latency, procfs};
 use crate::output::Console;
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
@@ -452,9 +454,9 @@ fn open_explain(
     }
 }
 
-/// `--trace-out DIR`: the directory made and the writer started, for
-/// `threads` measuring threads, where the run traces; without a trace
-/// instance, a warning.
+/// `--trace-out DIR` and `--trace-out-stream`: the directory made and the
+/// writer started, for `threads` measuring threads, where the run traces;
+/// without a trace instance, a warning.
 ///
 /// # Errors
 ///
@@ -465,24 +467,26 @@ fn open_trace_out(
     threads: usize,
     deg: &mut Degradations,
 ) -> Result<Option<TraceOut>, Error> {
-    let Some(dir) = &cfg.trace_out else {
+    if cfg.trace_out.is_none() && !cfg.trace_out_stream {
         return Ok(None);
-    };
+    }
     let Some(tracer) = tracer else {
         deg.warnings
-            .push("--trace-out: no evidence written: the run has no trace instance".into());
+            .push("--trace-out: no evidence taken: the run has no trace instance".into());
         return Ok(None);
     };
+    let outputs = Outputs {
+        dir: cfg.trace_out.clone(),
+        stream: cfg.trace_out_stream,
+    };
+    let header = tracer.dat_header().clone();
     let run_on = tracer.untraced_cpus();
-    TraceOut::start(
-        dir,
-        cfg.trace_out_limits,
-        tracer.dat_header().clone(),
-        run_on,
-        threads,
-    )
-    .map(Some)
-    .map_err(|e| Error::output(format!("--trace-out {dir}"), e))
+    TraceOut::start(outputs, cfg.trace_out_limits, header, run_on, threads)
+        .map(Some)
+        .map_err(|e| {
+            let dir = cfg.trace_out.as_deref().unwrap_or_default();
+            Error::output(format!("--trace-out {dir}"), e)
+        })
 }
 
 /// `--explain` without a trace instance: the pinned CPUs, explained

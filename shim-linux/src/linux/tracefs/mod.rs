@@ -43,7 +43,7 @@ use rustix::fs::{Mode, OFlags};
 
 pub use instance::remove_stale_instances;
 pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
-pub use trace_out::{Limits, TraceOut};
+pub use trace_out::{Limits, Outputs, TraceOut};
 pub use tracer::{buffer_kb, Tracer};
 
 /// The kernel buffer of each measured CPU by default, in KiB: about 5 s

@@ -10,11 +10,12 @@ use std::thread::JoinHandle;
 use latscope_core::cyclictest::{TraceTotals, Wakeups};
 use latscope_core::explain::{Attribution, Classifier, Loss, Window};
 use latscope_core::ringbuf::Decoder;
+use latscope_core::wire::EvidenceHead;
 use rustix::io::Errno;
 
 use super::instance::Instance;
 use super::reader::{self, CpuTrace, Shared};
-use super::trace_out::{DatHeader, Evidence, LEAD_NS, MAX_PAGES};
+use super::trace_out::{DatHeader, Evidence, LEAD_NS, MAX_WINDOW_BYTES};
 use super::{DEFAULT_BUFFER_KB, MIN_BUFFER_KB};
 use crate::error::Error;
 use crate::linux::available_cpus;
@@ -275,7 +276,7 @@ impl Tracer {
     /// The evidence of a spike explained on `cpu` (its attribution's CPU),
     /// due at `deadline_ns` and woken at `wake_ns`: the pages from
     /// [`LEAD_NS`] before the deadline to the wake-up, at most
-    /// [`MAX_PAGES`] (the newest), copied into `pages` (cleared first), with
+    /// [`MAX_WINDOW_BYTES`] (the newest), copied into `pages` (cleared first), with
     /// `recorded_to_ns`. Empty if the CPU is not traced.
     pub fn evidence(
         &self,
@@ -285,23 +286,21 @@ impl Tracer {
         mut pages: Vec<u8>,
     ) -> Evidence {
         pages.clear();
-        let mut w = Evidence {
+        let mut head = EvidenceHead {
             cpu,
             deadline_ns,
             wake_ns,
-            ..Evidence::default()
+            ..EvidenceHead::default()
         };
-        let Some(t) = usize::try_from(cpu).ok().and_then(|c| self.shared.lock(c)) else {
-            w.pages = pages;
-            return w;
-        };
-        let from = deadline_ns.saturating_sub(LEAD_NS);
-        for p in t.history.window(from, wake_ns, MAX_PAGES) {
-            pages.extend_from_slice(p);
+        if let Some(t) = usize::try_from(cpu).ok().and_then(|c| self.shared.lock(c)) {
+            let from = deadline_ns.saturating_sub(LEAD_NS);
+            let most = (MAX_WINDOW_BYTES / rustix::param::page_size()).max(1);
+            for p in t.history.window(from, wake_ns, most) {
+                pages.extend_from_slice(p);
+            }
+            head.recorded_to_ns = t.recorded_to_ns;
         }
-        w.recorded_to_ns = t.recorded_to_ns;
-        w.pages = pages;
-        w
+        Evidence { head, pages }
     }
 
     /// Stops the reader and removes the instance; the run's totals.
