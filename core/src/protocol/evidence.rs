@@ -213,6 +213,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(crate::proptest_cases::config(256))]
+
         /// Whatever is lost, repeated or swapped, the assembler's file is
         /// the sent one where it says it is complete, and incomplete
         /// exactly when a part it needed was lost; it never holds a byte
