@@ -17,8 +17,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use latscope_core::cyclictest::WindowCounts;
-use latscope_core::wire::Body;
-use latscope_core::wire::EvidenceHead;
+use latscope_core::wire::{Body, EvidenceHead};
 
 mod outbox;
 mod writer;
@@ -89,9 +88,7 @@ impl Evidence {
 pub struct Written {
     /// The trace.dat's name in the directory.
     pub name: String,
-    /// Its size.
-    pub bytes: u64,
-    /// Measuring thread, cycle and latency of the spike.
+    /// The spike's measuring thread.
     pub thread: u16,
     /// The spike's cycle.
     pub cycle: u64,

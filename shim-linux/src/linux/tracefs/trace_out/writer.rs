@@ -222,7 +222,6 @@ fn write_one(dir: &Path, c: &Counters, b: &Built) {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(Written {
                     name: format!("{stem}.dat"),
-                    bytes: b.file.len() as u64,
                     thread: e.head.thread,
                     cycle: e.head.cycle,
                     latency_ns: e.head.latency_ns(),
