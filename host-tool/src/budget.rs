@@ -49,16 +49,10 @@ pub(crate) const RUN_FIXED: usize = 96 * 1024;
 /// A recording's decoding before any run in it: the decoder and its
 /// buffers.
 pub(crate) const SESSION_FIXED: usize = 32 * 1024;
-/// A run's spikes' evidence being put together at its most: the windows
-/// in flight at their largest, with their bitmaps.
-pub(crate) const RUN_EVIDENCE: usize = crate::evidence::IN_FLIGHT
-    * (crate::evidence::FILE_MAX + crate::evidence::FILE_MAX.div_ceil(512 * 8));
 /// The most a legal run costs: every page of the widest legal layout for
-/// every thread, with their page tables, fixed parts and full lists, and
-/// its evidence in flight.
-pub(crate) const RUN_LIMIT: usize = RUN_FIXED
-    + RUN_EVIDENCE
-    + MAX_THREADS * (THREAD_FIXED + THREAD_LISTS + THREAD_PAGES * (PAGE_BYTES + 8));
+/// every thread, with their page tables, fixed parts and full lists.
+pub(crate) const RUN_LIMIT: usize =
+    RUN_FIXED + MAX_THREADS * (THREAD_FIXED + THREAD_LISTS + THREAD_PAGES * (PAGE_BYTES + 8));
 /// What one stream (a file, stdin, a serial line, one connection) may hold:
 /// the largest legal run and a quarter of one more (typical runs before
 /// it, of a target that restarted: a run of 64 threads that fills few
@@ -71,10 +65,9 @@ pub const STREAM_LIMIT: usize = RUN_LIMIT + RUN_LIMIT / 4 + 2 * SESSION_FIXED;
 pub(crate) const GLOBAL_LIMIT: usize = 32 * STREAM_LIMIT;
 
 const _: () = assert!(RUN_LIMIT > MAX_TARGET_BUCKETS * MAX_THREADS * 8);
-// 21 482 buckets of 64 threads: 10.5 MiB of counts, 31 MiB in all, and
-// 4 MiB of evidence in flight
-const _: () = assert!(RUN_LIMIT < 36 << 20);
-const _: () = assert!(STREAM_LIMIT < 45 << 20);
+// 21 482 buckets of 64 threads: 10.5 MiB of counts, 31 MiB in all
+const _: () = assert!(RUN_LIMIT < 32 << 20);
+const _: () = assert!(STREAM_LIMIT < 40 << 20);
 
 /// A memory budget: a limit, what is charged against it, and the budget
 /// it is part of (a run's is part of its stream's, a recorder's stream's

@@ -4,6 +4,11 @@
 //! run's budget, into the trace.dat the target sent and the sidecar it
 //! writes beside its own files. The recorder writes each complete one
 //! beside the recording; a report lists them with their spikes.
+//!
+//! The run's budget is what the largest legal run's histograms cost
+//! (`crate::budget`), and a typical run uses little of it: its windows
+//! (two at once, 2 MiB each at most) fit beside it. A run that filled
+//! its histograms' budget has its windows refused, and counted.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
