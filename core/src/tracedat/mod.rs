@@ -32,6 +32,21 @@ pub const MAGIC: [u8; 10] = *b"\x17\x08\x44tracing";
 /// The option that holds the `trace_clock` file's text.
 pub const OPTION_TRACECLOCK: u16 = 4;
 
+/// The clock a `trace_clock` file's text names in brackets (`local
+/// global [mono] boot` names `mono`), if it does: what a trace.dat's
+/// TRACECLOCK option holds, and what a target reads to write one.
+///
+/// ```
+/// use latscope_core::tracedat::clock_in;
+/// assert_eq!(clock_in("local global [mono] boot\n"), Some("mono"));
+/// assert_eq!(clock_in("local global"), None);
+/// ```
+pub fn clock_in(text: &str) -> Option<&str> {
+    let from = text.find('[')? + 1;
+    let to = from + text[from..].find(']')?;
+    Some(&text[from..to])
+}
+
 /// The section names the header's last part begins with.
 const OPTIONS: &[u8; 10] = b"options  \0";
 const FLYRECORD: &[u8; 10] = b"flyrecord\0";

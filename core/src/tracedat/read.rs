@@ -250,10 +250,7 @@ impl<'a> TraceDat<'a> {
     /// file (the bracketed name), if the file has one.
     pub fn trace_clock(&self) -> Option<&'a str> {
         let (_, b) = self.options().find(|(id, _)| *id == OPTION_TRACECLOCK)?;
-        let text = core::str::from_utf8(b).ok()?;
-        let from = text.find('[')? + 1;
-        let to = from + text[from..].find(']')?;
-        Some(&text[from..to])
+        super::clock_in(core::str::from_utf8(b).ok()?)
     }
 
     /// The pages of `cpu` (empty for a CPU with none), or `None` for a CPU

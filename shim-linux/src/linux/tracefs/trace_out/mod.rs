@@ -249,7 +249,9 @@ impl TraceOut {
             c.add(&c.not_streamed);
         }
         if let Some(queue) = &self.queue {
-            let clock = writer::clock_name(&self.header.trace_clock).to_string();
+            let clock = latscope_core::tracedat::clock_in(&self.header.trace_clock)
+                .unwrap_or("unknown")
+                .to_string();
             let built = Built {
                 evidence: e,
                 file,

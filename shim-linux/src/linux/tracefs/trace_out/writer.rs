@@ -247,13 +247,6 @@ fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// The bracketed name of a `trace_clock` text (`mono`), or `unknown`.
-pub(super) fn clock_name(text: &str) -> &str {
-    text.split_whitespace()
-        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'))
-        .unwrap_or("unknown")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,11 +256,5 @@ mod tests {
         let all = "1 systemd\n7 kthreadd\n42 latscope-rt\n420 other\n";
         assert_eq!(cmdlines_of(all, &[1, 42]), "1 systemd\n42 latscope-rt\n");
         assert_eq!(cmdlines_of(all, &[]), "");
-    }
-
-    #[test]
-    fn the_clock_is_the_bracketed_name() {
-        assert_eq!(clock_name("local global [mono] boot\n"), "mono");
-        assert_eq!(clock_name("local global"), "unknown");
     }
 }
