@@ -333,8 +333,10 @@ pub fn render(what: &str, e: &Explanation) -> String {
 
 /// `explain --json`: the explanation as one JSON object, each cause with
 /// its kind (`Irq`, `Softirq`, `Vector`, `TimerDelay`, `IdleExit`,
-/// `Task`, `Untraced`, `Other`, `Masked`), id, name, kernel priority,
-/// count, nanoseconds and the label `report` gives it.
+/// `Task`, `Untraced`, `Other`, `Masked`), its culprit as the wire types
+/// it (`{"Irq": {"irq": 13, "name": "irq/13-uart", "thread": {"RealTime":
+/// 50}}}`, `{"Softirq": "NetRx"}`, ...), count, nanoseconds and the label
+/// `report` gives it.
 pub fn render_json(what: &str, e: &Explanation) -> String {
     let a = &e.attribution;
     let causes: Vec<serde_json::Value> = a
@@ -342,10 +344,8 @@ pub fn render_json(what: &str, e: &Explanation) -> String {
         .iter()
         .map(|c| {
             serde_json::json!({
-                "kind": format!("{:?}", c.kind),
-                "id": c.id,
-                "name": c.name.as_str(),
-                "prio": c.prio,
+                "kind": format!("{:?}", c.kind()),
+                "culprit": serde_json::to_value(&c.culprit).unwrap_or_default(),
                 "count": c.count,
                 "ns": c.ns,
                 "label": crate::aggregate::cause_label(c),

@@ -5,7 +5,7 @@
 use core::fmt::Write as _;
 use core::sync::atomic::Ordering::Relaxed;
 
-use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+use latscope_core::explain::{Attribution, Culprit, Untraced};
 use latscope_core::layout::Layout;
 use latscope_core::protocol::{line_budget, FrameSink, Pacer, Reporter, SideCounts};
 use latscope_core::wire::{
@@ -129,32 +129,23 @@ fn send_spike(reporter: &mut Reporter, line: &mut Line, s: &Spike) {
         if share.count > 0 {
             let ns = u64::from(share.ticks) * TICK_NS;
             explained += ns;
-            a.add(
-                CauseKind::Irq,
-                u32::from(h.irq() as u16),
-                PRIO_UNKNOWN,
-                h.name(),
-                share.count,
-                ns,
-            );
+            let handler = Culprit::Irq {
+                irq: u32::from(h.irq() as u16),
+                name: bounded(h.name()),
+                thread: None,
+            };
+            a.add(handler, share.count, ns);
         }
     }
     if s.split.masked.count > 0 {
         let ns = u64::from(s.split.masked.ticks) * TICK_NS;
         explained += ns;
-        a.add(
-            CauseKind::Masked,
-            0,
-            PRIO_UNKNOWN,
-            "",
-            s.split.masked.count,
-            ns,
-        );
+        a.add(Culprit::Masked, s.split.masked.count, ns);
     }
     // The rest: exception entry and the handler's own first instructions.
     let rest = latency.saturating_sub(explained);
     if rest > 0 {
-        a.add(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", 1, rest);
+        a.add(Culprit::Untraced(Untraced::Off), 1, rest);
     }
     a.causes.sort_unstable_by_key(|c| core::cmp::Reverse(c.ns));
     reporter.send(Body::Explain(a), line);

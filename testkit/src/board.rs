@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use latscope_core::explain::{Attribution, CauseKind};
+use latscope_core::explain::{Attribution, CauseKind, Culprit, Untraced};
 use latscope_core::wire::{
     Aggregate, Body, Bye, Decoder, Hello, LinkStats, TargetInfo, ThreadStats, MAX_FRAME,
 };
@@ -392,21 +392,21 @@ impl Shares {
                 continue;
             }
             s.total_ns += a.latency_ns;
-            s.blind += usize::from(a.causes.iter().all(|c| c.kind == CauseKind::Untraced));
+            s.blind += usize::from(a.causes.iter().all(|c| c.kind() == CauseKind::Untraced));
             let mut hit = false;
             for c in &a.causes {
-                match c.kind {
-                    CauseKind::Irq if c.id == irq => {
+                match &c.culprit {
+                    Culprit::Irq { irq: n, name, .. } if *n == irq => {
                         hit = true;
                         s.irq_ns += c.ns;
-                        if c.name.starts_with(&thread) {
+                        if name.starts_with(&thread) {
                             s.irq_thread_ns += c.ns;
                         }
                     }
-                    CauseKind::Task if c.name.starts_with(&thread) => s.irq_as_task_ns += c.ns,
-                    CauseKind::Untraced => {
+                    Culprit::Task(t) if t.comm.starts_with(&thread) => s.irq_as_task_ns += c.ns,
+                    Culprit::Untraced(why) => {
                         s.untraced_ns += c.ns;
-                        if c.id != latscope_core::explain::UNTRACED_OFF {
+                        if *why != Untraced::Off {
                             s.trace_loss_ns += c.ns;
                         }
                     }

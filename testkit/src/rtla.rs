@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use latscope_core::explain::{Attribution, CauseKind};
+use latscope_core::explain::{Attribution, Culprit};
 
 /// One component of rtla's analysis.
 #[derive(Debug, Clone, PartialEq)]
@@ -208,15 +208,16 @@ pub fn rtla_blame(verdict: &str, irq: u32) -> Blame {
 pub fn spike_blame(a: &Attribution, irq: u32) -> Option<Blame> {
     let top = a.causes.iter().max_by_key(|c| c.ns)?;
     let thread = |name: &str| name.starts_with(&format!("irq/{irq}-"));
-    Some(match top.kind {
-        CauseKind::Untraced => return None,
-        CauseKind::Irq | CauseKind::Task if thread(&top.name) => Blame::IrqThread,
-        CauseKind::Irq if top.name.starts_with("irq/") => Blame::Task,
-        CauseKind::Irq | CauseKind::Vector => Blame::HardIrq,
-        CauseKind::TimerDelay | CauseKind::IdleExit => Blame::TimerLate,
-        CauseKind::Softirq => Blame::Softirq,
-        CauseKind::Task => Blame::Task,
-        CauseKind::Other | CauseKind::Masked => Blame::Other,
+    Some(match &top.culprit {
+        Culprit::Untraced(_) => return None,
+        Culprit::Irq { name, .. } if thread(name) => Blame::IrqThread,
+        Culprit::Task(t) if thread(&t.comm) => Blame::IrqThread,
+        Culprit::Irq { name, .. } if name.starts_with("irq/") => Blame::Task,
+        Culprit::Irq { .. } | Culprit::Vector { .. } => Blame::HardIrq,
+        Culprit::TimerDelay { .. } | Culprit::IdleExit => Blame::TimerLate,
+        Culprit::Softirq(_) => Blame::Softirq,
+        Culprit::Task(_) => Blame::Task,
+        Culprit::Other | Culprit::Masked => Blame::Other,
     })
 }
 
@@ -353,6 +354,8 @@ pub fn majority_blames(runs: &[Run], irq: u32) -> (Vec<Blame>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latscope_core::explain::{PrioClass, Softirq, Task, Untraced};
+    use latscope_core::wire::bounded;
 
     /// Two runs of rtla 6.12 on the PREEMPT_RT board at `-P f:40`, the
     /// console UART flooded (the image's transcript).
@@ -440,53 +443,62 @@ mod tests {
         assert!(runs(P40).iter().all(|r| !r.irq_stop));
     }
 
-    fn spike(causes: &[(CauseKind, u32, &str, u64)]) -> Attribution {
-        let mut a = Attribution::new(0, 1, 0, causes.iter().map(|c| c.3).sum());
-        for &(kind, id, name, ns) in causes {
-            a.add(kind, id, 49, name, 1, ns);
+    fn spike(causes: &[(Culprit, u64)]) -> Attribution {
+        let mut a = Attribution::new(0, 1, 0, causes.iter().map(|c| c.1).sum());
+        for (culprit, ns) in causes {
+            a.add(culprit.clone(), 1, *ns);
         }
         a
     }
 
+    fn irq(irq: u32, name: &str) -> Culprit {
+        let thread = PrioClass::from_kernel(49).filter(|_| name.starts_with("irq/"));
+        Culprit::Irq {
+            irq,
+            name: bounded(name),
+            thread,
+        }
+    }
+
+    fn timer_delay(pid: u32, comm: &str) -> Culprit {
+        let running = Some(Task {
+            pid,
+            comm: bounded(comm),
+            prio: PrioClass::from_kernel(49),
+        });
+        Culprit::TimerDelay { running }
+    }
+
     #[test]
     fn a_spike_blames_its_largest_line_as_rtla_would() {
-        use latscope_core::explain::UNTRACED_LOST;
-        let b = |c: &[(CauseKind, u32, &str, u64)]| spike_blame(&spike(c), 13);
-        let thread = (CauseKind::Irq, 13, "irq/13-uart-pl0", 2_000);
-        assert_eq!(b(&[thread]), Some(Blame::IrqThread));
+        let b = |c: &[(Culprit, u64)]| spike_blame(&spike(c), 13);
+        let thread = (irq(13, "irq/13-uart-pl0"), 2_000);
+        assert_eq!(b(std::slice::from_ref(&thread)), Some(Blame::IrqThread));
         // untraced time is nothing to compare, however large
+        let lost = Culprit::Untraced(Untraced::Lost { events: 9 });
+        assert_eq!(b(&[(lost, 7_000), thread.clone()]), None);
         assert_eq!(
-            b(&[(CauseKind::Untraced, UNTRACED_LOST, "", 7_000), thread]),
-            None
-        );
-        assert_eq!(
-            b(&[thread, (CauseKind::IdleExit, 0, "", 3_000)]),
+            b(&[thread.clone(), (Culprit::IdleExit, 3_000)]),
             Some(Blame::TimerLate)
         );
         assert_eq!(
-            b(&[(CauseKind::TimerDelay, 7, "kworker/0:1", 900)]),
+            b(&[(timer_delay(7, "kworker/0:1"), 900)]),
             Some(Blame::TimerLate)
         );
         // the timer came late while the IRQ's thread ran: the timer's blame
         assert_eq!(
-            b(&[(CauseKind::TimerDelay, 94, "irq/13-uart-pl0", 900)]),
+            b(&[(timer_delay(94, "irq/13-uart-pl0"), 900)]),
             Some(Blame::TimerLate)
         );
+        assert_eq!(b(&[(irq(11, "irq/11-eth0"), 900)]), Some(Blame::Task));
+        assert_eq!(b(&[(irq(13, "uart-pl011"), 900)]), Some(Blame::HardIrq));
         assert_eq!(
-            b(&[(CauseKind::Irq, 11, "irq/11-eth0", 900)]),
-            Some(Blame::Task)
-        );
-        assert_eq!(
-            b(&[(CauseKind::Irq, 13, "uart-pl011", 900)]),
-            Some(Blame::HardIrq)
-        );
-        assert_eq!(
-            b(&[(CauseKind::Softirq, 1, "TIMER", 900)]),
+            b(&[(Culprit::Softirq(Softirq::Timer), 900)]),
             Some(Blame::Softirq)
         );
-        let mut coarse = spike(&[thread]);
+        let mut coarse = spike(std::slice::from_ref(&thread));
         coarse.coarse = true;
-        let mut cpu1 = spike(&[thread]);
+        let mut cpu1 = spike(std::slice::from_ref(&thread));
         cpu1.cpu = 1;
         assert_eq!(
             spike_blames(&[coarse, spike(&[thread]), cpu1], 0, 13),

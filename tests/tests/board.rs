@@ -112,7 +112,7 @@ fn explain_problems(sum: &Summary) -> Vec<String> {
     // decoded from the kernel's pages (32-bit ones on armv7): some line
     // names a cause the trace recorded
     let traced =
-        |a: &&Attribution| !a.coarse && a.causes.iter().any(|c| c.kind != CauseKind::Untraced);
+        |a: &&Attribution| !a.coarse && a.causes.iter().any(|c| c.kind() != CauseKind::Untraced);
     if !sum.explained.is_empty() && !sum.explained.iter().any(|a| traced(&a)) {
         bad.push(format!(
             "no spike explained from trace events: {:?}",

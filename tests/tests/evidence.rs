@@ -16,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use latscope_core::explain::{Attribution, CauseKind};
+use latscope_core::explain::{Attribution, CauseKind, Culprit};
 use latscope_core::wire::Body;
 use latscope_testkit::disturb::Burster;
 use latscope_testkit::host::{
@@ -179,10 +179,10 @@ fn host_explain(file: &Path) -> Value {
     serde_json::from_slice(&out.stdout).expect("explain's JSON")
 }
 
-/// A cause as `explain --json` names it: kind, id, name.
-fn top_of(a: &Attribution) -> (String, u64, String) {
+/// The culprit of an explanation's largest line.
+fn top_of(a: &Attribution) -> Culprit {
     let c = a.causes.iter().max_by_key(|c| c.ns).expect("a cause");
-    (format!("{:?}", c.kind), u64::from(c.id), c.name.to_string())
+    c.culprit.clone()
 }
 
 /// A small tmpfs, unmounted on drop (a failed assertion leaves none).
@@ -263,7 +263,7 @@ fn each_worst_spikes_window_opens_in_trace_cmd_and_explains_again_the_same() {
         // the burster's pid is in the switches of a window blamed on it
         let top = top_of(a);
         tops.push(top.clone());
-        if top.0 == "Task" && top.1 == u64::from(r.pid) {
+        if matches!(&top, Culprit::Task(t) if t.pid == r.pid) {
             blamed += 1;
             let burster = format!("burster:{} ", r.pid);
             assert!(
@@ -280,14 +280,13 @@ fn each_worst_spikes_window_opens_in_trace_cmd_and_explains_again_the_same() {
             .iter()
             .max_by_key(|c| c["ns"].as_u64())
             .expect("a cause");
-        assert_eq!(
-            (
-                host_top["kind"].as_str().unwrap().to_string(),
-                host_top["id"].as_u64().unwrap(),
-                host_top["name"].as_str().unwrap().to_string()
-            ),
-            top,
-            "{name}: {host}"
+        let host_top: Culprit =
+            serde_json::from_value(host_top["culprit"].clone()).expect("a culprit");
+        // the same cause, named the same (a priority only one side's
+        // pages showed aside)
+        assert!(
+            host_top.same(&top) && host_top.label() == top.label(),
+            "{name}: {host_top:?} vs {top:?}: {host}"
         );
         assert_eq!(
             host["total_ns"].as_u64(),
@@ -305,7 +304,7 @@ fn each_worst_spikes_window_opens_in_trace_cmd_and_explains_again_the_same() {
     assert!(r
         .explained
         .values()
-        .any(|a| a.causes.iter().any(|c| c.kind == CauseKind::Task)));
+        .any(|a| a.causes.iter().any(|c| c.kind() == CauseKind::Task)));
 }
 
 #[test]

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
 
-use latscope_core::explain::CauseKind;
+use latscope_core::explain::Culprit;
 use latscope_core::wire::{Body, Frame, Platform};
 use latscope_testkit::host::{bins, decode_frames, host, record_file};
 use latscope_testkit::qemu::which;
@@ -262,7 +262,7 @@ fn the_disturbance_above_explains_every_spike_it_causes() {
         let c = a
             .causes
             .iter()
-            .find(|c| c.kind == CauseKind::Irq && c.id == 9 && c.name.as_str() == "TIMER1")
+            .find(|c| matches!(&c.culprit, Culprit::Irq { irq: 9, name, .. } if name == "TIMER1"))
             .unwrap_or_else(|| panic!("spike at cycle {} does not name irq 9: {a:?}", a.cycle));
         assert!(
             c.ns.abs_diff(truth) <= tolerance,
@@ -295,7 +295,7 @@ fn the_disturbance_below_runs_but_never_causes_a_spike() {
             assert!(
                 !a.causes
                     .iter()
-                    .any(|c| c.id == 9 && c.kind == CauseKind::Irq),
+                    .any(|c| matches!(c.culprit, Culprit::Irq { irq: 9, .. })),
                 "the disturbance below was named as a cause: {a:?}"
             );
         }
@@ -332,7 +332,7 @@ fn a_masked_critical_section_is_measured_as_masked_time() {
             let m = a
                 .causes
                 .iter()
-                .find(|c| c.kind == CauseKind::Masked)
+                .find(|c| c.culprit == Culprit::Masked)
                 .unwrap_or_else(|| panic!("no masked time in {a:?}"));
             assert!(
                 m.ns.abs_diff(truth) <= tolerance,
@@ -343,7 +343,7 @@ fn a_masked_critical_section_is_measured_as_masked_time() {
             assert!(!a
                 .causes
                 .iter()
-                .any(|c| c.kind == CauseKind::Irq && c.id == 9));
+                .any(|c| matches!(c.culprit, Culprit::Irq { irq: 9, .. })));
         }
     }
     assert!(

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use latscope_core::explain::CauseKind;
+use latscope_core::explain::{CauseKind, Culprit};
 use latscope_core::wire::{Aggregate, Body};
 use latscope_testkit::disturb::Burster;
 use latscope_testkit::host::{
@@ -122,7 +122,7 @@ fn read_stream(bytes: &[u8], burster: u32) -> Stream {
                 s.untraced_ns += a
                     .causes
                     .iter()
-                    .filter(|c| c.kind == CauseKind::Untraced)
+                    .filter(|c| c.kind() == CauseKind::Untraced)
                     .map(|c| c.ns)
                     .sum::<u64>();
                 let top = a.causes.iter().max_by_key(|c| c.ns);
@@ -130,8 +130,10 @@ fn read_stream(bytes: &[u8], burster: u32) -> Stream {
                     from_ns: a.deadline_ns,
                     to_ns: a.deadline_ns + a.latency_ns,
                     other: match top {
-                        Some(c) if c.kind == CauseKind::Task && c.id == burster => None,
-                        Some(c) => Some(format!("{:?} {}", c.kind, c.label())),
+                        Some(c) if matches!(&c.culprit, Culprit::Task(t) if t.pid == burster) => {
+                            None
+                        }
+                        Some(c) => Some(format!("{:?} {}", c.kind(), c.label())),
                         None => Some("no cause".into()),
                     },
                 });

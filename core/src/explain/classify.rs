@@ -4,11 +4,9 @@
 
 use core::cmp::Reverse;
 
-use super::parse::{parse_line, softirq_name, Event, EventKind};
-use super::{
-    add_to, bounded, Attribution, Cause, CauseKind, Loss, Name, PRIO_UNKNOWN, UNTRACED_BEYOND,
-    UNTRACED_LOST, UNTRACED_OFF,
-};
+use super::cause::{add_cause, Culprit, PrioClass, Softirq, Task, Untraced};
+use super::parse::{parse_line, Event, EventKind};
+use super::{bounded, Attribution, Cause, Loss, Name, PRIO_UNKNOWN};
 
 /// Cause lines collected before the largest [`super::MAX_CAUSES`] are kept.
 const WORK: usize = 48;
@@ -43,10 +41,30 @@ pub struct Window {
 /// A running IRQ, softirq or vector context.
 #[derive(Debug, Clone)]
 struct IrqContext {
-    kind: CauseKind,
-    id: u32,
-    name: Name,
+    /// Its line: [`Culprit::Irq`], [`Culprit::Softirq`] or
+    /// [`Culprit::Vector`].
+    culprit: Culprit,
     counted: bool,
+}
+
+/// Which context an entry or exit event is about: the kind and number an
+/// exit names (an exit does not carry the IRQ's name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ContextId {
+    Irq(u32),
+    Softirq(u32),
+    Vector(u32),
+}
+
+impl ContextId {
+    fn of(c: &Culprit) -> Option<Self> {
+        match c {
+            Culprit::Irq { irq, .. } => Some(ContextId::Irq(*irq)),
+            Culprit::Softirq(s) => Some(ContextId::Softirq(s.vector())),
+            Culprit::Vector { vector, .. } => Some(ContextId::Vector(*vector)),
+            _ => None,
+        }
+    }
 }
 
 /// Who was current between events.
@@ -60,7 +78,7 @@ struct Current {
 /// Streaming classifier: feed it the events of one CPU in trace order
 /// (starting before the deadline, ending at or after the wake-up), then
 /// call [`Classifier::finish`]. If the events start after the deadline or
-/// end before the wake-up, the uncovered part is [`CauseKind::Untraced`]
+/// end before the wake-up, the uncovered part is [`Culprit::Untraced`]
 /// and the result is `partial`.
 ///
 /// ```
@@ -136,7 +154,7 @@ impl Classifier {
 
     /// The events between the last one fed (or the window's start, before
     /// the first) and the next are gone, as `loss` says: that stretch is
-    /// [`CauseKind::Untraced`] for its reason, and the result `partial`.
+    /// [`Culprit::Untraced`] for its reason, and the result `partial`.
     /// Losses before the next event add up: their counts sum, and a loss of
     /// unknown count, or of what the history no longer holds, prevails.
     pub fn lost(&mut self, loss: Loss) {
@@ -152,8 +170,8 @@ impl Classifier {
 
     /// The trace was recording up to `ns`: where the events end before the
     /// wake-up and `ns` is past it, no event came (irqs or preemption off,
-    /// [`UNTRACED_OFF`]); without it the rest is beyond what was read
-    /// ([`UNTRACED_BEYOND`]).
+    /// [`Untraced::Off`]); without it the rest is beyond what was read
+    /// ([`Untraced::Beyond`]).
     pub fn recorded_to(&mut self, ns: u64) {
         self.recorded_to = self.recorded_to.max(ns);
     }
@@ -220,53 +238,62 @@ impl Classifier {
             Some(last) if last < end => match self.lost.take() {
                 Some(loss) => self.add_loss(last, end, loss),
                 None if self.recorded_to >= end => {
-                    self.add_time(last, end, StretchOwner::Unknown(UNTRACED_OFF));
+                    self.add_time(last, end, StretchOwner::Unknown(Untraced::Off));
                 }
-                None => self.add_time(last, end, StretchOwner::Unknown(UNTRACED_BEYOND)),
+                None => self.add_time(last, end, StretchOwner::Unknown(Untraced::Beyond)),
             },
             Some(last) => self.add_time(last, end, StretchOwner::Current),
         }
         let mut work = self.work;
-        if let Some(c) = work
-            .iter_mut()
-            .find(|c| c.kind == CauseKind::Untraced && c.id == UNTRACED_LOST)
-        {
-            c.count = u32::try_from(self.lost_events).unwrap_or(u32::MAX);
+        let lost = u32::try_from(self.lost_events).unwrap_or(u32::MAX);
+        for c in &mut work {
+            if let Culprit::Untraced(Untraced::Lost { events }) = &mut c.culprit {
+                *events = lost;
+            }
         }
         // A handler met only by its exit has no name; another of its
         // entries may have told it: one line per handler, not two.
-        while let Some(i) = work.iter().position(|c| {
-            c.kind == CauseKind::Irq
-                && c.name.is_empty()
-                && self.names.iter().any(|(irq, _)| *irq == c.id)
-        }) {
-            let c = work.swap_remove(i);
-            if let Some((_, name)) = self.names.iter().find(|(irq, _)| *irq == c.id) {
-                add_to(&mut work, c.kind, c.id, c.prio, name, c.count, c.ns);
+        let named = |c: &Cause| match &c.culprit {
+            Culprit::Irq { irq, name, .. } if name.is_empty() => self
+                .names
+                .iter()
+                .find(|(i, _)| i == irq)
+                .map(|(_, n)| n.clone()),
+            _ => None,
+        };
+        while let Some((i, known)) = work
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| Some((i, named(c)?)))
+        {
+            let mut c = work.swap_remove(i);
+            if let Culprit::Irq { name, .. } = &mut c.culprit {
+                *name = known;
             }
+            add_cause(&mut work, c.culprit, c.count, c.ns);
         }
         if !self.runnable {
             // Without our wake-up in the trace "timer delay" is a guess.
-            while let Some(i) = work.iter().position(|c| c.kind == CauseKind::TimerDelay) {
+            while let Some(i) = work
+                .iter()
+                .position(|c| matches!(c.culprit, Culprit::TimerDelay { .. }))
+            {
                 let c = work.swap_remove(i);
-                add_to(
-                    &mut work,
-                    CauseKind::Untraced,
-                    UNTRACED_OFF,
-                    PRIO_UNKNOWN,
-                    "",
-                    c.count,
-                    c.ns,
-                );
+                add_cause(&mut work, Culprit::Untraced(Untraced::Off), c.count, c.ns);
             }
         }
-        // largest first; kind and id last make the key total
+        // largest first; kind and number last make the key total
         crate::sort::by_key(&mut work, |c| {
-            (Reverse(c.ns), Reverse(c.count), c.id, c.kind as u8)
+            (
+                Reverse(c.ns),
+                Reverse(c.count),
+                order_id(&c.culprit),
+                c.kind(),
+            )
         });
         let mut out = self.out;
-        for c in &work {
-            out.add(c.kind, c.id, c.prio, &c.name, c.count, c.ns);
+        for c in work {
+            out.add(c.culprit, c.count, c.ns);
         }
         out
     }
@@ -285,15 +312,19 @@ impl Classifier {
     fn gap_owner(&self, kind: &EventKind<'_>) -> StretchOwner {
         // An exit whose entry we never saw: that context was running.
         let orphan = match *kind {
-            EventKind::IrqExit { irq } => Some((CauseKind::Irq, irq, "")),
-            EventKind::SoftirqExit { vec } => Some((CauseKind::Softirq, vec, softirq_label(vec))),
-            EventKind::VectorExit { name, vector } => Some((CauseKind::Vector, vector, name)),
+            EventKind::IrqExit { irq } => Some(irq_culprit(irq, "")),
+            EventKind::SoftirqExit { vec } => Some(Culprit::Softirq(Softirq::from_vector(vec))),
+            EventKind::VectorExit { name, vector } => Some(Culprit::Vector {
+                vector,
+                name: bounded(name),
+            }),
             _ => None,
         };
-        if let Some((k, id, name)) = orphan {
-            let known = self.stack.iter().any(|f| f.kind == k && f.id == id);
+        if let Some(c) = orphan {
+            let id = ContextId::of(&c);
+            let known = self.stack.iter().any(|f| ContextId::of(&f.culprit) == id);
             if !known && self.overflow == 0 {
-                return StretchOwner::Orphan(k, id, bounded(name));
+                return StretchOwner::Orphan(c);
             }
         }
         StretchOwner::Current
@@ -326,28 +357,23 @@ impl Classifier {
         ts >= self.window.deadline_ns && ts <= self.window.wake_ns
     }
 
-    fn push(&mut self, kind: CauseKind, id: u32, name: &str, ts: u64) {
+    fn push(&mut self, culprit: Culprit, ts: u64) {
         let counted = self.in_window(ts);
         if counted {
-            add_to(&mut self.work, kind, id, PRIO_UNKNOWN, name, 1, 0);
+            add_cause(&mut self.work, culprit.clone(), 1, 0);
         }
-        let f = IrqContext {
-            kind,
-            id,
-            name: bounded(name),
-            counted,
-        };
+        let f = IrqContext { culprit, counted };
         if self.stack.push(f).is_err() {
             self.overflow = self.overflow.saturating_add(1);
         }
         self.base_counted = false;
     }
 
-    fn pop(&mut self, kind: CauseKind, id: u32) {
+    fn pop(&mut self, id: ContextId) {
         if let Some(i) = self
             .stack
             .iter()
-            .rposition(|f| f.kind == kind && f.id == id)
+            .rposition(|f| ContextId::of(&f.culprit) == Some(id))
         {
             // Exits that never came for inner frames: drop those too.
             self.stack.truncate(i);
@@ -405,17 +431,18 @@ impl Classifier {
                 if !name.is_empty() && !self.names.iter().any(|(i, _)| *i == irq) {
                     let _ = self.names.push((irq, bounded(name)));
                 }
-                self.push(CauseKind::Irq, irq, name, ts);
+                self.push(irq_culprit(irq, name), ts);
             }
-            EventKind::IrqExit { irq } => self.pop(CauseKind::Irq, irq),
+            EventKind::IrqExit { irq } => self.pop(ContextId::Irq(irq)),
             EventKind::SoftirqEntry { vec } => {
-                self.push(CauseKind::Softirq, vec, softirq_label(vec), ts);
+                self.push(Culprit::Softirq(Softirq::from_vector(vec)), ts);
             }
-            EventKind::SoftirqExit { vec } => self.pop(CauseKind::Softirq, vec),
+            EventKind::SoftirqExit { vec } => self.pop(ContextId::Softirq(vec)),
             EventKind::VectorEntry { name, vector } => {
-                self.push(CauseKind::Vector, vector, name, ts);
+                let name = bounded(name);
+                self.push(Culprit::Vector { vector, name }, ts);
             }
-            EventKind::VectorExit { vector, .. } => self.pop(CauseKind::Vector, vector),
+            EventKind::VectorExit { vector, .. } => self.pop(ContextId::Vector(vector)),
             EventKind::Switch {
                 prev,
                 prev_prio,
@@ -435,11 +462,12 @@ impl Classifier {
                 // The switch out tells the priority of a task we met by
                 // its header only.
                 for c in &mut self.work {
-                    if matches!(c.kind, CauseKind::Task | CauseKind::TimerDelay)
-                        && c.id == prev.pid
-                        && c.prio == PRIO_UNKNOWN
+                    if let Culprit::Task(t) | Culprit::TimerDelay { running: Some(t) } =
+                        &mut c.culprit
                     {
-                        c.prio = prev_prio;
+                        if t.pid == prev.pid && t.prio.is_none() {
+                            t.prio = PrioClass::from_kernel(prev_prio);
+                        }
                     }
                 }
                 self.cur = Some(Current {
@@ -483,7 +511,7 @@ impl Classifier {
                 self.lost_events = self.lost_events.saturating_add(n);
             }
         }
-        self.add_time(from, to, StretchOwner::Unknown(loss.id()));
+        self.add_time(from, to, StretchOwner::Unknown(loss.untraced()));
     }
 
     /// Adds `[s, e]` (already clipped) to `owner`.
@@ -496,30 +524,27 @@ impl Classifier {
             StretchOwner::Unknown(why) => {
                 // Part of the window is not in the trace.
                 self.out.partial = true;
-                self.add_base(CauseKind::Untraced, why, PRIO_UNKNOWN, "", ns);
+                self.add_base(Culprit::Untraced(why), ns);
             }
-            StretchOwner::Orphan(kind, id, name) => {
-                add_to(&mut self.work, kind, id, PRIO_UNKNOWN, &name, 1, ns);
-            }
+            StretchOwner::Orphan(culprit) => add_cause(&mut self.work, culprit, 1, ns),
             StretchOwner::Current => {
                 if let Some(top) = self.stack.last_mut() {
                     let count = u32::from(!top.counted);
                     top.counted = true;
-                    let (kind, id, name) = (top.kind, top.id, top.name.clone());
-                    add_to(&mut self.work, kind, id, PRIO_UNKNOWN, &name, count, ns);
+                    let culprit = top.culprit.clone();
+                    add_cause(&mut self.work, culprit, count, ns);
                     return;
                 }
                 match self.cur.clone() {
-                    None => self.add_base(CauseKind::Untraced, UNTRACED_OFF, PRIO_UNKNOWN, "", ns),
-                    Some(c) if c.pid == 0 => {
-                        self.add_base(CauseKind::IdleExit, 0, PRIO_UNKNOWN, "", ns);
-                    }
+                    None => self.add_base(Culprit::Untraced(Untraced::Off), ns),
+                    Some(c) if c.pid == 0 => self.add_base(Culprit::IdleExit, ns),
                     // The timer is late: say what ran on the CPU meanwhile.
                     Some(c) if !self.runnable => {
-                        self.add_base(CauseKind::TimerDelay, c.pid, c.prio, &c.comm, ns);
+                        let running = Some(c.task());
+                        self.add_base(Culprit::TimerDelay { running }, ns);
                     }
                     Some(c) if self.is_ours(c.pid) => {
-                        self.add_base(CauseKind::Untraced, UNTRACED_OFF, PRIO_UNKNOWN, "", ns);
+                        self.add_base(Culprit::Untraced(Untraced::Off), ns);
                     }
                     Some(c) => self.add_task(&c, ns),
                 }
@@ -529,19 +554,24 @@ impl Classifier {
 
     /// Time another task `c` was current while the measuring thread was
     /// runnable. A `PREEMPT_RT` IRQ thread counts as its IRQ (named by the
-    /// thread's comm, `irq/13-uart-pl0`, with the thread's priority in
-    /// [`Cause::prio`] when known) if it ranked at or above the
+    /// thread's comm, `irq/13-uart-pl0`, with the thread's priority when
+    /// known) if it ranked at or above the
     /// measuring thread; one that ranked below was only on its way off the
     /// CPU (the kernel's return and switch path, irqs or preemption off),
     /// so the IRQ is not blamed for it.
     fn add_task(&mut self, c: &Current, ns: u64) {
         match irq_thread(&c.comm) {
             Some(_) if self.ranks_below_ours(c.prio) => {
-                self.add_base(CauseKind::Untraced, UNTRACED_OFF, PRIO_UNKNOWN, "", ns);
+                self.add_base(Culprit::Untraced(Untraced::Off), ns);
             }
             Some(irq) => {
                 let counted = u32::from(!self.base_counted);
-                self.add_base(CauseKind::Irq, irq, c.prio, &c.comm, ns);
+                let thread = Culprit::Irq {
+                    irq,
+                    name: c.comm.clone(),
+                    thread: PrioClass::from_kernel(c.prio),
+                };
+                self.add_base(thread, ns);
                 if c.prio == PRIO_UNKNOWN {
                     let u = self.unsure.get_or_insert(UnsettledIrq {
                         pid: c.pid,
@@ -554,7 +584,7 @@ impl Classifier {
                     u.ns += ns;
                 }
             }
-            None => self.add_base(CauseKind::Task, c.pid, c.prio, &c.comm, ns),
+            None => self.add_base(Culprit::Task(c.task()), ns),
         }
     }
 
@@ -573,22 +603,19 @@ impl Classifier {
             // It ranked at or above: its line keeps the time and now shows
             // the priority (one line per thread, not one with and one
             // without).
-            if let Some(line) = self
+            if let Some(Culprit::Irq { thread, .. }) = self
                 .work
                 .iter_mut()
-                .find(|c| c.kind == CauseKind::Irq && c.id == u.irq && c.name == u.comm)
+                .map(|c| &mut c.culprit)
+                .find(|c| u.is(c))
             {
-                if prio != PRIO_UNKNOWN {
-                    line.prio = prio;
+                if let Some(p) = PrioClass::from_kernel(prio) {
+                    *thread = Some(p);
                 }
             }
             return;
         }
-        if let Some(i) = self
-            .work
-            .iter()
-            .position(|c| c.kind == CauseKind::Irq && c.id == u.irq && c.name == u.comm)
-        {
+        if let Some(i) = self.work.iter().position(|c| u.is(&c.culprit)) {
             let line = &mut self.work[i];
             line.ns = line.ns.saturating_sub(u.ns);
             line.count = line.count.saturating_sub(u.count);
@@ -596,21 +623,18 @@ impl Classifier {
                 self.work.swap_remove(i);
             }
         }
-        add_to(
+        add_cause(
             &mut self.work,
-            CauseKind::Untraced,
-            UNTRACED_OFF,
-            PRIO_UNKNOWN,
-            "",
+            Culprit::Untraced(Untraced::Off),
             u.count,
             u.ns,
         );
     }
 
-    fn add_base(&mut self, kind: CauseKind, id: u32, prio: i32, name: &str, ns: u64) {
+    fn add_base(&mut self, culprit: Culprit, ns: u64) {
         let count = u32::from(!self.base_counted);
         self.base_counted = true;
-        add_to(&mut self.work, kind, id, prio, name, count, ns);
+        add_cause(&mut self.work, culprit, count, ns);
     }
 }
 
@@ -635,20 +659,64 @@ struct UnsettledIrq {
     ns: u64,
 }
 
+impl UnsettledIrq {
+    /// True if `c` is the line of its IRQ thread.
+    fn is(&self, c: &Culprit) -> bool {
+        matches!(c, Culprit::Irq { irq, name, .. } if *irq == self.irq && *name == self.comm)
+    }
+}
+
+impl Current {
+    /// It, as a cause line names a task.
+    fn task(&self) -> Task {
+        Task {
+            pid: self.pid,
+            comm: self.comm.clone(),
+            prio: PrioClass::from_kernel(self.prio),
+        }
+    }
+}
+
 /// Who owns a stretch of time.
 #[derive(Clone)]
 enum StretchOwner {
     /// The innermost context, else the current task or state.
     Current,
-    /// Nothing is known, for this reason (an `UNTRACED_*` id).
-    Unknown(u32),
+    /// Nothing is known, for this reason.
+    Unknown(Untraced),
     /// A context whose entry is missing.
-    Orphan(CauseKind, u32, Name),
+    Orphan(Culprit),
 }
 
-/// A softirq's name for vector `vec`, or `softirq` for one we do not know.
-fn softirq_label(vec: u32) -> &'static str {
-    softirq_name(vec).unwrap_or("softirq")
+/// A hard IRQ handler's line.
+fn irq_culprit(irq: u32, name: &str) -> Culprit {
+    Culprit::Irq {
+        irq,
+        name: bounded(name),
+        thread: None,
+    }
+}
+
+/// The number that orders lines of equal time and count: the IRQ,
+/// vector or softirq number, the pid, or the untraced reason's rank.
+fn order_id(c: &Culprit) -> u32 {
+    match c {
+        Culprit::Irq { irq, .. } => *irq,
+        Culprit::Vector { vector, .. } => *vector,
+        Culprit::Softirq(s) => s.vector(),
+        Culprit::Task(t) | Culprit::TimerDelay { running: Some(t) } => t.pid,
+        Culprit::Untraced(u) => match u {
+            Untraced::Off => 0,
+            Untraced::Paused => 1,
+            Untraced::Lost { .. } => 2,
+            Untraced::LostUnknown => 3,
+            Untraced::Beyond => 4,
+        },
+        Culprit::TimerDelay { running: None }
+        | Culprit::IdleExit
+        | Culprit::Masked
+        | Culprit::Other => 0,
+    }
 }
 
 /// `irq/36-virtio1-r` → `36`: the IRQ of a `PREEMPT_RT` IRQ thread.
@@ -682,6 +750,23 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::println;
+
+    /// A line's number: IRQ, vector, softirq vector or pid (see
+    /// [`order_id`]).
+    fn id(c: &Cause) -> u32 {
+        order_id(&c.culprit)
+    }
+
+    /// The kernel priority of the task a line names, as `sched_switch`
+    /// prints it, or [`PRIO_UNKNOWN`].
+    fn prio(c: &Cause) -> i32 {
+        match c.culprit.prio() {
+            Some(PrioClass::Deadline) => -1,
+            Some(PrioClass::RealTime(p)) => 99 - i32::from(p),
+            Some(PrioClass::Normal(n)) => 120 + i32::from(n),
+            None => PRIO_UNKNOWN,
+        }
+    }
 
     const MS: u64 = 1_000_000;
     const US: u64 = 1_000;
@@ -736,13 +821,13 @@ mod tests {
         );
         for c in &a.causes {
             println!(
-                "  {:?} {} {} x{} {} ns prio {}",
-                c.kind,
-                c.id,
+                "  {:?} {} {} x{} {} ns prio {:?}",
+                c.kind(),
+                id(c),
                 c.label(),
                 c.count,
                 c.ns,
-                c.prio
+                c.culprit.prio()
             );
         }
     }
@@ -768,7 +853,7 @@ mod tests {
         let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
         assert_eq!(rest.ns, 1077 * US);
         // After the task's own run, the network's softirq leads.
-        let first_cause = a.causes.iter().find(|c| c.kind != CauseKind::Untraced);
+        let first_cause = a.causes.iter().find(|c| c.kind() != CauseKind::Untraced);
         assert_eq!(first_cause.unwrap().label(), "NET_RX");
     }
 
@@ -794,16 +879,20 @@ mod tests {
         let td = a
             .causes
             .iter()
-            .find(|c| c.kind == CauseKind::TimerDelay)
+            .find(|c| c.kind() == CauseKind::TimerDelay)
             .unwrap();
         assert_eq!(td.ns, 3_523);
         // The flooder kept the CPU .646-.650 after we were woken.
-        let flood = a.causes.iter().find(|c| c.kind == CauseKind::Task).unwrap();
+        let flood = a
+            .causes
+            .iter()
+            .find(|c| c.kind() == CauseKind::Task)
+            .unwrap();
         assert_eq!(
-            (flood.id, flood.name.as_str(), flood.ns),
+            (id(flood), flood.label(), flood.ns),
             (5558, "python3", 4 * US)
         );
-        assert_eq!(flood.prio, 120);
+        assert_eq!(prio(flood), 120);
         // Our own way out: .650-.657451.
         let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
         assert_eq!(rest.ns, 7_451);
@@ -818,8 +907,8 @@ mod tests {
         print(&a);
         assert_eq!(a.total_ns(), a.latency_ns);
         let top = a.top().unwrap();
-        assert_eq!(top.kind, CauseKind::Task);
-        assert_eq!((top.id, top.name.as_str(), top.ns), (3909, "grep", 89 * US));
+        assert_eq!(top.kind(), CauseKind::Task);
+        assert_eq!((id(top), top.label(), top.ns), (3909, "grep", 89 * US));
         assert_eq!(top.count, 1);
         let lt = a.find(CauseKind::Vector, "local_timer").unwrap();
         assert_eq!(lt.ns, 7 * US);
@@ -843,8 +932,8 @@ mod tests {
         assert_eq!(a.total_ns(), a.latency_ns);
         assert!(!a.partial);
         let top = a.top().unwrap();
-        assert_eq!(top.kind, CauseKind::Task);
-        assert_eq!((top.id, top.name.as_str(), top.prio), (21290, "burster", 4));
+        assert_eq!(top.kind(), CauseKind::Task);
+        assert_eq!((id(top), top.label(), prio(top)), (21290, "burster", 4));
         // from its timer's wake-up at .256344 to the switch at .256594,
         // less the rest of the local_timer vector (to .256349)
         assert_eq!(top.ns, 245 * US);
@@ -852,15 +941,15 @@ mod tests {
         let late = a
             .causes
             .iter()
-            .find(|c| c.kind == CauseKind::TimerDelay)
+            .find(|c| c.kind() == CauseKind::TimerDelay)
             .unwrap();
-        assert_eq!((late.id, late.ns), (21290, 5_840));
+        assert_eq!((id(late), late.ns), (21290, 5_840));
         assert_eq!(a.find(CauseKind::Vector, "local_timer").unwrap().ns, 7 * US);
         // Not knowing which thread is ours, the classifier cannot tell when
         // it became runnable: nothing is blamed, all is "untraced".
         let blind = classify_text(&Window { pid: 0, ..w }, text);
-        assert_eq!(blind.top().unwrap().kind, CauseKind::Untraced);
-        assert!(blind.causes.iter().all(|c| c.kind != CauseKind::Task));
+        assert_eq!(blind.top().unwrap().kind(), CauseKind::Untraced);
+        assert!(blind.causes.iter().all(|c| c.kind() != CauseKind::Task));
     }
 
     #[test]
@@ -875,7 +964,7 @@ mod tests {
         let idle = a
             .causes
             .iter()
-            .find(|c| c.kind == CauseKind::IdleExit)
+            .find(|c| c.kind() == CauseKind::IdleExit)
             .unwrap();
         // deadline .769308050 → timer at .769339, then .769346 → wake.
         assert_eq!(idle.ns, 30_950 + 19_170);
@@ -897,13 +986,13 @@ mod tests {
         print(&a);
         assert_eq!(a.total_ns(), 250 * US);
         let irq = a.find(CauseKind::Irq, "virtio1-req.0").unwrap();
-        assert_eq!((irq.id, irq.count, irq.ns), (36, 2, 4 * US));
+        assert_eq!((id(irq), irq.count, irq.ns), (36, 2, 4 * US));
         let block = a.find(CauseKind::Softirq, "BLOCK").unwrap();
         assert_eq!((block.count, block.ns), (2, 8 * US + 10 * US));
         // Our dd (4341) was woken in the first BLOCK softirq; the kworker
         // ran before it.
-        let kw = a.causes.iter().find(|c| c.id == 33).unwrap();
-        assert_eq!((kw.kind, kw.ns), (CauseKind::Task, 10 * US));
+        let kw = a.causes.iter().find(|c| id(c) == 33).unwrap();
+        assert_eq!((kw.kind(), kw.ns), (CauseKind::Task, 10 * US));
     }
 
     #[test]
@@ -922,8 +1011,12 @@ mod tests {
         assert_eq!(a.total_ns(), 100 * US);
         assert_eq!(a.find(CauseKind::Softirq, "NET_RX").unwrap().ns, 40 * US);
         assert_eq!(a.find(CauseKind::Irq, "eth0").unwrap().ns, 10 * US);
-        let t = a.causes.iter().find(|c| c.kind == CauseKind::Task).unwrap();
-        assert_eq!((t.id, t.ns), (9, 9 * US));
+        let t = a
+            .causes
+            .iter()
+            .find(|c| c.kind() == CauseKind::Task)
+            .unwrap();
+        assert_eq!((id(t), t.ns), (9, 9 * US));
         assert_eq!(
             a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap().ns,
             40 * US
@@ -946,13 +1039,13 @@ mod tests {
         let irqs: u64 = a
             .causes
             .iter()
-            .filter(|c| c.kind == CauseKind::Irq && c.id == 19)
+            .filter(|c| c.kind() == CauseKind::Irq && id(c) == 19)
             .map(|c| c.ns)
             .sum();
         assert_eq!(irqs, 20 * US);
         // The thread's line is named after it and carries its priority.
         let thread = a.find(CauseKind::Irq, "irq/19-eth0").unwrap();
-        assert_eq!((thread.prio, thread.ns), (49, 20 * US));
+        assert_eq!((prio(thread), thread.ns), (49, 20 * US));
     }
 
     #[test]
@@ -971,7 +1064,7 @@ mod tests {
         ];
         let a = classify_lines(&w, &below);
         assert_eq!(a.total_ns(), 60 * US);
-        assert!(a.causes.iter().all(|c| c.id != 13), "{:?}", a.causes);
+        assert!(a.causes.iter().all(|c| id(c) != 13), "{:?}", a.causes);
         let rest = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
         assert_eq!(rest.ns, 30 * US + 10 * US);
         // The same thread above the measuring thread (prio 59): its time
@@ -986,7 +1079,7 @@ mod tests {
         let irq = a.find(CauseKind::Irq, "irq/13-uart-pl0").unwrap();
         assert_eq!(irq.ns, 30 * US);
         // Its switch-out told the priority: the line shows it.
-        assert_eq!(irq.prio, 49);
+        assert_eq!(prio(irq), 49);
     }
 
     /// The window of `cycle` in a board fixture whose measuring thread is
@@ -1014,23 +1107,27 @@ mod tests {
         assert_eq!(a.total_ns(), a.latency_ns);
         let top = a.top().unwrap();
         assert_eq!(
-            (top.kind, top.id, top.name.as_str()),
+            (top.kind(), id(top), top.label()),
             (CauseKind::Irq, 13, "irq/13-uart-pl0")
         );
-        assert_eq!((top.prio, top.ns), (49, 3_507 * US));
+        assert_eq!((prio(top), top.ns), (49, 3_507 * US));
         // Its hard handler (waking the thread) is a line of its own.
         let hard = a.find(CauseKind::Irq, "uart-pl011").unwrap();
         assert_eq!(
-            (hard.id, hard.count, hard.ns, hard.prio),
+            (id(hard), hard.count, hard.ns, prio(hard)),
             (13, 4, 23 * US, PRIO_UNKNOWN)
         );
-        let td = a.causes.iter().find(|c| c.kind == CauseKind::TimerDelay);
+        let td = a.causes.iter().find(|c| c.kind() == CauseKind::TimerDelay);
         assert_eq!(td.unwrap().ns, 519_752);
         // The sender (SCHED_OTHER) was current between the wake-up and the
         // switch: the return path of the timer interrupt.
-        let send = a.causes.iter().find(|c| c.kind == CauseKind::Task).unwrap();
+        let send = a
+            .causes
+            .iter()
+            .find(|c| c.kind() == CauseKind::Task)
+            .unwrap();
         assert_eq!(
-            (send.id, send.name.as_str(), send.ns),
+            (id(send), send.label(), send.ns),
             (109, "latscope-send", 106 * US)
         );
 
@@ -1042,9 +1139,9 @@ mod tests {
         assert!(!a.partial);
         assert_eq!(a.total_ns(), a.latency_ns);
         let top = a.top().unwrap();
-        assert_eq!((top.kind, top.id, top.prio), (CauseKind::Irq, 13, 49));
+        assert_eq!((top.kind(), id(top), prio(top)), (CauseKind::Irq, 13, 49));
         assert_eq!((top.count, top.ns), (32, 25_312 * US));
-        assert!(a.causes.iter().all(|c| c.kind != CauseKind::TimerDelay));
+        assert!(a.causes.iter().all(|c| c.kind() != CauseKind::TimerDelay));
     }
 
     #[test]
@@ -1061,18 +1158,21 @@ mod tests {
         assert!(
             a.causes
                 .iter()
-                .all(|c| c.id != 13 && c.kind != CauseKind::Task),
+                .all(|c| id(c) != 13 && c.kind() != CauseKind::Task),
             "{:?}",
             a.causes
         );
         // Sleeping while the IRQ thread ran: the timer fired 1060 us late,
         // and the line names what ran on the CPU meanwhile (the task the
         // last switch before the deadline put there), not its IRQ.
-        let td = a.causes.iter().find(|c| c.kind == CauseKind::TimerDelay);
+        let td = a.causes.iter().find(|c| c.kind() == CauseKind::TimerDelay);
         let td = td.unwrap();
         assert_eq!(td.ns, 1_060_280);
+        let Culprit::TimerDelay { running: Some(ran) } = &td.culprit else {
+            panic!("{td:?}")
+        };
         assert_eq!(
-            (td.id, td.name.as_str(), td.prio),
+            (id(td), ran.comm.as_str(), prio(td)),
             (95, "irq/13-uart-pl0", 49)
         );
         assert_eq!(td.label(), "timer expiry delay");
@@ -1119,7 +1219,7 @@ mod tests {
         let lost = a
             .find(CauseKind::Untraced, "trace lost (count unknown)")
             .unwrap();
-        assert_eq!(lost.id, super::super::UNTRACED_LOST_UNKNOWN);
+        assert_eq!(lost.culprit, Culprit::Untraced(Untraced::LostUnknown));
         // Nothing of it is called "untraced".
         assert!(a.find(CauseKind::Untraced, UNTRACED_LABEL).is_none());
         assert_eq!(a.paused_ns(), 0);
@@ -1145,11 +1245,11 @@ mod tests {
         let lines13: std::vec::Vec<&Cause> = a
             .causes
             .iter()
-            .filter(|c| c.kind == CauseKind::Irq && c.id == 13)
+            .filter(|c| c.kind() == CauseKind::Irq && id(c) == 13)
             .collect();
         assert_eq!(lines13.len(), 1, "{:?}", a.causes);
         assert_eq!(
-            (lines13[0].name.as_str(), lines13[0].prio, lines13[0].ns),
+            (lines13[0].label(), prio(lines13[0]), lines13[0].ns),
             ("irq/13-uart-pl0", 49, 70 * US)
         );
     }
@@ -1169,11 +1269,11 @@ mod tests {
         let timer: std::vec::Vec<&Cause> = a
             .causes
             .iter()
-            .filter(|c| c.kind == CauseKind::Irq && c.id == 11)
+            .filter(|c| c.kind() == CauseKind::Irq && id(c) == 11)
             .collect();
         assert_eq!(timer.len(), 1, "{:?}", a.causes);
         assert_eq!(
-            (timer[0].name.as_str(), timer[0].count, timer[0].ns),
+            (timer[0].label(), timer[0].count, timer[0].ns),
             ("arch_timer", 2, 20 * US)
         );
         assert_eq!(a.total_ns(), 100 * US);
@@ -1214,7 +1314,7 @@ mod tests {
         print(&a);
         assert_eq!(a.causes.len(), super::super::MAX_CAUSES);
         assert_eq!(a.total_ns(), 1_000 * US);
-        assert_eq!(a.causes.last().unwrap().kind, CauseKind::Other);
+        assert_eq!(a.causes.last().unwrap().kind(), CauseKind::Other);
         // The 59 gaps between the handlers nobody explains survived.
         let off = a.find(CauseKind::Untraced, UNTRACED_LABEL).unwrap();
         assert_eq!((off.count, off.ns), (59, 295 * US));

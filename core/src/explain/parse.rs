@@ -122,16 +122,6 @@ pub enum EventKind<'a> {
     },
 }
 
-/// Softirq vector names, indexed by vector number.
-const SOFTIRQ_NAMES: [&str; 10] = [
-    "HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU",
-];
-
-/// The kernel's name for softirq vector `vec` (`3` is `NET_RX`), or `None`.
-pub(crate) fn softirq_name(vec: u32) -> Option<&'static str> {
-    SOFTIRQ_NAMES.get(usize::try_from(vec).ok()?).copied()
-}
-
 /// Parses a trace timestamp (`352.843634`, `352.843634123` or a bare
 /// integer for counter clocks) to nanoseconds.
 ///
@@ -410,13 +400,6 @@ mod tests {
         assert_eq!(parse_timestamp("-1.5"), None);
         assert_eq!(parse_timestamp("99999999999999999999.1"), None);
         assert_eq!(parse_timestamp("18446744073.709551616"), None);
-    }
-
-    #[test]
-    fn softirq_names() {
-        assert_eq!(softirq_name(3), Some("NET_RX"));
-        assert_eq!(softirq_name(9), Some("RCU"));
-        assert_eq!(softirq_name(10), None);
     }
 
     #[test]

@@ -6,9 +6,10 @@ use std::boxed::Box;
 use std::vec::Vec;
 
 use super::*;
-use crate::explain::{Attribution, CauseKind};
+use crate::explain::{Attribution, Culprit, PrioClass, Softirq, Task, Untraced};
 use crate::layout::Layout;
 use crate::seqlock::{SharedHistogram, Snapshot};
+use crate::wire::bounded;
 use crate::wire::{Body, SpikeFlags, SpikeSample};
 use crate::wire::{Decoder, MAX_FRAME, MAX_SMALL_FRAME};
 
@@ -37,10 +38,24 @@ fn spike(now: i64, latency_ns: i64) -> Body {
 /// An explanation of a few lines, as the trace gives them.
 fn explanation(now: i64, latency_ns: u64) -> Body {
     let mut a = Attribution::new(0, (now / MS) as u64, now as u64, latency_ns);
-    a.add(CauseKind::Task, 4242, 9, "burster", 3, latency_ns / 2);
-    a.add(CauseKind::Irq, 13, -1, "uart-pl011", 2, latency_ns / 4);
-    a.add(CauseKind::Softirq, 3, -1, "NET_RX", 1, latency_ns / 8);
-    a.add(CauseKind::Untraced, 0, -1, "", 0, latency_ns / 8);
+    let burster = Task {
+        pid: 4242,
+        comm: bounded("burster"),
+        prio: PrioClass::from_kernel(9),
+    };
+    a.add(Culprit::Task(burster), 3, latency_ns / 2);
+    let (name, thread) = (bounded("uart-pl011"), None);
+    a.add(
+        Culprit::Irq {
+            irq: 13,
+            name,
+            thread,
+        },
+        2,
+        latency_ns / 4,
+    );
+    a.add(Culprit::Softirq(Softirq::NetRx), 1, latency_ns / 8);
+    a.add(Culprit::Untraced(Untraced::Off), 0, latency_ns / 8);
     Body::Explain(a)
 }
 

@@ -260,7 +260,7 @@ impl<S: AsRef<[u8]> + AsMut<[u8]>> History<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explain::{classify_text, CauseKind, UNTRACED_BEYOND, UNTRACED_LOST, UNTRACED_OFF};
+    use crate::explain::{classify_text, CauseKind, Culprit, Untraced};
     use crate::ringbuf::EventFormats;
     use std::vec::Vec;
 
@@ -350,7 +350,7 @@ mod tests {
                 let x = from_text
                     .causes
                     .iter()
-                    .find(|x| (x.kind, x.id, &x.name) == (p.kind, p.id, &p.name))
+                    .find(|x| x.culprit.same(&p.culprit) && x.label() == p.label())
                     .unwrap_or_else(|| panic!("{p:?} not in {from_text:?}"));
                 assert_eq!(p.count, x.count, "{p:?} vs {x:?}");
                 let slack = 2_000 * u64::from(p.count.max(1));
@@ -369,7 +369,14 @@ mod tests {
         let lost = a
             .find(CauseKind::Untraced, "trace lost")
             .expect("lost line");
-        assert_eq!((lost.id, lost.count, lost.ns), (UNTRACED_LOST, 139, 50_000));
+        assert_eq!(
+            (&lost.culprit, lost.count, lost.ns),
+            (
+                &Culprit::Untraced(Untraced::Lost { events: 139 }),
+                1,
+                50_000
+            )
+        );
         assert!(a.partial);
         assert_eq!(a.total_ns(), a.latency_ns);
     }
@@ -387,7 +394,7 @@ mod tests {
         let beyond = a
             .find(CauseKind::Untraced, "beyond latscope's history")
             .unwrap();
-        assert_eq!(beyond.id, UNTRACED_BEYOND);
+        assert_eq!(beyond.culprit, Culprit::Untraced(Untraced::Beyond));
         // from the deadline to the held page's first event
         let first_event = Page::new(PageHeader::LONG_8, h.page(0))
             .unwrap()
@@ -408,21 +415,21 @@ mod tests {
         let w = window(t[160], t[169] + 80_000);
         let seen = h.explain(&mut decoder(), w, t[169] + 100_000);
         let unseen = h.explain(&mut decoder(), w, 0);
-        let ns_of = |a: &Attribution, id: u32| {
+        let ns_of = |a: &Attribution, why: Untraced| {
             a.causes
                 .iter()
-                .filter(|c| c.kind == CauseKind::Untraced && c.id == id)
+                .filter(|c| c.culprit == Culprit::Untraced(why))
                 .map(|c| c.ns)
                 .sum::<u64>()
         };
         // not read: the tail is beyond the history, the rest as it was
-        assert_eq!(ns_of(&unseen, UNTRACED_BEYOND), 80_000);
-        assert_eq!(ns_of(&seen, UNTRACED_BEYOND), 0);
+        assert_eq!(ns_of(&unseen, Untraced::Beyond), 80_000);
+        assert_eq!(ns_of(&seen, Untraced::Beyond), 0);
         // read, and nothing came: untraced (or the thread's own way out)
-        let off = ns_of(&unseen, UNTRACED_OFF);
+        let off = ns_of(&unseen, Untraced::Off);
         assert!(
-            ns_of(&seen, UNTRACED_OFF) == off + 80_000
-                || seen.causes.iter().any(|c| c.kind == CauseKind::Task),
+            ns_of(&seen, Untraced::Off) == off + 80_000
+                || seen.causes.iter().any(|c| c.kind() == CauseKind::Task),
             "{seen:?}"
         );
         assert_eq!(seen.total_ns(), seen.latency_ns);

@@ -1,7 +1,7 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::{v1, v2, v3, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
+use super::{v1, v2, v3, v4, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
 use postcard::from_bytes as de;
 
 /// Why a delimited frame was rejected.
@@ -300,16 +300,17 @@ impl<const N: usize> Decoder<N> {
     }
 }
 
-/// Decode `payload`, a whole postcard [`Frame`] of this version or of
-/// version 1 or 2 (trailing bytes ignored, as by `postcard::from_bytes`), into
+/// Decode `payload`, a whole postcard [`Frame`] of this version or of an
+/// older one (trailing bytes ignored, as by `postcard::from_bytes`), into
 /// `slot`; `None`, leaving the slot as it was, if it does not decode.
 ///
 /// The envelope (version, sequence number, body tag) is read here, and
 /// then postcard decodes the body's own type by value: through `Frame`,
 /// every nested `Result` of the 2.4 KiB frame was moved, while a body of
 /// a delta or a stats frame is 250 bytes at most. A version-1 body is
-/// decoded as its frozen type and upgraded; of version 2, only the hello
-/// (the other bodies did not change, and version 2 had no aggregate).
+/// decoded as its frozen type and upgraded; of versions 2 to 4, only the
+/// hello and the explanation (the other bodies did not change, version 2
+/// had no aggregate, and versions 2 and 3 no evidence).
 #[inline]
 pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<()> {
     let (&version, rest) = payload.split_first()?;
@@ -324,10 +325,13 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
             let (tag, rest) = postcard::take_from_bytes::<u32>(rest).ok()?;
             let current = version == PROTOCOL_VERSION;
             // the variants in `Body`'s order (postcard's tags); older
-            // hellos are upgraded, version 2 had no aggregate and versions
-            // 2 and 3 no evidence
+            // hellos and explanations are upgraded, version 2 had no
+            // aggregate and versions 2 and 3 no evidence
             match tag {
                 0 if current => put(slot, seq, rest, |b| Some(Body::Hello(b))),
+                0 if version == 4 => {
+                    put(slot, seq, rest, |h| Some(Body::Hello(v4::upgrade_hello(h))))
+                }
                 0 if version == 3 => {
                     put(slot, seq, rest, |h| Some(Body::Hello(v3::upgrade_hello(h))))
                 }
@@ -338,10 +342,13 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
                 4 => put(slot, seq, rest, |b| Some(Body::Spike(b))),
                 5 => put(slot, seq, rest, |b| Some(Body::Log(b))),
                 6 => put(slot, seq, rest, |b| Some(Body::Bye(b))),
-                7 => put(slot, seq, rest, |b| Some(Body::Explain(b))),
+                7 if current => put(slot, seq, rest, |b| Some(Body::Explain(b))),
+                7 => put(slot, seq, rest, |a| {
+                    Some(Body::Explain(v4::upgrade_attribution(a)))
+                }),
                 8 if version >= 3 => put(slot, seq, rest, |b| Some(Body::Aggregate(b))),
-                9 if current => put(slot, seq, rest, |b| Some(Body::EvidenceHead(b))),
-                10 if current => put(slot, seq, rest, |b| Some(Body::EvidencePart(b))),
+                9 if version >= 4 => put(slot, seq, rest, |b| Some(Body::EvidenceHead(b))),
+                10 if version >= 4 => put(slot, seq, rest, |b| Some(Body::EvidencePart(b))),
                 _ => None,
             }
         }

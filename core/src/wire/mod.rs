@@ -38,10 +38,19 @@
 //!   explained, aggregated, dropped). Still decoded: every body is the
 //!   same in version 4, and its hello's schema key reads as the current
 //!   one (see `v3`).
-//! * **4** (this build): a spike's evidence, its window as a trace.dat
+//! * **4**: a spike's evidence, its window as a trace.dat
 //!   ([`crate::tracedat`]), travels as an [`EvidenceHead`] and
 //!   [`EvidencePart`]s where the target was asked to send it
 //!   ([`crate::protocol::parts`], [`crate::protocol::EvidenceAssembler`]).
+//!   Still decoded: its explanations (and those of versions 2 and 3) are
+//!   upgraded from the frozen version-4 cause lines, its hello's schema
+//!   key reads as the current one (see `v4`).
+//! * **5** (this build): an explanation's cause line is typed
+//!   ([`crate::explain::Culprit`]): an IRQ by number and name, an x86
+//!   vector, a softirq by kind, a task by pid, comm, policy class and
+//!   priority, the late timer with the task that ran, an idle exit, a
+//!   masked section, merged lines, or untraced time by its reason, with
+//!   `Option` where the trace may not show a value.
 
 mod ack;
 mod cobs_fast;
@@ -52,6 +61,7 @@ mod types;
 mod v1;
 mod v2;
 mod v3;
+mod v4;
 
 pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, Frames, LinkStats};
@@ -65,7 +75,7 @@ pub use types::{
 };
 
 /// The protocol version this build speaks (the first payload byte).
-pub const PROTOCOL_VERSION: u8 = 4;
+pub const PROTOCOL_VERSION: u8 = 5;
 
 /// The oldest protocol version this build still decodes.
 pub(crate) const OLDEST_VERSION: u8 = 1;

@@ -519,11 +519,11 @@ fn bye(b: Bye) -> now::Bye {
 }
 
 fn attribution(a: Attribution) -> now_explain::Attribution {
-    use now_explain::CauseKind as K;
+    use super::v4::CauseKind as K;
     let mut causes = Vec::new();
     for c in a.causes {
         // cannot fail: both hold 16
-        let _ = causes.push(now_explain::Cause {
+        let _ = causes.push(super::v4::Cause {
             kind: match c.kind {
                 CauseKind::Irq => K::Irq,
                 CauseKind::Softirq => K::Softirq,
@@ -541,7 +541,7 @@ fn attribution(a: Attribution) -> now_explain::Attribution {
             ns: c.ns,
         });
     }
-    now_explain::Attribution {
+    super::v4::upgrade_attribution(super::v4::Attribution {
         cpu: a.cpu,
         cycle: a.cycle,
         deadline_ns: a.deadline_ns,
@@ -549,5 +549,5 @@ fn attribution(a: Attribution) -> now_explain::Attribution {
         coarse: a.coarse,
         partial: a.partial,
         causes,
-    }
+    })
 }

@@ -60,8 +60,8 @@ pub enum Body {
 }
 
 /// Version 2's explanation types, for its schema key only: version 3
-/// appended [`crate::explain::CauseKind::Masked`], so a version-2 explain
-/// frame decodes as the current [`crate::explain::Attribution`] unchanged.
+/// appended `CauseKind::Masked`, so a version-2 explain frame decodes as
+/// version 4's (`v4::Attribution`) unchanged, and is upgraded from there.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
 pub struct Attribution {
     pub cpu: u32,

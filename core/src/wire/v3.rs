@@ -5,9 +5,11 @@
 //! [`super::Body::EvidencePart`] variants after the others and changed
 //! nothing else. Every version-3 body encodes the same in version 4
 //! (postcard numbers the variants in order), so the decoder reads a
-//! version-3 frame as the current type; only its hello's schema key, the
-//! key of this enum, is upgraded to the current [`super::SCHEMA_KEY`] (any
-//! other key is kept, and the host reports the mismatch as before). The
+//! version-3 frame as version 4's: its explanations through `v4`, whose
+//! types they are, the rest as the current types; only its hello's schema
+//! key, the key of this enum, is upgraded to the current
+//! [`super::SCHEMA_KEY`] (any other key is kept, and the host reports the
+//! mismatch as before). The
 //! types this module borrows from the current ones are part of
 //! [`SCHEMA_KEY`], which a test pins to the key version-3 hellos carry
 //! (`tests/golden/v3`): if one of them changes, that pin fails, and the
@@ -17,7 +19,7 @@ use postcard::experimental::max_size::MaxSize;
 use postcard_schema::Schema;
 use serde::{Deserialize, Serialize};
 
-use crate::explain::Attribution;
+use super::v4::Attribution;
 use crate::wire as now;
 use crate::wire::{
     Aggregate, Bye, Hello, HistDelta, LogLine, SnapshotChunk, SpikeSample, ThreadStats,

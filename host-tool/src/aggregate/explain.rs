@@ -1,9 +1,7 @@
 //! Explained spikes: the attributions a run sent, the largest kept, and
 //! per-cause totals over all of them, in bounded memory.
 
-use latscope_core::explain::{
-    Attribution, Cause, CauseKind, PrioClass, PRIO_UNKNOWN, UNTRACED_LOST, UNTRACED_OFF,
-};
+use latscope_core::explain::{Attribution, Cause, Culprit, PrioClass, Task, Untraced};
 
 /// Explained spikes kept per run (the largest).
 const KEPT: usize = 32;
@@ -15,9 +13,8 @@ const CAUSES: usize = 256;
 pub(crate) struct CauseTotal {
     /// The cause, as the report prints it (without counts and time).
     pub label: String,
-    /// What identifies it: the label, without the priority for an IRQ
-    /// thread (whose priority a spike's trace may not show).
-    key: String,
+    /// What identifies it (see [`total_key`]).
+    key: Culprit,
     /// Episodes over all spikes.
     pub count: u64,
     /// Time over all spikes (ns; counts only for coarse attributions).
@@ -37,14 +34,14 @@ pub(crate) struct Explained {
     pub causes: Vec<CauseTotal>,
 }
 
-/// The scheduling class of a task cause in words.
-fn prio_class(c: &Cause) -> String {
-    match c.prio_class() {
-        PrioClass::Deadline => "SCHED_DEADLINE".into(),
-        PrioClass::RealTime(p) => format!("SCHED_FIFO/RR {p}"),
-        PrioClass::Normal(0) => "SCHED_OTHER".into(),
-        PrioClass::Normal(n) => format!("SCHED_OTHER nice {n}"),
-        PrioClass::Unknown => "policy unknown".into(),
+/// A policy class and priority in words.
+fn prio_class(p: Option<PrioClass>) -> String {
+    match p {
+        Some(PrioClass::Deadline) => "SCHED_DEADLINE".into(),
+        Some(PrioClass::RealTime(p)) => format!("SCHED_FIFO/RR {p}"),
+        Some(PrioClass::Normal(0)) => "SCHED_OTHER".into(),
+        Some(PrioClass::Normal(n)) => format!("SCHED_OTHER nice {n}"),
+        None => "policy unknown".into(),
     }
 }
 
@@ -52,23 +49,27 @@ fn prio_class(c: &Cause) -> String {
 /// irq/13-uart-pl0 (SCHED_FIFO/RR 50)` for a `PREEMPT_RT` IRQ thread,
 /// `softirq NET_RX`, `task kworker/0:1 (pid 33, SCHED_OTHER)`, ...).
 pub(crate) fn cause_label(c: &Cause) -> String {
-    match c.kind {
+    match &c.culprit {
         // A PREEMPT_RT IRQ thread's line: its name and priority.
-        CauseKind::Irq if c.prio != PRIO_UNKNOWN => {
-            format!("irq {} {} ({})", c.id, c.name, prio_class(c))
-        }
-        CauseKind::Irq => format!("irq {} {}", c.id, c.name),
-        CauseKind::Softirq => format!("softirq {}", c.name),
-        CauseKind::Vector => format!("irq {}", c.name),
-        CauseKind::Task => format!("task {} (pid {}, {})", c.name, c.id, prio_class(c)),
+        Culprit::Irq {
+            irq,
+            name,
+            thread: Some(p),
+        } => format!("irq {irq} {name} ({})", prio_class(Some(*p))),
+        Culprit::Irq { irq, name, .. } => format!("irq {irq} {name}"),
+        Culprit::Softirq(s) => format!("softirq {}", s.name()),
+        Culprit::Vector { name, .. } => format!("irq {name}"),
+        Culprit::Task(t) => format!("task {} (pid {}, {})", t.comm, t.pid, prio_class(t.prio)),
         // What ran on the CPU while the timer interrupt was late.
-        CauseKind::TimerDelay if !c.name.is_empty() => format!(
-            "{}, {} running (pid {}, {})",
-            c.label(),
-            c.name,
-            c.id,
-            prio_class(c)
-        ),
+        Culprit::TimerDelay { running: Some(t) } if !t.comm.is_empty() || t.pid != 0 => {
+            format!(
+                "{}, {} running (pid {}, {})",
+                c.label(),
+                t.comm,
+                t.pid,
+                prio_class(t.prio)
+            )
+        }
         _ => c.label().to_string(),
     }
 }
@@ -78,7 +79,10 @@ pub(crate) fn cause_label(c: &Cause) -> String {
 /// `beyond latscope's history 5.0 ms`, `trace paused 1.2 ms` of older
 /// targets), or `None` for other lines.
 pub(crate) fn gap_line(c: &Cause) -> Option<String> {
-    if c.kind != CauseKind::Untraced || c.id == UNTRACED_OFF {
+    let Culprit::Untraced(why) = c.culprit else {
+        return None;
+    };
+    if why == Untraced::Off {
         return None;
     }
     let len = if c.ns >= 100_000 {
@@ -86,29 +90,42 @@ pub(crate) fn gap_line(c: &Cause) -> Option<String> {
     } else {
         format!("{:.1} µs", c.ns as f64 / 1e3)
     };
-    if c.id == UNTRACED_LOST && c.count > 0 {
-        return Some(format!("{} {} events {len}", c.label(), c.count));
+    if let Untraced::Lost { events } = why {
+        if events > 0 {
+            return Some(format!("{} {events} events {len}", c.label()));
+        }
     }
     Some(format!("{} {len}", c.label()))
 }
 
-/// The total a cause line adds to: its label, and its key.
-fn total_label(c: &Cause) -> (String, String) {
-    match c.kind {
-        // Totals group tasks by name: pids differ between spikes.
-        CauseKind::Task => {
-            let l = format!("task {} ({})", c.name, prio_class(c));
-            (l.clone(), l)
-        }
-        // Timer delays are one cause, whatever ran meanwhile.
-        CauseKind::TimerDelay => (c.label().to_string(), c.label().to_string()),
-        // An IRQ thread is one cause whether or not a spike's trace
-        // showed its priority.
-        CauseKind::Irq => (cause_label(c), format!("irq {} {}", c.id, c.name)),
-        _ => {
-            let l = cause_label(c);
-            (l.clone(), l)
-        }
+/// What a line's total is keyed by: tasks by comm and policy (pids differ
+/// between spikes), timer delays as one cause whatever ran meanwhile, an
+/// IRQ thread whether or not a spike's trace showed its priority, lost
+/// time however many events; everything else as it is.
+fn total_key(c: &Culprit) -> Culprit {
+    match c {
+        Culprit::Task(t) => Culprit::Task(Task {
+            pid: 0,
+            comm: t.comm.clone(),
+            prio: t.prio,
+        }),
+        Culprit::TimerDelay { .. } => Culprit::TimerDelay { running: None },
+        Culprit::Irq { irq, name, .. } => Culprit::Irq {
+            irq: *irq,
+            name: name.clone(),
+            thread: None,
+        },
+        Culprit::Untraced(Untraced::Lost { .. }) => Culprit::Untraced(Untraced::Lost { events: 0 }),
+        other => other.clone(),
+    }
+}
+
+/// The label a line's total prints.
+fn total_label(c: &Cause) -> String {
+    match &c.culprit {
+        Culprit::Task(t) => format!("task {} ({})", t.comm, prio_class(t.prio)),
+        Culprit::TimerDelay { .. } => c.label().to_string(),
+        _ => cause_label(c),
     }
 }
 
@@ -117,11 +134,17 @@ impl Explained {
     pub(crate) fn push(&mut self, a: &Attribution) {
         self.total += 1;
         for c in &a.causes {
-            let (label, key) = total_label(c);
+            let (label, key) = (total_label(c), total_key(&c.culprit));
             let at = match self.causes.iter().position(|t| t.key == key) {
                 Some(i) => {
                     // The priority, once a spike shows it.
-                    if c.kind == CauseKind::Irq && c.prio != PRIO_UNKNOWN {
+                    if matches!(
+                        c.culprit,
+                        Culprit::Irq {
+                            thread: Some(_),
+                            ..
+                        }
+                    ) {
                         self.causes[i].label = label;
                     }
                     Some(i)
@@ -136,14 +159,14 @@ impl Explained {
                     });
                     Some(self.causes.len() - 1)
                 }
-                None => self.causes.iter().position(|t| t.key == "other"),
+                None => self.causes.iter().position(|t| t.key == Culprit::Other),
             };
             let i = match at {
                 Some(i) => i,
                 None => {
                     if let Some(last) = self.causes.last_mut() {
                         last.label = "other".into();
-                        last.key = "other".into();
+                        last.key = Culprit::Other;
                     }
                     self.causes.len() - 1
                 }

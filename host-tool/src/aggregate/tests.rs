@@ -6,6 +6,37 @@ use latscope_core::wire::{Body, Decoder, Frame, MAX_FRAME, PROTOCOL_VERSION};
 
 use crate::session::Session;
 use crate::synth::{Synth, SynthConfig};
+use latscope_core::explain::{Culprit, PrioClass, Softirq, Task, Untraced};
+use latscope_core::wire::bounded;
+
+/// An IRQ's line: its hard handler's, or with the kernel priority `prio`
+/// its thread's.
+fn irq(irq: u32, name: &str, prio: Option<i32>) -> Culprit {
+    Culprit::Irq {
+        irq,
+        name: bounded(name),
+        thread: prio.and_then(PrioClass::from_kernel),
+    }
+}
+
+/// A task as a trace shows it, of kernel priority `prio` if shown.
+fn task_of(pid: u32, comm: &str, prio: Option<i32>) -> Task {
+    Task {
+        pid,
+        comm: bounded(comm),
+        prio: prio.and_then(PrioClass::from_kernel),
+    }
+}
+
+fn task(pid: u32, comm: &str, prio: Option<i32>) -> Culprit {
+    Culprit::Task(task_of(pid, comm, prio))
+}
+
+fn timer_delay(pid: u32, comm: &str, prio: Option<i32>) -> Culprit {
+    Culprit::TimerDelay {
+        running: Some(task_of(pid, comm, prio)),
+    }
+}
 
 fn frames(bytes: &[u8]) -> Vec<(Frame, std::ops::Range<usize>)> {
     // Each frame is `00 body 00`: its range runs from the zero before its
@@ -468,7 +499,7 @@ fn heavy_corruption_never_panics_and_reports_loss() {
 
 #[test]
 fn explained_spikes_are_listed_with_causes_that_add_up() {
-    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    use latscope_core::explain::Attribution;
     let mut synth = Synth::new(SynthConfig::default());
     let mut bytes = Vec::new();
     synth.start(&mut |b| bytes.extend_from_slice(b));
@@ -476,26 +507,19 @@ fn explained_spikes_are_listed_with_causes_that_add_up() {
     // The seed's table: network IRQ and NET_RX, audio, the timer, and the
     // task's own run.
     let mut a = Attribution::new(0, 18_234, 12_345_678_000, 2_421_000);
-    a.add(CauseKind::Irq, 19, PRIO_UNKNOWN, "eth0", 13, 582_000);
-    a.add(CauseKind::Softirq, 3, PRIO_UNKNOWN, "NET_RX", 13, 620_000);
+    a.add(irq(19, "eth0", None), 13, 582_000);
+    a.add(Culprit::Softirq(Softirq::from_vector(3)), 13, 620_000);
+    a.add(irq(30, "snd_hda_intel", None), 2, 119_000);
     a.add(
-        CauseKind::Irq,
-        30,
-        PRIO_UNKNOWN,
-        "snd_hda_intel",
-        2,
-        119_000,
-    );
-    a.add(
-        CauseKind::Vector,
-        236,
-        PRIO_UNKNOWN,
-        "local_timer",
+        Culprit::Vector {
+            vector: 236,
+            name: bounded("local_timer"),
+        },
         1,
         23_000,
     );
-    a.add(CauseKind::Task, 33, 120, "kworker/0:1", 1, 1_065_000);
-    a.add(CauseKind::Untraced, 0, PRIO_UNKNOWN, "", 1, 12_000);
+    a.add(task(33, "kworker/0:1", Some(120)), 1, 1_065_000);
+    a.add(Culprit::Untraced(Untraced::Off), 1, 12_000);
     assert_eq!(a.total_ns(), a.latency_ns);
     let mut enc = latscope_core::wire::Encoder::new();
     // Continue the synthetic sequence numbers loosely: a gap is harmless.
@@ -559,10 +583,10 @@ fn a_lost_first_hello_still_gives_a_run() {
 #[test]
 fn an_irq_threads_time_is_labelled_as_the_irq_with_the_threads_policy() {
     use crate::aggregate::explain::cause_label;
-    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    use latscope_core::explain::Attribution;
     let mut a = Attribution::new(0, 1, 0, 30);
-    a.add(CauseKind::Irq, 13, 49, "irq/13-uart-pl0", 2, 20);
-    a.add(CauseKind::Irq, 13, PRIO_UNKNOWN, "uart-pl011", 3, 10);
+    a.add(irq(13, "irq/13-uart-pl0", Some(49)), 2, 20);
+    a.add(irq(13, "uart-pl011", None), 3, 10);
     let labels: Vec<String> = a.causes.iter().map(cause_label).collect();
     assert_eq!(
         labels,
@@ -649,20 +673,13 @@ fn report_of_explained(atts: Vec<latscope_core::explain::Attribution>) -> (Strin
 
 #[test]
 fn an_irq_thread_is_one_cause_in_the_totals_with_or_without_its_priority() {
-    use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+    use latscope_core::explain::Attribution;
     // One spike's trace showed the thread's priority, another's did not
     // (it began while the thread ran).
     let mut a = Attribution::new(0, 1, 0, 30_000);
-    a.add(
-        CauseKind::Irq,
-        13,
-        PRIO_UNKNOWN,
-        "irq/13-uart-pl0",
-        1,
-        30_000,
-    );
+    a.add(irq(13, "irq/13-uart-pl0", None), 1, 30_000);
     let mut b = Attribution::new(0, 2, 1_000_000, 1_020_000);
-    b.add(CauseKind::Irq, 13, 49, "irq/13-uart-pl0", 2, 20_000);
+    b.add(irq(13, "irq/13-uart-pl0", Some(49)), 2, 20_000);
     let (out, s) = report_of_explained(vec![a, b]);
     let run = s.agg.current().unwrap();
     let thread: Vec<_> = run
@@ -681,47 +698,16 @@ fn an_irq_thread_is_one_cause_in_the_totals_with_or_without_its_priority() {
 
 #[test]
 fn a_paused_or_lost_trace_is_a_line_of_its_own_and_a_late_timer_names_the_running_task() {
-    use latscope_core::explain::{
-        Attribution, CauseKind, PRIO_UNKNOWN, UNTRACED_BEYOND, UNTRACED_LOST,
-        UNTRACED_LOST_UNKNOWN, UNTRACED_OFF, UNTRACED_PAUSED,
-    };
+    use latscope_core::explain::Attribution;
     let mut a = Attribution::new(0, 7, 5_000_000_000, 2_500_000);
     a.partial = true;
-    a.add(
-        CauseKind::TimerDelay,
-        95,
-        49,
-        "irq/13-uart-pl0",
-        1,
-        1_060_000,
-    );
-    a.add(
-        CauseKind::Untraced,
-        UNTRACED_PAUSED,
-        PRIO_UNKNOWN,
-        "",
-        1,
-        1_200_000,
-    );
-    a.add(
-        CauseKind::Untraced,
-        UNTRACED_LOST,
-        PRIO_UNKNOWN,
-        "",
-        12,
-        40_000,
-    );
-    for (id, ns) in [(UNTRACED_LOST_UNKNOWN, 30_000), (UNTRACED_BEYOND, 10_000)] {
-        a.add(CauseKind::Untraced, id, PRIO_UNKNOWN, "", 1, ns);
+    a.add(timer_delay(95, "irq/13-uart-pl0", Some(49)), 1, 1_060_000);
+    a.add(Culprit::Untraced(Untraced::Paused), 1, 1_200_000);
+    a.add(Culprit::Untraced(Untraced::Lost { events: 12 }), 1, 40_000);
+    for (why, ns) in [(Untraced::LostUnknown, 30_000), (Untraced::Beyond, 10_000)] {
+        a.add(Culprit::Untraced(why), 1, ns);
     }
-    a.add(
-        CauseKind::Untraced,
-        UNTRACED_OFF,
-        PRIO_UNKNOWN,
-        "",
-        1,
-        160_000,
-    );
+    a.add(Culprit::Untraced(Untraced::Off), 1, 160_000);
     assert_eq!(a.total_ns(), a.latency_ns);
     let (out, _) = report_of_explained(vec![a]);
     let lines: Vec<&str> = out.lines().map(str::trim).collect();

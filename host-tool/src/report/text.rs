@@ -597,7 +597,7 @@ pub(crate) fn attribution(out: &mut String, a: &Attribution) {
         let label = crate::aggregate::cause_label(c);
         let count = if c.count > 1
             || matches!(
-                c.kind,
+                c.kind(),
                 CauseKind::Irq | CauseKind::Softirq | CauseKind::Vector
             ) {
             format!("  ×{}", c.count)

@@ -8,17 +8,16 @@
 
 use std::fs;
 
-use latscope_core::explain::{Attribution, CauseKind, PRIO_UNKNOWN};
+use latscope_core::explain::{Attribution, Culprit, Softirq};
+use latscope_core::wire::bounded;
 
 /// One counter of one CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Counter {
-    /// [`CauseKind::Irq`], [`CauseKind::Vector`] or [`CauseKind::Softirq`].
-    pub kind: CauseKind,
-    /// IRQ number, or the softirq's position; 0 for named vectors.
-    pub id: u32,
-    /// IRQ action name(s), vector description or softirq name.
-    pub name: String,
+    /// What it counts: [`Culprit::Irq`] (by number and action names),
+    /// [`Culprit::Vector`] (a named system row, whose number `/proc` does
+    /// not give: 0) or [`Culprit::Softirq`] (by its row, the vector).
+    pub culprit: Culprit,
     /// Count since boot.
     pub count: u64,
 }
@@ -83,17 +82,17 @@ pub fn parse_interrupts(text: &str, cpu: usize) -> Option<Vec<Counter>> {
                 desc.last().copied().unwrap_or("").to_string()
             };
             out.push(Counter {
-                kind: CauseKind::Irq,
-                id: irq,
-                name,
+                culprit: Culprit::Irq {
+                    irq,
+                    name: bounded(&name),
+                    thread: None,
+                },
                 count,
             });
         } else {
-            let name = vector_name(label).map_or_else(|| label.to_string(), str::to_string);
+            let name = bounded(vector_name(label).unwrap_or(label));
             out.push(Counter {
-                kind: CauseKind::Vector,
-                id: 0,
-                name,
+                culprit: Culprit::Vector { vector: 0, name },
                 count,
             });
         }
@@ -108,7 +107,7 @@ pub fn parse_softirqs(text: &str, cpu: usize) -> Option<Vec<Counter>> {
     let col = cols.iter().position(|&c| c == cpu)?;
     let mut out = Vec::new();
     for (i, line) in lines.enumerate() {
-        let Some((label, rest)) = line.split_once(':') else {
+        let Some((_, rest)) = line.split_once(':') else {
             continue;
         };
         let Some(count) = rest
@@ -118,10 +117,9 @@ pub fn parse_softirqs(text: &str, cpu: usize) -> Option<Vec<Counter>> {
         else {
             continue;
         };
+        // the rows are the vectors, in order
         out.push(Counter {
-            kind: CauseKind::Softirq,
-            id: u32::try_from(i).unwrap_or(u32::MAX),
-            name: label.trim().to_string(),
+            culprit: Culprit::Softirq(Softirq::from_vector(u32::try_from(i).unwrap_or(u32::MAX))),
             count,
         });
     }
@@ -185,7 +183,7 @@ impl ProcInterrupts {
                 let before = self
                     .counters(cpu)
                     .iter()
-                    .find(|o| o.kind == n.kind && o.id == n.id && o.name == n.name)
+                    .find(|o| o.culprit == n.culprit)
                     .map_or(0, |o| o.count);
                 let d = n.count.saturating_sub(before);
                 (d > 0).then_some((n, d, i))
@@ -203,14 +201,8 @@ impl ProcInterrupts {
         );
         a.coarse = true;
         for (c, d, _) in moved {
-            a.add(
-                c.kind,
-                c.id,
-                PRIO_UNKNOWN,
-                &c.name,
-                u32::try_from(d).unwrap_or(u32::MAX),
-                0,
-            );
+            let count = u32::try_from(d).unwrap_or(u32::MAX);
+            a.add(c.culprit.clone(), count, 0);
         }
         a
     }
@@ -256,17 +248,18 @@ MIS:          0
     #[test]
     fn parses_irq_rows() {
         let v = parse_interrupts(IRQS_A, 0).unwrap();
-        let rx = v.iter().find(|c| c.id == 41).unwrap();
-        assert_eq!(
-            (rx.kind, rx.name.as_str(), rx.count),
-            (CauseKind::Irq, "virtio3-rx", 1201)
-        );
-        let loc = v.iter().find(|c| c.name == "local_timer").unwrap();
+        let irq = |n| move |c: &&Counter| matches!(c.culprit, Culprit::Irq { irq, .. } if irq == n);
+        let rx = v.iter().find(irq(41)).unwrap();
+        assert_eq!((rx.culprit.label(), rx.count), ("virtio3-rx", 1201));
+        let loc = v
+            .iter()
+            .find(|c| c.culprit.label() == "local_timer")
+            .unwrap();
         assert_eq!(loc.count, 13938);
         let v1 = parse_interrupts(IRQS_A, 1).unwrap();
-        assert_eq!(v1.iter().find(|c| c.id == 42).unwrap().count, 2242);
+        assert_eq!(v1.iter().find(irq(42)).unwrap().count, 2242);
         // ERR/MIS have one column only: not per-CPU for CPU1.
-        assert!(!v1.iter().any(|c| c.name == "ERR"));
+        assert!(!v1.iter().any(|c| c.culprit.label() == "ERR"));
         assert!(parse_interrupts(IRQS_A, 5).is_none());
         assert!(parse_interrupts("", 0).is_none());
     }
@@ -310,10 +303,12 @@ MIS:          0
     #[test]
     fn live_reading() {
         let s = ProcInterrupts::read(&[0]).expect("/proc/interrupts");
+        assert!(s.counters(0).iter().any(
+            |c| c.culprit.label() == "local_timer" || matches!(c.culprit, Culprit::Irq { .. })
+        ));
         assert!(s
             .counters(0)
             .iter()
-            .any(|c| c.name == "local_timer" || c.kind == CauseKind::Irq));
-        assert!(s.counters(0).iter().any(|c| c.name == "NET_RX"));
+            .any(|c| c.culprit == Culprit::Softirq(Softirq::NetRx)));
     }
 }

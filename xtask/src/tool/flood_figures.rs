@@ -26,9 +26,7 @@
 
 use std::process::ExitCode;
 
-use latscope_core::explain::{
-    CauseKind, UNTRACED_BEYOND, UNTRACED_LOST, UNTRACED_LOST_UNKNOWN, UNTRACED_PAUSED,
-};
+use latscope_core::explain::{CauseKind, Culprit, Untraced};
 use latscope_core::wire::{Body, Decoder, MAX_FRAME};
 use latscope_testkit::kept_runs::{self, KeptRuns};
 
@@ -90,20 +88,22 @@ fn figures(bytes: &[u8], irq: u32) -> Figures {
                 explained_cycles.insert((a.cpu, a.cycle));
                 f.explain_deadlines.push(a.deadline_ns);
                 let top = a.causes.iter().max_by_key(|c| c.ns);
-                f.traced += u64::from(top.is_some_and(|c| c.kind != CauseKind::Untraced));
+                f.traced += u64::from(top.is_some_and(|c| c.kind() != CauseKind::Untraced));
                 f.explained_ns += a.latency_ns;
                 for c in &a.causes {
-                    match c.kind {
-                        CauseKind::Untraced => {
+                    match &c.culprit {
+                        Culprit::Untraced(why) => {
                             f.untraced_ns += c.ns;
-                            match c.id {
-                                UNTRACED_PAUSED => f.paused_ns += c.ns,
-                                UNTRACED_LOST | UNTRACED_LOST_UNKNOWN => f.lost_ns += c.ns,
-                                UNTRACED_BEYOND => f.beyond_ns += c.ns,
-                                _ => {}
+                            match why {
+                                Untraced::Paused => f.paused_ns += c.ns,
+                                Untraced::Lost { .. } | Untraced::LostUnknown => {
+                                    f.lost_ns += c.ns;
+                                }
+                                Untraced::Beyond => f.beyond_ns += c.ns,
+                                Untraced::Off => {}
                             }
                         }
-                        CauseKind::Irq if c.id == irq => f.irq_ns += c.ns,
+                        Culprit::Irq { irq: n, .. } if *n == irq => f.irq_ns += c.ns,
                         _ => {}
                     }
                 }

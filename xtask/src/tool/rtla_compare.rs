@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use latscope_core::explain::{CauseKind, UNTRACED_OFF};
+use latscope_core::explain::Culprit;
 use latscope_testkit::board::decode;
 use latscope_testkit::kept_runs::{self, KeptRuns};
 use latscope_testkit::rtla;
@@ -65,16 +65,18 @@ fn report(name: &str, stem: &str, irq: u32) -> Result<String, String> {
     for a in sum.explained.iter().filter(|a| !a.coarse) {
         all += a.latency_ns;
         for c in &a.causes {
-            let key = match (c.kind, c.id) {
-                (CauseKind::Untraced, UNTRACED_OFF) => {
-                    "irqs or preemption off (untraced)".to_string()
+            let key = match &c.culprit {
+                // irqs or preemption off, trace paused, lost, lost (count
+                // unknown), beyond the history
+                Culprit::Untraced(_) => c.label().to_string(),
+                Culprit::Irq { irq, name, .. } => format!("irq {irq} {name}"),
+                Culprit::Task(t) => format!("task {}", t.comm),
+                Culprit::TimerDelay { running: Some(t) } => {
+                    format!("{:?} {}", c.kind(), t.comm)
                 }
-                // trace paused, lost, lost (count unknown), beyond the history
-                (CauseKind::Untraced, _) => c.label().to_string(),
-                (CauseKind::Irq, id) => format!("irq {id} {}", c.name),
-                (CauseKind::Task, _) => format!("task {}", c.name),
-                (k, _) if c.name.is_empty() => format!("{k:?}"),
-                (k, _) => format!("{k:?} {}", c.name),
+                Culprit::Vector { name, .. } => format!("{:?} {name}", c.kind()),
+                Culprit::Softirq(s) => format!("{:?} {}", c.kind(), s.name()),
+                _ => format!("{:?}", c.kind()),
             };
             *totals.entry(key).or_default() += c.ns;
         }

@@ -163,7 +163,8 @@ fn down_bye(b: &now::Bye) -> Bye {
 }
 
 fn down_attribution(a: &now_explain::Attribution) -> Attribution {
-    use now_explain::CauseKind as K;
+    use crate::wire::v4::CauseKind as K;
+    let a = down_v4(a);
     let mut causes = Vec::new();
     for c in &a.causes {
         let _ = causes.push(Cause {
@@ -182,6 +183,73 @@ fn down_attribution(a: &now_explain::Attribution) -> Attribution {
             prio: c.prio,
             name: c.name.clone(),
             count: c.count,
+            ns: c.ns,
+        });
+    }
+    Attribution {
+        cpu: a.cpu,
+        cycle: a.cycle,
+        deadline_ns: a.deadline_ns,
+        latency_ns: a.latency_ns,
+        coarse: a.coarse,
+        partial: a.partial,
+        causes,
+    }
+}
+
+/// The version-4 explanation of a current one, as a version-4 sender
+/// sent it: a kind, an id, a priority (`i32::MIN` unknown) and a name.
+pub(crate) fn down_v4(a: &now_explain::Attribution) -> crate::wire::v4::Attribution {
+    use crate::explain::{Culprit, PrioClass, Task, Untraced};
+    use crate::wire::v4::{Attribution, Cause, CauseKind as K};
+    let kernel = |p: Option<PrioClass>| match p {
+        Some(PrioClass::Deadline) => -1,
+        Some(PrioClass::RealTime(p)) => 99 - i32::from(p),
+        Some(PrioClass::Normal(n)) => 120 + i32::from(n),
+        None => i32::MIN,
+    };
+    let mut causes = Vec::new();
+    for c in &a.causes {
+        let none = heapless::String::new();
+        let task = |t: &Task| (t.pid, kernel(t.prio), t.comm.clone());
+        let (kind, (id, prio, name), count) = match &c.culprit {
+            Culprit::Irq { irq, name, thread } => {
+                (K::Irq, (*irq, kernel(*thread), name.clone()), c.count)
+            }
+            Culprit::Vector { vector, name } => {
+                (K::Vector, (*vector, i32::MIN, name.clone()), c.count)
+            }
+            Culprit::Softirq(s) => (
+                K::Softirq,
+                (s.vector(), i32::MIN, crate::wire::bounded(s.name())),
+                c.count,
+            ),
+            Culprit::Task(t) => (K::Task, task(t), c.count),
+            Culprit::TimerDelay { running } => (
+                K::TimerDelay,
+                running.as_ref().map_or((0, i32::MIN, none), task),
+                c.count,
+            ),
+            Culprit::IdleExit => (K::IdleExit, (0, i32::MIN, none), c.count),
+            Culprit::Masked => (K::Masked, (0, i32::MIN, none), c.count),
+            Culprit::Other => (K::Other, (0, i32::MIN, none), c.count),
+            Culprit::Untraced(u) => {
+                let (why, count) = match u {
+                    Untraced::Off => (0, c.count),
+                    Untraced::Paused => (1, c.count),
+                    Untraced::Lost { events } => (2, *events),
+                    Untraced::LostUnknown => (3, c.count),
+                    Untraced::Beyond => (4, c.count),
+                };
+                (K::Untraced, (why, i32::MIN, none), count)
+            }
+        };
+        let _ = causes.push(Cause {
+            kind,
+            id,
+            prio,
+            name,
+            count,
             ns: c.ns,
         });
     }
@@ -236,7 +304,7 @@ pub(crate) fn downgrade_v2(b: &now::Body) -> Option<super::v2::Body> {
         now::Body::Log(l) => v2::Body::Log(l),
         now::Body::Bye(b) => v2::Body::Bye(b),
         // the same encoding, as long as no line is of version 3's Masked
-        now::Body::Explain(a) => v2::Body::Explain(super::recode(&a)?),
+        now::Body::Explain(a) => v2::Body::Explain(super::recode(&down_v4(&a))?),
         now::Body::Aggregate(_) | now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => {
             return None
         }
@@ -261,8 +329,33 @@ pub(crate) fn downgrade_v3(b: &now::Body) -> Option<super::v3::Body> {
         now::Body::Spike(s) => v3::Body::Spike(s),
         now::Body::Log(l) => v3::Body::Log(l),
         now::Body::Bye(b) => v3::Body::Bye(b),
-        now::Body::Explain(a) => v3::Body::Explain(a),
+        now::Body::Explain(a) => v3::Body::Explain(down_v4(&a)),
         now::Body::Aggregate(a) => v3::Body::Aggregate(a),
         now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => return None,
     })
+}
+
+/// The version-4 body of a current one, as a version-4 sender sent it:
+/// the hello with version 4's schema key, the explanation in version 4's
+/// cause lines.
+pub(crate) fn downgrade_v4(b: &now::Body) -> super::v4::Body {
+    use super::v4;
+    match b.clone() {
+        now::Body::Hello(mut h) => {
+            if h.schema == now::SCHEMA_KEY {
+                h.schema = v4::SCHEMA_KEY;
+            }
+            v4::Body::Hello(h)
+        }
+        now::Body::Stats(s) => v4::Body::Stats(s),
+        now::Body::Delta(d) => v4::Body::Delta(d),
+        now::Body::Chunk(c) => v4::Body::Chunk(c),
+        now::Body::Spike(s) => v4::Body::Spike(s),
+        now::Body::Log(l) => v4::Body::Log(l),
+        now::Body::Bye(b) => v4::Body::Bye(b),
+        now::Body::Explain(a) => v4::Body::Explain(down_v4(&a)),
+        now::Body::Aggregate(a) => v4::Body::Aggregate(a),
+        now::Body::EvidenceHead(h) => v4::Body::EvidenceHead(h),
+        now::Body::EvidencePart(p) => v4::Body::EvidencePart(p),
+    }
 }

@@ -4,7 +4,7 @@ use std::sync::mpsc::Sender;
 use std::thread::JoinHandle;
 
 use latscope_core::cyclictest::Wakeups;
-use latscope_core::explain::{Attribution, CauseKind, UNTRACED_PAUSED};
+use latscope_core::explain::{Attribution, CauseKind, Culprit, Untraced};
 use latscope_core::ringbuf::EventFormats;
 use latscope_testkit::{is_root, missing};
 
@@ -254,21 +254,14 @@ fn check_explained(explained: &[Attribution]) {
         assert!(a
             .causes
             .iter()
-            .all(|c| !(c.kind == CauseKind::Untraced && c.id == UNTRACED_PAUSED)));
+            .all(|c| c.culprit != Culprit::Untraced(Untraced::Paused)));
         net_rx += a.find(CauseKind::Softirq, "NET_RX").map_or(0, |c| c.ns);
         eprintln!(
             "spike {} ns cycle {} partial {}",
             a.latency_ns, a.cycle, a.partial
         );
         for c in &a.causes {
-            eprintln!(
-                "  {:?} {} {} x{} {} ns",
-                c.kind,
-                c.id,
-                c.label(),
-                c.count,
-                c.ns
-            );
+            eprintln!("  {:?} {} x{} {} ns", c.culprit, c.label(), c.count, c.ns);
         }
     }
     eprintln!("NET_RX inside spikes: {net_rx} ns");
