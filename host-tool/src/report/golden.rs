@@ -1,7 +1,8 @@
 //! The reports of frozen recordings, a basic run and an `--explain` run of
 //! every protocol version: byte for byte what latscope-host printed when
 //! each version was current (`tests/golden/v1`, `tests/golden/v2`,
-//! `tests/golden/v3`, `tests/golden/v4`). A version is frozen before the next one is made, so
+//! `tests/golden/v3`, `tests/golden/v4`; `tests/golden/v5` is the current
+//! version's). A version is frozen before the next one is made, so
 //! its recordings keep reporting the same once they are upgraded.
 
 use std::time::SystemTime;
@@ -62,7 +63,7 @@ macro_rules! frozen {
 const KINDS: [&str; 2] = ["basic", "explain"];
 
 /// Every frozen recording, by protocol version.
-const FROZEN: [Frozen; 8] = [
+const FROZEN: [Frozen; 10] = [
     frozen!(1, "basic"),
     frozen!(1, "explain"),
     frozen!(2, "basic"),
@@ -71,6 +72,8 @@ const FROZEN: [Frozen; 8] = [
     frozen!(3, "explain"),
     frozen!(4, "basic"),
     frozen!(4, "explain"),
+    frozen!(5, "basic"),
+    frozen!(5, "explain"),
 ];
 
 /// The report of `bytes`, a recording of protocol `version` throughout.
@@ -163,6 +166,13 @@ fn version_3_recordings_report_as_they_always_did() {
 #[test]
 fn version_4_recordings_report_as_they_always_did() {
     check(4);
+}
+
+/// The current version's recordings (explanations and evidence windows),
+/// frozen when the next version is made.
+#[test]
+fn version_5_recordings_report_as_they_always_did() {
+    check(5);
 }
 
 /// Each version older than the current one was frozen before the next
