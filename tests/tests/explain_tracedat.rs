@@ -180,6 +180,10 @@ fn trace_cmd_reads_what_core_writes_and_explain_reads_what_trace_cmd_writes() {
         report.contains(&format!(" {}: sched_switch:", said[0])),
         "{report}"
     );
+    // and finds the trace clock where its own version-6 writer puts it
+    let clock = text(&trace_cmd(&["dump", "--clock", f]).stdout);
+    let block = clock.split("[Tracing clock]").nth(1).unwrap_or("");
+    assert!(block.trim_start().starts_with("[local] global"), "{clock}");
     // trace-cmd's own writer, version 6, uncompressed
     trace_cmd(&[
         "convert",

@@ -213,6 +213,10 @@ impl<'a> Layout<'a> {
             put(&size.to_le_bytes())?;
             at += size;
         }
+        // trace-cmd's version-6 writer puts the clock here too, and its
+        // `dump --clock` reads it from here, not from the option
+        put(&(h.trace_clock.len() as u64).to_le_bytes())?;
+        put(h.trace_clock.as_bytes())?;
         Ok(n)
     }
 
