@@ -7,7 +7,8 @@
 //! - The second UART (`ttyAMA1`, latscope's stream) goes to a TCP
 //!   connection the test reads with arrival times, or to a pseudo-terminal
 //!   (`-serial pty`) that `latscope-host record --serial` reads like a USB
-//!   serial adapter.
+//!   serial adapter, writing the spikes' evidence the stream carries
+//!   beside its recording.
 //!
 //! Every connection is made before the guest runs, so no byte is lost: qemu
 //! connects to the test's listeners at start-up, and with a pty it starts
@@ -77,9 +78,11 @@ pub enum Console {
 pub enum Port {
     /// A TCP connection to the test, read with arrival times.
     Socket,
-    /// A pseudo-terminal that `host record --serial /dev/pts/N` reads
-    /// (`host` is the `latscope-host` binary); needs [`Console::Socket`].
-    Pty { host: PathBuf },
+    /// A pseudo-terminal that `host record --serial /dev/pts/N --baud
+    /// BAUD` reads (`host` is the `latscope-host` binary, `baud` the rate
+    /// latscope's `--stream serial:...:BAUD` gives); needs
+    /// [`Console::Socket`].
+    Pty { host: PathBuf, baud: u32 },
 }
 
 /// One boot.
@@ -119,6 +122,10 @@ pub struct Boot {
     pub flood_bytes: u64,
     /// The recording host's stderr (pty port only).
     pub host_log: String,
+    /// The files the recording host wrote beside its recording
+    /// (`RECORDING.evidence/`: each whole window's trace.dat and its
+    /// sidecar), by name (pty port only).
+    pub evidence: Vec<(String, Vec<u8>)>,
     /// From starting qemu to its exit.
     pub total: Duration,
     /// The limit the boot was held to ([`boot_limit`]).
@@ -248,7 +255,9 @@ impl Board {
         };
         let read = match &spec.port {
             Port::Socket => read_stream(&stream_l, &mut guard, start, deadline),
-            Port::Pty { host } => read_pty(host, &mut guard, [&out.0, &err.0], deadline),
+            Port::Pty { host, baud } => {
+                read_pty(host, *baud, &mut guard, [&out.0, &err.0], deadline)
+            }
         };
         let status = match &read {
             Ok(_) => guard.wait_until(deadline),
@@ -273,6 +282,7 @@ impl Board {
             arrivals: read.arrivals,
             flood_bytes,
             host_log: read.host_log,
+            evidence: read.evidence,
             total,
             limit: spec.timeout,
             status,
@@ -463,6 +473,7 @@ struct StreamRead {
     first_frame: Option<Duration>,
     arrivals: Vec<(Duration, usize)>,
     host_log: String,
+    evidence: Vec<(String, Vec<u8>)>,
 }
 
 impl StreamRead {
@@ -570,11 +581,13 @@ fn has_open(pid: u32, dev: &Path) -> bool {
         .unwrap_or(false)
 }
 
-/// Records the stream from qemu's pty with `host record --serial`: starts
-/// the host, waits until it has opened the device, lets the paused guest
-/// run, and returns the recording once qemu and the host are done.
+/// Records the stream from qemu's pty with `host record --serial` at
+/// `baud`: starts the host, waits until it has opened the device, lets the
+/// paused guest run, and returns the recording and the evidence written
+/// beside it once qemu and the host are done.
 fn read_pty(
     host: &Path,
+    baud: u32,
     guard: &mut ChildGuard,
     qemu_out: QemuOut<'_>,
     deadline: Instant,
@@ -584,7 +597,7 @@ fn read_pty(
     let rec = scratch.path().join("board.lsr");
     let mut rec_host = ChildGuard::new(
         Command::new(host)
-            .args(["record", "-q", "--baud", "115200", "--serial"])
+            .args(["record", "-q", "--baud", &baud.to_string(), "--serial"])
             .arg(&dev)
             .arg("-o")
             .arg(&rec)
@@ -623,9 +636,24 @@ fn read_pty(
     // recording reports what is missing.
     let _ = rec_host.wait_until(Instant::now() + Duration::from_secs(10));
     drop(rec_host);
+    let mut dir = rec.clone().into_os_string();
+    dir.push(".evidence");
+    let mut evidence = Vec::new();
+    // no directory: no window came whole
+    if let Ok(entries) = fs::read_dir(&dir) {
+        for e in entries {
+            let e = e?;
+            evidence.push((
+                e.file_name().to_string_lossy().into_owned(),
+                fs::read(e.path())?,
+            ));
+        }
+    }
+    evidence.sort();
     Ok(StreamRead {
         data: fs::read(&rec)?,
         host_log: log.finish(),
+        evidence,
         ..StreamRead::default()
     })
 }

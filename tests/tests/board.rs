@@ -735,7 +735,10 @@ fn image_armv7_streams_through_a_pty() {
         Arch::Armv7,
         &image_args("-t 2 -a 0,1", 80, BOARD_SECS),
         Console::Socket { flood: false },
-        Port::Pty { host },
+        Port::Pty {
+            host,
+            baud: 115_200,
+        },
     ) else {
         return;
     };
