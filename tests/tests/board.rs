@@ -17,7 +17,10 @@
 //!   what latscope's spikes blame, and above it neither may blame the
 //!   IRQ's thread. On armv7
 //!   the stream goes through a pty that `latscope-host record --serial`
-//!   reads.
+//!   reads, at 1.5 Mbaud with the spikes' windows in it
+//!   (`--trace-out-stream`): the recorder writes them, `trace-cmd report`
+//!   opens them (32-bit longs) and `latscope-host explain` explains them
+//!   as the target did.
 //! - The Buildroot package's init script on the armv7 busybox image: it
 //!   starts latscope and stops it with SIGTERM, as at boot and shutdown.
 //! - A qemu-user smoke run of each ARM binary: a short measurement whose
@@ -25,19 +28,22 @@
 //!
 //! `LATSCOPE_BOARD_KEEP=DIR` keeps the streams of the attribution runs
 //! (`flood-control.lsr`, `flood-p40.lsr`, `flood-p80.lsr`, with their
-//! console transcripts `*.console.txt`, rtla's output included) and of the
-//! link-budget runs (`link-budget-aarch64.lsr`, `link-budget-arm.lsr`)
-//! there, for `latscope-host report`, `link_meter` and `bench/rtla-compare`.
+//! console transcripts `*.console.txt`, rtla's output included), of the
+//! armv7 pty run (`pty-arm.lsr`, its windows in `pty-arm.lsr.evidence/` as
+//! the recorder wrote them) and of the link-budget runs
+//! (`link-budget-aarch64.lsr`, `link-budget-arm.lsr`) there, for
+//! `latscope-host report`, `link_meter` and `bench/rtla-compare`.
 //!
 //! Needs the tools `.ci/run setup` installs. Outside CI a missing tool skips
 //! a test with a message; with `CI=true` it fails. `LATSCOPE_BOARD_TESTS=0`
 //! switches these tests off (CI runs them in a stage of their own).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::time::Duration;
 
 use latscope_core::explain::{Attribution, CauseKind};
-use latscope_core::wire::ByeReason;
+use latscope_core::wire::{Body, ByeReason};
 use latscope_testkit::{board, boot, image, qemu, rtla};
 
 use board::{
@@ -583,6 +589,9 @@ fn side_by_side_with_rtla(irq: u32, below: &ImageRun, above: &ImageRun) {
 fn keep(file: &str, bytes: &[u8]) {
     if let Some(dir) = std::env::var_os("LATSCOPE_BOARD_KEEP") {
         let path = PathBuf::from(dir).join(file);
+        if let Some(d) = path.parent() {
+            std::fs::create_dir_all(d).expect("keep the board's output");
+        }
         std::fs::write(&path, bytes).expect("keep the board's output");
         eprintln!("{file}: kept in {}", path.display());
     }
@@ -721,9 +730,22 @@ fn irq_us(block: &[&str], irq: u32) -> f64 {
         .sum()
 }
 
+/// The rate of the armv7 pty run's line: 1.5 Mbaud, the most the `virt`
+/// board's PL011 takes (its 24 MHz clock over 16), and a rate USB serial
+/// adapters carry. A spike's window (16 to 20 KiB, 10 to 16 KiB of it
+/// sent) then has 7,500 B/s, its 5 % of the line, and comes whole about
+/// 2 s after the report that hands it over: 1 to 3 windows whole in each
+/// of 10 boots. At 921600 baud its 4,608 B/s took about 3.1 s, and the
+/// run's only window came whole about 0.9 s before the 5 s run's end.
+const PTY_BAUD: u32 = 1_500_000;
+
 /// The busybox image on armv7 (no PREEMPT_RT, no `/dev/cpu_dma_latency`),
 /// its stream read through a pty by `latscope-host record --serial`, the
-/// serial-port path a USB serial adapter takes.
+/// serial-port path a USB serial adapter takes, with the spikes' windows
+/// in it (`--trace-out-stream`): at least one comes whole, and what the
+/// recorder wrote of it is a trace.dat of 32-bit longs that `trace-cmd
+/// report` opens on this x86_64 host and `latscope-host explain` explains
+/// as the target did ([`window_problems`]).
 #[test]
 fn image_armv7_streams_through_a_pty() {
     if qemu::board_tests_disabled() {
@@ -731,13 +753,17 @@ fn image_armv7_streams_through_a_pty() {
         return;
     }
     let host: PathBuf = latscope_testkit::host::bins().host;
+    let args = format!(
+        "-t 2 -a 0,1 -i {INTERVAL_US} -D {BOARD_SECS}s -q -p 80 --explain 500 \
+         --stream serial:/dev/ttyAMA1:{PTY_BAUD} --trace-out-stream"
+    );
     let Some(run) = boot_image(
         Arch::Armv7,
-        &image_args("-t 2 -a 0,1", 80, BOARD_SECS),
+        &args,
         Console::Socket { flood: false },
         Port::Pty {
             host,
-            baud: 115_200,
+            baud: PTY_BAUD,
         },
     ) else {
         return;
@@ -747,8 +773,15 @@ fn image_armv7_streams_through_a_pty() {
     let missing = "# missing device: /dev/cpu_dma_latency (not on this kernel)";
     assert!(run.boot.console.contains(missing), "{}", run.boot.console);
     let scratch = Scratch::new("pty");
-    let rec = scratch.path().join("armv7.lsr");
+    let rec = scratch.path().join("pty-arm.lsr");
     std::fs::write(&rec, &run.boot.stream).expect("write the recording");
+    let evidence = scratch.path().join("pty-arm.lsr.evidence");
+    std::fs::create_dir(&evidence).expect("the evidence directory");
+    keep("pty-arm.lsr", &run.boot.stream);
+    for (name, bytes) in &run.boot.evidence {
+        std::fs::write(evidence.join(name), bytes).expect("write a window");
+        keep(&format!("pty-arm.lsr.evidence/{name}"), bytes);
+    }
     let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -759,6 +792,322 @@ fn image_armv7_streams_through_a_pty() {
         !text.contains("DEGRADED") && !text.contains("--best-effort"),
         "{text}"
     );
+    let (figures, bad) = window_problems(&run, &evidence, &text, 4);
+    eprintln!(
+        "windows on armv7 at {PTY_BAUD} baud:\n{}",
+        figures.join("\n")
+    );
+    assert!(
+        bad.is_empty(),
+        "armv7's windows:\n  {}\n{}\n--- console ---\n{}\n--- host ---\n{}",
+        bad.join("\n  "),
+        figures.join("\n"),
+        run.boot.console,
+        run.boot.host_log
+    );
+}
+
+/// What the target's summary says of the windows it streamed: `N streamed
+/// whole, M not` (`None`: no such line).
+fn streamed_whole(console: &str) -> Option<(u64, u64)> {
+    let rest = console
+        .lines()
+        .filter_map(|l| l.strip_prefix("# trace-out: "))
+        .find_map(|l| {
+            l.split("; ")
+                .find(|part| part.contains(" streamed whole, "))
+        })?;
+    let mut words = rest.split_whitespace();
+    let whole = words.next()?.parse().ok()?;
+    let not = words.nth(2)?.parse().ok()?;
+    Some((whole, not))
+}
+
+/// Runs `trace-cmd ARGS FILE`; its standard output, or why it failed.
+fn trace_cmd(args: &[&str], file: &Path) -> Result<String, String> {
+    let out = Command::new("trace-cmd")
+        .args(args)
+        .arg(file)
+        .output()
+        .map_err(|e| format!("trace-cmd: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!(
+            "trace-cmd {args:?} {}: {}: {}",
+            file.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The event lines of `trace-cmd report`'s text, with their time in µs
+/// (the word after the `[CPU]` one).
+fn trace_events(report: &str) -> Vec<(u64, &str)> {
+    report
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            words.find(|w| w.starts_with('[') && w.ends_with(']'))?;
+            let (s, us) = words.next()?.strip_suffix(':')?.split_once('.')?;
+            Some((
+                s.parse::<u64>().ok()? * 1_000_000 + us.parse::<u64>().ok()?,
+                l,
+            ))
+        })
+        .collect()
+}
+
+/// The lines of a window's events that show `cause` (`None`: a kind no
+/// event names, such as the untraced time): a hard IRQ's entries or its
+/// thread's switches, the task's (that ran, or was current while the timer
+/// was late) switches and wake-ups, the softirq's entries, the idle task's
+/// events and switches.
+fn cause_lines<'a>(
+    cause: &latscope_core::explain::Cause,
+    lines: &[&'a str],
+) -> Option<Vec<&'a str>> {
+    let tags = match cause.kind {
+        CauseKind::Irq => vec![format!("irq={} ", cause.id), format!("{}:", cause.name)],
+        CauseKind::Task | CauseKind::TimerDelay if cause.id != 0 => {
+            vec![format!("{}:{} ", cause.name, cause.id)]
+        }
+        CauseKind::Softirq => vec![format!("vec={} ", cause.id)],
+        CauseKind::IdleExit => vec!["<idle>-0 ".into(), "swapper/".into()],
+        _ => return None,
+    };
+    Some(
+        lines
+            .iter()
+            .filter(|l| tags.iter().any(|t| l.contains(t.as_str())))
+            .copied()
+            .collect(),
+    )
+}
+
+/// The windows of `run`'s stream (`--trace-out-stream`) as the recorder
+/// wrote them into `dir`, with `report` (`latscope-host report`'s text of
+/// the recording): figures, and what is wrong. The target streamed at
+/// least one window whole and the recorder wrote each one it streamed
+/// whole; the report says as many came whole; for each trace.dat,
+/// trace-cmd reads `long` bytes a long (little-endian) and lists events
+/// inside the window (from 1 ms before the deadline to the wake-up), among
+/// them lines that show the explanation's largest cause where an event can
+/// show it; `latscope-host explain --json` gives the target's largest
+/// cause and total for the spike. The first window's explanation as the
+/// report prints it, those lines and `explain`'s own text end the figures.
+fn window_problems(
+    run: &ImageRun,
+    dir: &Path,
+    report: &str,
+    long: u32,
+) -> (Vec<String>, Vec<String>) {
+    let mut bad = Vec::new();
+    let mut fig = Vec::new();
+    let dats: Vec<&String> = run
+        .boot
+        .evidence
+        .iter()
+        .map(|(n, _)| n)
+        .filter(|n| n.ends_with(".dat"))
+        .collect();
+    match streamed_whole(&run.boot.console) {
+        Some((whole, not)) => {
+            fig.push(format!(
+                "the target streamed {whole} window(s) whole, {not} not; the recorder wrote {}",
+                dats.len()
+            ));
+            if whole == 0 {
+                bad.push(format!("no window streamed whole ({not} not)"));
+            }
+            if whole != dats.len() as u64 {
+                bad.push(format!(
+                    "{whole} window(s) streamed whole, {} written by the recorder",
+                    dats.len()
+                ));
+            }
+        }
+        None => bad.push("no '# trace-out: ... streamed whole' line on the console".into()),
+    }
+    let whole = format!("evidence in the stream: {} window(s) whole", dats.len());
+    if !report.contains(&whole) {
+        bad.push(format!("the report does not say {whole:?}"));
+    }
+    // each window's parts and their bytes, as the stream carried them
+    let mut parts: std::collections::BTreeMap<(u16, u64), (usize, usize)> = Default::default();
+    for f in latscope_testkit::host::decode_frames(&run.boot.stream).0 {
+        if let Body::EvidencePart(p) = f.body {
+            let e = parts.entry((p.thread, p.cycle)).or_default();
+            e.0 += 1;
+            e.1 += p.data.len();
+        }
+    }
+    let host = latscope_testkit::host::bins().host;
+    for (i, name) in dats.into_iter().enumerate() {
+        let dat = dir.join(name);
+        let side = latscope_testkit::host::read_json(&dat.with_extension("json"));
+        let num = |k: &str| {
+            side[k]
+                .as_u64()
+                .unwrap_or_else(|| panic!("{name}'s sidecar: {k}"))
+        };
+        let (thread, cpu, cycle) = (num("thread"), num("cpu"), num("cycle"));
+        let (from, to) = (num("deadline_ns"), num("wake_ns"));
+        let Some(a) = run
+            .sum
+            .explained
+            .iter()
+            .find(|a| u64::from(a.cpu) == cpu && a.cycle == cycle)
+        else {
+            bad.push(format!(
+                "{name}: CPU {cpu} cycle {cycle} not explained in the stream"
+            ));
+            continue;
+        };
+        if a.deadline_ns != from {
+            bad.push(format!(
+                "{name}: deadline {from}, the explanation's {}",
+                a.deadline_ns
+            ));
+        }
+        match trace_cmd(&["dump", "--summary"], &dat) {
+            Ok(dump) => {
+                let said = |what: &str| {
+                    dump.lines()
+                        .find(|l| l.contains(what))
+                        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+                };
+                if said("[Bytes in a long]") != Some(long.to_string())
+                    || said("endian]").as_deref() != Some("0")
+                {
+                    bad.push(format!(
+                        "{name}: not {long}-byte longs, little-endian:\n{dump}"
+                    ));
+                }
+            }
+            Err(e) => bad.push(e),
+        }
+        let text = match trace_cmd(&["report"], &dat) {
+            Ok(t) => t,
+            Err(e) => {
+                bad.push(e);
+                continue;
+            }
+        };
+        let events = trace_events(&text);
+        let inside: Vec<&str> = events
+            .iter()
+            .filter(|(us, _)| *us + 1_000 >= from / 1000 && *us <= to / 1000 + 1)
+            .map(|(_, l)| *l)
+            .collect();
+        if inside.is_empty() {
+            bad.push(format!(
+                "{name}: none of its {} events in the window",
+                events.len()
+            ));
+        }
+        let top = a.causes.iter().max_by_key(|c| c.ns).expect("a cause");
+        let shown = cause_lines(top, &inside);
+        if shown.as_ref().is_some_and(Vec::is_empty) {
+            bad.push(format!(
+                "{name}: no event in the window shows its cause {top:?}"
+            ));
+        }
+        let out = Command::new(&host)
+            .arg("explain")
+            .arg(&dat)
+            .arg("--json")
+            .output()
+            .expect("run latscope-host explain");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let host_top = json["causes"]
+            .as_array()
+            .and_then(|c| c.iter().max_by_key(|c| c["ns"].as_u64()));
+        let theirs = host_top.map(|c| {
+            (
+                c["kind"].as_str().unwrap_or_default().to_string(),
+                c["id"].as_u64().unwrap_or(u64::MAX),
+                c["name"].as_str().unwrap_or_default().to_string(),
+            )
+        });
+        let ours = (
+            format!("{:?}", top.kind),
+            u64::from(top.id),
+            top.name.to_string(),
+        );
+        if !out.status.success()
+            || theirs.as_ref() != Some(&ours)
+            || json["total_ns"].as_u64() != Some(a.total_ns())
+        {
+            bad.push(format!(
+                "{name}: latscope-host explain ({}) gives {theirs:?} and {} ns, the target {ours:?} and {} ns: {}",
+                out.status,
+                json["total_ns"],
+                a.total_ns(),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        let (n, sent) = parts
+            .get(&(thread as u16, cycle))
+            .copied()
+            .unwrap_or_default();
+        fig.push(format!(
+            "{name}: {} bytes ({n} parts, {sent} bytes of it sent), spike {:.1} µs, {} events, {} in \
+             the window, {} showing its largest cause {ours:?}",
+            run.boot.evidence.iter().find(|(m, _)| m == name).map_or(0, |(_, b)| b.len()),
+            a.latency_ns as f64 / 1000.0,
+            events.len(),
+            inside.len(),
+            shown.as_ref().map_or("none needed".to_string(), |s| s.len().to_string()),
+        ));
+        if i == 0 {
+            fig.push(demo(
+                report,
+                name,
+                shown.as_deref().unwrap_or_default(),
+                &dat,
+                &host,
+            ));
+        }
+    }
+    (fig, bad)
+}
+
+/// A window's demonstration: its spike's explanation as `report` (the
+/// host's report of the recording) prints it, the trace-cmd lines that
+/// show its largest cause, and `latscope-host explain` of the file.
+fn demo(report: &str, name: &str, shown: &[&str], dat: &Path, host: &Path) -> String {
+    let mut block: Vec<&str> = Vec::new();
+    for line in report.lines() {
+        if line.trim_start().starts_with("spike ") {
+            block.clear();
+        }
+        block.push(line);
+        if line.trim() == format!("evidence: {name}") {
+            break;
+        }
+    }
+    let explanation = if block
+        .last()
+        .is_some_and(|l| l.trim() == format!("evidence: {name}"))
+    {
+        block.join("\n")
+    } else {
+        format!("  (the report lists not {name}'s spike among its largest)")
+    };
+    let explain = Command::new(host)
+        .arg("explain")
+        .arg(dat)
+        .output()
+        .expect("run latscope-host explain");
+    format!(
+        "--- {name}: the target's explanation (latscope-host report) ---\n{explanation}\n\
+         --- its window's lines of its largest cause (trace-cmd report) ---\n{}\n\
+         --- latscope-host explain {name} ---\n{}",
+        shown.join("\n"),
+        String::from_utf8_lossy(&explain.stdout).trim_end()
+    )
 }
 
 /// Seconds latscope measures under the init script before it is stopped.
