@@ -868,13 +868,14 @@ fn cause_lines<'a>(
     cause: &latscope_core::explain::Cause,
     lines: &[&'a str],
 ) -> Option<Vec<&'a str>> {
-    let tags = match cause.kind {
-        CauseKind::Irq => vec![format!("irq={} ", cause.id), format!("{}:", cause.name)],
-        CauseKind::Task | CauseKind::TimerDelay if cause.id != 0 => {
-            vec![format!("{}:{} ", cause.name, cause.id)]
+    use latscope_core::explain::Culprit;
+    let tags = match &cause.culprit {
+        Culprit::Irq { irq, name, .. } => vec![format!("irq={irq} "), format!("{name}:")],
+        Culprit::Task(t) | Culprit::TimerDelay { running: Some(t) } if t.pid != 0 => {
+            vec![format!("{}:{} ", t.comm, t.pid)]
         }
-        CauseKind::Softirq => vec![format!("vec={} ", cause.id)],
-        CauseKind::IdleExit => vec!["<idle>-0 ".into(), "swapper/".into()],
+        Culprit::Softirq(s) => vec![format!("vec={} ", s.vector())],
+        Culprit::IdleExit => vec!["<idle>-0 ".into(), "swapper/".into()],
         _ => return None,
     };
     Some(
@@ -1024,20 +1025,15 @@ fn window_problems(
         let host_top = json["causes"]
             .as_array()
             .and_then(|c| c.iter().max_by_key(|c| c["ns"].as_u64()));
-        let theirs = host_top.map(|c| {
-            (
-                c["kind"].as_str().unwrap_or_default().to_string(),
-                c["id"].as_u64().unwrap_or(u64::MAX),
-                c["name"].as_str().unwrap_or_default().to_string(),
-            )
-        });
-        let ours = (
-            format!("{:?}", top.kind),
-            u64::from(top.id),
-            top.name.to_string(),
-        );
+        let theirs: Option<latscope_core::explain::Culprit> =
+            host_top.and_then(|c| serde_json::from_value(c["culprit"].clone()).ok());
+        let ours = &top.culprit;
+        // the same cause, named the same (a priority only one side's pages
+        // showed aside)
         if !out.status.success()
-            || theirs.as_ref() != Some(&ours)
+            || !theirs
+                .as_ref()
+                .is_some_and(|t| t.same(ours) && t.label() == ours.label())
             || json["total_ns"].as_u64() != Some(a.total_ns())
         {
             bad.push(format!(
