@@ -449,6 +449,10 @@ impl Sender<'_> {
                     self.tallies[t].seen(&r);
                 }
                 self.publish_spike(now, t, &r);
+                // a pass of many spikes on a slow line takes its time
+                // (each frame waits for the line): the evidence's share
+                // goes on between them, not only once a pass
+                self.publish_evidence(monotonic_ns());
             }
         }
         self.attrib.drained();
