@@ -359,28 +359,41 @@ const FLOOD_THREADS: &str = "-t 2 -a 0,1";
 /// The busybox image on the PREEMPT_RT board: a control run, a run below
 /// the IRQ threads (`-p 40`) while the test floods the console UART, and
 /// one above them (`-p 80`) under the same flood. The stream uses the
-/// other UART, so the flood's IRQ is not the stream's own.
+/// other UART, so the flood's IRQ is not the stream's own. The run below
+/// streams its spikes' windows (`--trace-out-stream`) through a pty at
+/// [`PTY_BAUD`] to `latscope-host record --serial`, as a board with
+/// nothing but a serial line sends its evidence: at least one comes whole,
+/// opens with `trace-cmd report` here (an aarch64 file read on x86_64), is
+/// explained by `latscope-host explain` as the target did, and one shows
+/// the console IRQ's thread at work inside the window.
 #[test]
 fn image_aarch64_rt_attributes_a_uart_flood() {
     // The flood runs then run rtla's timerlat RTLA_RUNS times at the same
     // priority, one after the other, after latscope and under the flood.
-    let run = |prio, flood: bool| {
+    let run = |prio, flood: bool, windows: bool| {
         let mut args = image_args(FLOOD_THREADS, prio, FLOOD_SECS);
         if flood {
             args = format!("rtla={RTLA_RUNS}:{prio}:{RTLA_SECS} {args}");
         }
-        boot_image(
-            Arch::Aarch64,
-            &args,
-            Console::Socket { flood },
-            Port::Socket,
-        )
+        let port = if windows {
+            args = args.replace(
+                "--stream serial:/dev/ttyAMA1",
+                &format!("--stream serial:/dev/ttyAMA1:{PTY_BAUD} --trace-out-stream"),
+            );
+            Port::Pty {
+                host: latscope_testkit::host::bins().host,
+                baud: PTY_BAUD,
+            }
+        } else {
+            Port::Socket
+        };
+        boot_image(Arch::Aarch64, &args, Console::Socket { flood }, port)
     };
-    let Some(control) = run(40, false) else {
+    let Some(control) = run(40, false, false) else {
         return;
     };
-    let below = run(40, true).expect("a second boot");
-    let above = run(80, true).expect("a third boot");
+    let below = run(40, true, true).expect("a second boot");
+    let above = run(80, true, false).expect("a third boot");
     let irq = below
         .report
         .console_irq
@@ -479,6 +492,7 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         "flood at -p 40: no spike names irq {irq}: {}",
         b.line(irq)
     );
+    flood_windows(&below, irq);
     assert!(
         b.share(b.irq_ns) >= 3.0 * c.share(c.irq_ns),
         "flood at -p 40: irq {irq}'s share is not 3x the control's: {} vs {}",
@@ -800,6 +814,53 @@ fn image_armv7_streams_through_a_pty() {
     assert!(
         bad.is_empty(),
         "armv7's windows:\n  {}\n{}\n--- console ---\n{}\n--- host ---\n{}",
+        bad.join("\n  "),
+        figures.join("\n"),
+        run.boot.console,
+        run.boot.host_log
+    );
+}
+
+/// The windows the flood run below the IRQ threads streamed (see
+/// [`image_aarch64_rt_attributes_a_uart_flood`]): [`window_problems`] for
+/// each, with 8-byte longs, and at least one holds events of IRQ `irq`'s
+/// thread (`irq/N-...`) inside it.
+fn flood_windows(run: &ImageRun, irq: u32) {
+    let scratch = Scratch::new("flood-windows");
+    let rec = scratch.path().join("flood-p40.lsr");
+    std::fs::write(&rec, &run.boot.stream).expect("write the recording");
+    let evidence = scratch.path().join("flood-p40.lsr.evidence");
+    std::fs::create_dir(&evidence).expect("the evidence directory");
+    for (name, bytes) in &run.boot.evidence {
+        std::fs::write(evidence.join(name), bytes).expect("write a window");
+        keep(&format!("flood-p40.lsr.evidence/{name}"), bytes);
+    }
+    let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let (figures, mut bad) = window_problems(run, &evidence, &text, 8);
+    eprintln!(
+        "windows of the flood at -p 40, {PTY_BAUD} baud:\n{}",
+        figures.join("\n")
+    );
+    let thread = format!("irq/{irq}-");
+    let shown: Vec<String> = run
+        .boot
+        .evidence
+        .iter()
+        .filter_map(|(name, _)| {
+            let report = trace_cmd(&["report"], &evidence.join(name)).ok()?;
+            let lines: Vec<&str> = report.lines().filter(|l| l.contains(&thread)).collect();
+            (!lines.is_empty())
+                .then(|| format!("{name}: {} lines, {}", lines.len(), lines[0].trim()))
+        })
+        .collect();
+    eprintln!("irq {irq}'s thread in the windows: {shown:#?}");
+    if shown.is_empty() {
+        bad.push(format!("no window holds an event of {thread}"));
+    }
+    assert!(
+        bad.is_empty(),
+        "the flood's windows:\n  {}\n{}\n--- console ---\n{}\n--- host ---\n{}",
         bad.join("\n  "),
         figures.join("\n"),
         run.boot.console,
