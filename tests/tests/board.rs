@@ -786,18 +786,9 @@ fn image_armv7_streams_through_a_pty() {
     // board and in the host's report, not a --best-effort degradation.
     let missing = "# missing device: /dev/cpu_dma_latency (not on this kernel)";
     assert!(run.boot.console.contains(missing), "{}", run.boot.console);
-    let scratch = Scratch::new("pty");
-    let rec = scratch.path().join("pty-arm.lsr");
-    std::fs::write(&rec, &run.boot.stream).expect("write the recording");
-    let evidence = scratch.path().join("pty-arm.lsr.evidence");
-    std::fs::create_dir(&evidence).expect("the evidence directory");
     keep("pty-arm.lsr", &run.boot.stream);
-    for (name, bytes) in &run.boot.evidence {
-        std::fs::write(evidence.join(name), bytes).expect("write a window");
-        keep(&format!("pty-arm.lsr.evidence/{name}"), bytes);
-    }
-    let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
-    let text = String::from_utf8_lossy(&out.stdout);
+    let rec = Recorded::of(&run, "pty-arm");
+    let text = &rec.report;
     assert!(
         text.contains("missing:  /dev/cpu_dma_latency (not on the target's kernel)"),
         "{text}"
@@ -806,66 +797,62 @@ fn image_armv7_streams_through_a_pty() {
         !text.contains("DEGRADED") && !text.contains("--best-effort"),
         "{text}"
     );
-    let (figures, bad) = window_problems(&run, &evidence, &text, 4);
-    eprintln!(
-        "windows on armv7 at {PTY_BAUD} baud:\n{}",
-        figures.join("\n")
-    );
-    assert!(
-        bad.is_empty(),
-        "armv7's windows:\n  {}\n{}\n--- console ---\n{}\n--- host ---\n{}",
-        bad.join("\n  "),
-        figures.join("\n"),
-        run.boot.console,
-        run.boot.host_log
-    );
+    rec.windows_hold(&run, &format!("armv7 at {PTY_BAUD} baud"), 4, None);
+}
+
+/// A boot's recording, written as `STEM.lsr` with the windows the
+/// recorder wrote beside it in `STEM.lsr.evidence/` (kept), and
+/// `latscope-host report`'s text of it.
+struct Recorded {
+    _scratch: Scratch,
+    evidence: PathBuf,
+    report: String,
+}
+
+impl Recorded {
+    fn of(run: &ImageRun, stem: &str) -> Recorded {
+        let scratch = Scratch::new(stem);
+        let rec = scratch.path().join(format!("{stem}.lsr"));
+        std::fs::write(&rec, &run.boot.stream).expect("write the recording");
+        let evidence = scratch.path().join(format!("{stem}.lsr.evidence"));
+        std::fs::create_dir(&evidence).expect("the evidence directory");
+        for (name, bytes) in &run.boot.evidence {
+            std::fs::write(evidence.join(name), bytes).expect("write a window");
+            keep(&format!("{stem}.lsr.evidence/{name}"), bytes);
+        }
+        let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
+        Recorded {
+            _scratch: scratch,
+            evidence,
+            report: String::from_utf8_lossy(&out.stdout).into_owned(),
+        }
+    }
+
+    /// Fails with what [`window_problems`] finds wrong with `run`'s
+    /// windows (`long`-byte longs, and some window showing `shows` inside
+    /// it), after printing its figures.
+    fn windows_hold(&self, run: &ImageRun, what: &str, long: u32, shows: Option<&str>) {
+        let (figures, bad) = window_problems(run, &self.evidence, &self.report, long, shows);
+        eprintln!("windows of {what}:\n{}", figures.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "{what}'s windows:\n  {}\n{}\n--- console ---\n{}\n--- host ---\n{}",
+            bad.join("\n  "),
+            figures.join("\n"),
+            run.boot.console,
+            run.boot.host_log
+        );
+    }
 }
 
 /// The windows the flood run below the IRQ threads streamed (see
 /// [`image_aarch64_rt_attributes_a_uart_flood`]): [`window_problems`] for
 /// each, with 8-byte longs, and at least one holds events of IRQ `irq`'s
-/// thread (`irq/N-...`) inside it.
+/// thread (`irq/N-...`) inside it (`flood-p40.lsr.evidence/`, kept).
 fn flood_windows(run: &ImageRun, irq: u32) {
-    let scratch = Scratch::new("flood-windows");
-    let rec = scratch.path().join("flood-p40.lsr");
-    std::fs::write(&rec, &run.boot.stream).expect("write the recording");
-    let evidence = scratch.path().join("flood-p40.lsr.evidence");
-    std::fs::create_dir(&evidence).expect("the evidence directory");
-    for (name, bytes) in &run.boot.evidence {
-        std::fs::write(evidence.join(name), bytes).expect("write a window");
-        keep(&format!("flood-p40.lsr.evidence/{name}"), bytes);
-    }
-    let out = latscope_testkit::host::host(&["report", rec.to_str().expect("utf-8 path")]);
-    let text = String::from_utf8_lossy(&out.stdout);
-    let (figures, mut bad) = window_problems(run, &evidence, &text, 8);
-    eprintln!(
-        "windows of the flood at -p 40, {PTY_BAUD} baud:\n{}",
-        figures.join("\n")
-    );
+    let what = format!("the flood at -p 40, {PTY_BAUD} baud");
     let thread = format!("irq/{irq}-");
-    let shown: Vec<String> = run
-        .boot
-        .evidence
-        .iter()
-        .filter_map(|(name, _)| {
-            let report = trace_cmd(&["report"], &evidence.join(name)).ok()?;
-            let lines: Vec<&str> = report.lines().filter(|l| l.contains(&thread)).collect();
-            (!lines.is_empty())
-                .then(|| format!("{name}: {} lines, {}", lines.len(), lines[0].trim()))
-        })
-        .collect();
-    eprintln!("irq {irq}'s thread in the windows: {shown:#?}");
-    if shown.is_empty() {
-        bad.push(format!("no window holds an event of {thread}"));
-    }
-    assert!(
-        bad.is_empty(),
-        "the flood's windows:\n  {}\n{}\n--- console ---\n{}\n--- host ---\n{}",
-        bad.join("\n  "),
-        figures.join("\n"),
-        run.boot.console,
-        run.boot.host_log
-    );
+    Recorded::of(run, "flood-p40").windows_hold(run, &what, 8, Some(&thread));
 }
 
 /// What the target's summary says of the windows it streamed: `N streamed
@@ -957,16 +944,21 @@ fn cause_lines<'a>(
 /// inside the window (from 1 ms before the deadline to the wake-up), among
 /// them lines that show the explanation's largest cause where an event can
 /// show it; `latscope-host explain --json` gives the target's largest
-/// cause and total for the spike. The first window's explanation as the
-/// report prints it, those lines and `explain`'s own text end the figures.
+/// cause and total for the spike; with `shows`, some window's events
+/// inside it have lines that contain it. The first window's explanation as
+/// the report prints it, those lines and `explain`'s own text end the
+/// figures.
 fn window_problems(
     run: &ImageRun,
     dir: &Path,
     report: &str,
     long: u32,
+    shows: Option<&str>,
 ) -> (Vec<String>, Vec<String>) {
     let mut bad = Vec::new();
     let mut fig = Vec::new();
+    // the windows whose events inside show `shows`, and a line of each
+    let mut showing: Vec<String> = Vec::new();
     let dats: Vec<&String> = run
         .boot
         .evidence
@@ -1069,6 +1061,12 @@ fn window_problems(
                 events.len()
             ));
         }
+        if let Some(tag) = shows {
+            let lines: Vec<&&str> = inside.iter().filter(|l| l.contains(tag)).collect();
+            if let Some(first) = lines.first() {
+                showing.push(format!("{name}: {} lines, {}", lines.len(), first.trim()));
+            }
+        }
         let top = a.causes.iter().max_by_key(|c| c.ns).expect("a cause");
         let shown = cause_lines(top, &inside);
         if shown.as_ref().is_some_and(Vec::is_empty) {
@@ -1126,6 +1124,12 @@ fn window_problems(
                 &dat,
                 &host,
             ));
+        }
+    }
+    if let Some(tag) = shows {
+        fig.push(format!("windows with {tag} inside: {showing:#?}"));
+        if showing.is_empty() {
+            bad.push(format!("no window holds an event of {tag} inside it"));
         }
     }
     (fig, bad)
