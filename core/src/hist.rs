@@ -95,8 +95,13 @@ impl<const N: usize> HistogramIn<[u64; N]> {
 
 impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
     /// An empty histogram of `layout` in the caller's `counts` (zeroed
-    /// here); fails unless it has exactly one counter per bucket.
-    pub(crate) fn with_counts(layout: Layout, mut counts: B) -> Result<Self, Error> {
+    /// here).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BucketMemory`] unless it has exactly one counter per
+    /// bucket of a valid layout.
+    pub fn with_counts(layout: Layout, mut counts: B) -> Result<Self, Error> {
         if counts.as_ref().len() != layout.len() || !layout.is_valid() {
             return Err(Error::BucketMemory);
         }

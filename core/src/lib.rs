@@ -91,6 +91,7 @@ pub mod seqlock;
 pub mod slo;
 pub mod sort;
 pub mod stats;
+pub mod timerlat;
 pub mod tracedat;
 pub mod tz;
 pub mod wire;

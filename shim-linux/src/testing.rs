@@ -82,6 +82,7 @@ pub fn measuring_thread(opts: OneThread, during: impl FnOnce(&Measuring<'_>)) ->
         wake: WakeMode::Absolute,
         align: StartAlign::Own,
         clock,
+        timerlat: None,
     };
     let plan = ThreadPlan {
         cpu: None,

@@ -1506,3 +1506,178 @@ fn explained_late_counts_explanations_of_the_second_half() {
     );
     assert_eq!(stream(&[]).explained_late(), 0);
 }
+
+/// Seconds of each `--timerlat` run on the board, and when the first one
+/// is SIGKILLed.
+const TIMERLAT_SECS: u64 = 4;
+const TIMERLAT_KILL_SECS: u64 = 3;
+
+/// One CPU's `# timerlat CPU N` lines of latscope's summary: periods,
+/// paired, inverted, and each context's (count, lost).
+#[derive(Debug, Default)]
+struct TimerlatLines {
+    periods: u64,
+    paired: u64,
+    inverted: u64,
+    contexts: Vec<(String, u64, u64)>,
+}
+
+/// The `# timerlat CPU N` lines of a console transcript, by CPU.
+fn timerlat_lines(console: &str) -> std::collections::BTreeMap<u32, TimerlatLines> {
+    let mut out: std::collections::BTreeMap<u32, TimerlatLines> = Default::default();
+    let num = |w: &str| w.trim_end_matches([';', ',']).parse::<u64>().ok();
+    for line in console.lines().map(|l| l.trim_end_matches('\r')) {
+        let Some(rest) = line.strip_prefix("# timerlat CPU ") else {
+            continue;
+        };
+        let w: Vec<&str> = rest.split_whitespace().collect();
+        let Some(cpu) = w
+            .first()
+            .and_then(|c| c.trim_end_matches(':').parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let t = out.entry(cpu).or_default();
+        if w[0].ends_with(':') {
+            // `0: P periods; N paired IRQ and thread entries, I with ...`
+            t.periods = w.get(1).and_then(|v| num(v)).unwrap_or(0);
+            t.paired = w.get(3).and_then(|v| num(v)).unwrap_or(0);
+            t.inverted = w.get(9).and_then(|v| num(v)).unwrap_or(u64::MAX);
+        } else if let (Some(ctx), Some(count)) = (w.get(1), w.get(3).and_then(|v| num(v))) {
+            // `0 irq count N min .. avg .. max .. us; L lost`
+            let lost = w
+                .iter()
+                .rev()
+                .nth(1)
+                .and_then(|v| num(v))
+                .unwrap_or(u64::MAX);
+            t.contexts.push((ctx.to_string(), count, lost));
+        }
+    }
+    out
+}
+
+/// The `image: osnoise TAG NAME=VALUE` lines of a transcript, as
+/// `NAME=VALUE` in order.
+fn osnoise_settings(console: &str, tag: &str) -> Vec<String> {
+    let prefix = format!("image: osnoise {tag} ");
+    console
+        .lines()
+        .filter_map(|l| l.trim_end_matches('\r').strip_prefix(&prefix))
+        .map(str::to_string)
+        .collect()
+}
+
+/// `--timerlat` on the PREEMPT_RT board (Debian's 6.12, which has
+/// `timerlat_fd`): a run SIGKILLed while it measures, whose global
+/// osnoise settings stay changed, then a whole run, which restores them
+/// at its start and puts them back at its end as they were before either.
+/// The whole run's timerlat histograms are exact (each context's entries
+/// and losses add up to the periods the thread read), every thread entry
+/// pairs with its period's IRQ entry, and no IRQ latency is above its
+/// thread's.
+#[test]
+fn image_aarch64_timerlat_counts_every_period_and_restores_the_kernel() {
+    if qemu::board_tests_disabled() {
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
+        return;
+    }
+    let arch = Arch::Aarch64;
+    let (Some(board), Some(bin), Some(busybox)) = (
+        Board::find(arch),
+        latscope_binary(arch),
+        image::busybox(arch),
+    ) else {
+        return;
+    };
+    let scratch = Scratch::new("timerlat");
+    let initrd =
+        image::build(&busybox, &bin, None, scratch.path()).expect("build the busybox image");
+    // 500 us: not the kernel's default period, so a changed one shows
+    let args = format!(
+        "timerlat-kill={TIMERLAT_KILL_SECS} -t 2 -a 0,1 -i 500 -p 80 -D {TIMERLAT_SECS}s -q --timerlat"
+    );
+    let boot = board
+        .run(&Spec {
+            initrd: &initrd,
+            args: &args,
+            console: Console::Socket { flood: false },
+            port: Port::Socket,
+            timeout: boot_limit(&[(2, secs(TIMERLAT_SECS))]),
+        })
+        .unwrap_or_else(|e| panic!("image {arch:?} did not complete: {e}"));
+    let console = &boot.console;
+    let report = Report::parse(console);
+    let mut bad = Vec::new();
+    let before = osnoise_settings(console, "before");
+    let killed = osnoise_settings(console, "killed");
+    let after = osnoise_settings(console, "after");
+    if before.len() != 5 || after != before {
+        bad.push(format!(
+            "osnoise settings before {before:?}, after {after:?}"
+        ));
+    }
+    if killed == before || !killed.iter().any(|s| s == "timerlat_period_us=500") {
+        bad.push(format!("the killed run's settings {killed:?}: not its own"));
+    }
+    if !console.contains("image: timerlat killed status 137") {
+        bad.push("the first run was not SIGKILLed".into());
+    }
+    if !console.contains("its global timerlat settings (written back)") {
+        bad.push("the second start did not say it restored the killed run's settings".into());
+    }
+    let lines = timerlat_lines(console);
+    // latscope's own count of each thread's samples (`T: N ... C: COUNT`)
+    let cycles: Vec<u64> = console
+        .lines()
+        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("T: "))
+        .filter_map(|l| {
+            l.split("C:")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    if lines.len() != 2 || cycles.len() != 2 {
+        bad.push(format!(
+            "timerlat lines of {} CPUs, T: lines of {} threads",
+            lines.len(),
+            cycles.len()
+        ));
+    }
+    for ((cpu, t), reads) in lines.iter().zip(&cycles) {
+        let ctx = |name: &str| t.contexts.iter().find(|c| c.0 == name).map(|c| (c.1, c.2));
+        let (Some(irq), Some(thread), Some(uret)) = (ctx("irq"), ctx("thread"), ctx("user-ret"))
+        else {
+            bad.push(format!("CPU {cpu}: contexts {:?}", t.contexts));
+            continue;
+        };
+        // every read the thread made is one period, stamped in the IRQ
+        // and the thread; its return from user space at the next read
+        if irq.0 + irq.1 != t.periods || thread.0 + thread.1 != t.periods {
+            bad.push(format!(
+                "CPU {cpu}: {} periods, irq {irq:?}, thread {thread:?}",
+                t.periods
+            ));
+        }
+        if t.periods != *reads || uret.0 + uret.1 + 1 != t.periods {
+            bad.push(format!(
+                "CPU {cpu}: {} periods, {reads} reads, user-ret {uret:?}",
+                t.periods
+            ));
+        }
+        if t.paired != thread.0 || t.inverted != 0 || t.periods < 1000 {
+            bad.push(format!("CPU {cpu}: {t:?}"));
+        }
+    }
+    assert!(
+        report.passed() && bad.is_empty() && boot.status.success(),
+        "timerlat: verdict {:?}, qemu {}:\n  {}\n--- console ---\n{console}",
+        report.verdict,
+        boot.status,
+        bad.join("\n  "),
+    );
+    eprintln!("timerlat: {lines:?}, reads {cycles:?}");
+}

@@ -39,6 +39,7 @@ pub use buffer_stats::BufferStats;
 pub use comms::{Comms, COMMS};
 pub use decode::Decoder;
 pub use events::{EventFormats, KNOWN};
+pub(crate) use fields::find_field;
 pub use fields::{Field, Loc};
 pub use header::PageHeader;
 pub use history::History;

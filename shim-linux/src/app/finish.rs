@@ -13,6 +13,7 @@ use latscope_core::cyclictest::{
     self, EndText, JsonDoc, Options, Thread, TraceTotals, Uname, WindowTotals,
 };
 use latscope_core::decimal::Fixed;
+use latscope_core::timerlat::Context;
 use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine};
 
 use super::setup::Setup;
@@ -21,7 +22,7 @@ use crate::config::Config;
 use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
-use crate::linux::tracefs::trace_out;
+use crate::linux::tracefs::{trace_out, TimerlatCpu};
 use crate::linux::{procfs, write_all};
 use crate::output::{self, Std};
 
@@ -80,7 +81,22 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
         }
     }
     let mut summary = summary(cfg, s, ended, &threads, &opts, &mut failed);
+    let timerlat = &ended.outcome.timerlat;
+    for (cpu, t) in timerlat {
+        summary.push_str(&timerlat_lines(*cpu, t));
+    }
     summary.push_str(&goal_lines);
+    // timerlat samples the trace lost are measurement lost; an IRQ latency
+    // above its thread's is a pairing the kernel rules out
+    if timerlat.iter().any(|(_, t)| t.pairing.inverted > 0) {
+        status = EXIT_FAILED;
+    } else if status == EXIT_OK
+        && timerlat
+            .iter()
+            .any(|(_, t)| t.pairing.tally.iter().any(|c| c.lost > 0) || t.bad_pages > 0)
+    {
+        status = EXIT_OUTPUT_LOST;
+    }
     let _ = s.console.human.write(summary.as_bytes());
     notes(cfg, s, ended, defects);
     for e in &failed {
@@ -205,6 +221,36 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
              the recorder's report says whether it stored them"
         ));
     }
+}
+
+/// The summary's lines on `--timerlat` of CPU `cpu`: its periods and how
+/// they paired, then each context's latencies (µs) and the entries the
+/// trace lost.
+fn timerlat_lines(cpu: usize, t: &TimerlatCpu) -> String {
+    let p = &t.pairing;
+    let mut s = format!(
+        "# timerlat CPU {cpu}: {} periods; {} paired IRQ and thread entries, {} with the IRQ \
+         latency above the thread's; {} page(s) unreadable\n",
+        p.periods(),
+        p.paired,
+        p.inverted,
+        t.bad_pages
+    );
+    let us = |ns: u64| Fixed(ns as f64 / 1e3, 1);
+    for c in Context::ALL {
+        let h = t.hist(c).totals();
+        let avg = h.sum.checked_div(h.count).unwrap_or(0);
+        s.push_str(&format!(
+            "# timerlat CPU {cpu} {:<8} count {} min {} avg {} max {} us; {} lost\n",
+            c.label(),
+            h.count,
+            us(h.min().unwrap_or(0)),
+            us(avg),
+            us(h.max),
+            p.tally[c.index()].lost
+        ));
+    }
+    s
 }
 
 /// The summary's line on the continuous trace of `--explain`.

@@ -5,6 +5,8 @@
 
 use latscope_core::wire::{Policy, StartAlign, WakeMode};
 
+use crate::linux::timerlat;
+
 use super::{Config, Dest};
 use crate::error::Error;
 
@@ -69,6 +71,7 @@ pub(super) fn check(cfg: &mut Config, saw: &OptionsGiven) -> Result<(), Error> {
     }
     check_policy(cfg, saw);
     check_deadline(cfg)?;
+    check_timerlat(cfg, saw)?;
     check_combinations(cfg)
 }
 
@@ -97,6 +100,52 @@ fn wake_mode(cfg: &mut Config, saw: &OptionsGiven) {
     } else {
         WakeMode::Absolute
     };
+}
+
+/// `--timerlat`: every thread pinned (the kernel opens a CPU's
+/// `timerlat_fd` only to a thread on exactly that CPU), one period for all
+/// (the kernel's is global, 100 µs to 1 s), and the tracer as the only
+/// way to wake. Without `-d`, the distance is 0.
+fn check_timerlat(cfg: &mut Config, saw: &OptionsGiven) -> Result<(), Error> {
+    if !cfg.timerlat {
+        return Ok(());
+    }
+    let refuse = |why: &str| Err(Error::usage(format!("--timerlat: {why}")));
+    if cfg.affinity.is_none() && !cfg.smp {
+        return refuse(
+            "needs -a (or -S): the kernel opens a CPU's timerlat_fd only to a thread pinned there",
+        );
+    }
+    match cfg.distance_us {
+        Some(d) if d != 0 => {
+            return refuse(&format!(
+                "-d {d}: the kernel's timerlat period is one for all threads; drop -d"
+            ))
+        }
+        _ => cfg.distance_us = Some(0),
+    }
+    let (lo, hi) = (timerlat::MIN_PERIOD_US, timerlat::MAX_PERIOD_US);
+    if !(lo..=hi).contains(&cfg.interval_us) {
+        return refuse(&format!(
+            "-i {}: the kernel's timerlat period is {lo} us to {hi} us",
+            cfg.interval_us
+        ));
+    }
+    if saw.relative || saw.system || saw.posix_timers {
+        return refuse("it is the wake-up mode; drop -r, -s and -x");
+    }
+    if saw.aligned.is_some() || saw.secaligned.is_some() {
+        return refuse(
+            "the kernel starts each thread's periods at its first read; drop -A and --secaligned",
+        );
+    }
+    if cfg.stream.is_some() {
+        return refuse(
+            "the stream's protocol has no timerlat histograms yet; drop --stream \
+             (the run's text and --json have them)",
+        );
+    }
+    Ok(())
 }
 
 /// `-S`: one thread per CPU, pinned; it overrides `-a` and `-t`.

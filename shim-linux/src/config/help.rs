@@ -161,6 +161,7 @@ const LAYOUT: &[HelpLine] = &[
     HelpLine::Opt(Opt::TraceOut),
     HelpLine::Opt(Opt::TraceOutLimit),
     HelpLine::Opt(Opt::TraceOutStream),
+    HelpLine::Opt(Opt::Timerlat),
     HelpLine::Opt(Opt::Fifo),
     HelpLine::Opt(Opt::DbgCyclictest),
     Heading("Stream (binary frames for latscope-host)"),

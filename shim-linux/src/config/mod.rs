@@ -147,6 +147,8 @@ pub struct Config {
     pub trace_out_stream: bool,
     /// `--self-check`.
     pub self_check: bool,
+    /// `--timerlat`: wake through the kernel's timerlat tracer.
+    pub timerlat: bool,
     /// `-r`, `-s`, `-x`: how each cycle waits.
     pub wake: WakeMode,
     /// `-A`, `--secaligned`: when the threads take their first deadline.
@@ -234,6 +236,7 @@ impl Default for Config {
             },
             trace_out_stream: false,
             self_check: false,
+            timerlat: false,
             wake: WakeMode::Absolute,
             align: StartAlign::Own,
             fifo: None,

@@ -69,6 +69,7 @@ pub enum Opt {
     TraceOutStream,
     HistShape,
     SelfCheck,
+    Timerlat,
     Version,
     #[cfg(feature = "proof")]
     SelfCheckProbe,
@@ -637,6 +638,16 @@ pub const OPTIONS: &[Spec] = &[
             "histogram text and --json as rt-tests VERSION prints them:\n\
              2.4 (default: every row, # Total:) or 2.7 (and later:\n\
              rows with samples only, no total)",
+        ),
+    ),
+    own(
+        Opt::Timerlat,
+        "timerlat",
+        No,
+        Text(
+            "wake through the kernel's timerlat tracer (Linux 6.5 on,\n\
+             needs -a): per thread the IRQ, thread and return-to-user\n\
+             latency of every period, beside latscope's own",
         ),
     ),
     own(

@@ -93,6 +93,7 @@ impl Parser {
             Opt::DbgCyclictest => self.cfg.debug = true,
             Opt::BestEffort => self.cfg.best_effort = true,
             Opt::SelfCheck => self.cfg.self_check = true,
+            Opt::Timerlat => self.cfg.timerlat = true,
             // cyclictest's values
             Opt::Mainaffinity => self.cfg.mainaffinity = Some(cpus(g, v)?),
             Opt::Breaktrace => self.cfg.break_us = self.int(g, 0, MAX_US)? as u64,

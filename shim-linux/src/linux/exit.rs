@@ -21,6 +21,7 @@ use latscope_core::wire::MAX_THREADS;
 use rustix::fd::OwnedFd;
 
 use super::cpuidle::{self, IdleLimit};
+use super::timerlat::{self, Globals};
 use super::{status_files, sys};
 
 /// TIDs of the measuring threads, for the panic hook (0 = empty slot).
@@ -81,6 +82,7 @@ pub fn install_panic_hook() {
         let _ = sys::demote(0);
         let _ = rustix::mm::munlockall();
         cpuidle::restore_own();
+        timerlat::restore_own();
         status_files::remove_all();
         default(info);
         if is_pid1() {
@@ -98,6 +100,8 @@ pub struct Held {
     pub locked: bool,
     /// The idle states `--deepest-idle-state` limited.
     pub idle: Option<IdleLimit>,
+    /// The global timerlat settings `--timerlat` changed.
+    pub timerlat: Option<Globals>,
     /// Demote before exit (off only for the exit experiment).
     pub demote: bool,
     /// Ballast memory of the exit experiment.
@@ -120,6 +124,13 @@ pub fn teardown(held: &mut Held) {
     drop(held.dma.take());
     if let Some(limit) = held.idle.take() {
         if let Err(e) = limit.restore() {
+            eprintln!("latscope: {e}");
+        }
+    }
+    // the measuring threads closed their timerlat_fd and the trace
+    // instance is gone by now: the tracer is stopped
+    if let Some(globals) = held.timerlat.take() {
+        if let Err(e) = globals.restore() {
             eprintln!("latscope: {e}");
         }
     }

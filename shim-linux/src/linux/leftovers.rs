@@ -1,8 +1,9 @@
 //! What latscope processes that ended without cleaning up (SIGKILL, a
 //! crash, a power cut of a container) left behind: their trace instances
-//! `instances/latscope-PID`, their status files `/dev/shm/cyclictest<PID>`
-//! and the idle states they limited (`--deepest-idle-state`, saved in
-//! `/dev/shm/latscope-cpuidle<PID>`). Every run removes them (writing the
+//! `instances/latscope-PID`, their status files `/dev/shm/cyclictest<PID>`,
+//! the idle states they limited (`--deepest-idle-state`, saved in
+//! `/dev/shm/latscope-cpuidle<PID>`) and the global timerlat settings
+//! they changed (`--timerlat`, saved in `/dev/shm/latscope-timerlat<PID>`). Every run removes them (writing the
 //! idle states back) at start and says so in one line.
 //!
 //! A trace instance goes when its process is not a live latscope (see
@@ -14,9 +15,9 @@
 use std::fs;
 use std::path::Path;
 
-use super::cpuidle;
 use super::procfs::pid_after;
 use super::tracefs::{find_tracefs, remove_stale_instances};
+use super::{cpuidle, timerlat};
 
 /// Where status files are.
 const SHM: &str = "/dev/shm";
@@ -37,6 +38,11 @@ pub fn sweep() -> Option<String> {
         removed.push((pid, path));
     }
     removed.extend(cpuidle::sweep(Path::new(cpuidle::SYSFS), Path::new(SHM)));
+    // after the instances: removing a killed run's instance stops its
+    // timerlat tracer, and only then may the globals go back
+    if let Some(root) = find_tracefs() {
+        removed.extend(timerlat::sweep(&root, Path::new(SHM)));
+    }
     line(&removed)
 }
 

@@ -18,6 +18,7 @@ pub mod seccomp;
 pub mod smi;
 pub mod status_files;
 pub mod sys;
+pub mod timerlat;
 pub mod tracefs;
 
 use rustix::event::{PollFd, PollFlags};

@@ -9,7 +9,7 @@ use latscope_core::cycle::{Clock, Cycle, CycleConfig, Sample, Step, StopReason};
 use latscope_core::seqlock::Writer;
 use latscope_core::wire::{SpikeFlags, SpikeSample, StartAlign, WakeMode};
 
-use super::wake::{Absolute, Nanosleep, PosixTimer, Relative, Wake};
+use super::wake::{Absolute, Nanosleep, PosixTimer, Relative, Timerlat, Wake};
 use super::ThreadArgs;
 use crate::error::Error;
 use crate::linux::clock::LinuxClock;
@@ -32,6 +32,16 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
         if let Ok(mut g) = a.shared.faults_at_start.lock() {
             *g = f;
         }
+    }
+    if let Some(root) = a.settings.timerlat.as_deref() {
+        let cpu = a
+            .plan
+            .cpu
+            .ok_or(Error::Internal("--timerlat with an unpinned thread"))?;
+        let wake = Timerlat::open(root, cpu)?;
+        // the kernel's first period starts in the first read, right after
+        let cycle = Cycle::new(cfg, clock.now())?;
+        return run(a, &mut w, clock, cycle, wake);
     }
     let start = start_time(a, &mut clock);
     let mut cycle = Cycle::new(cfg, start)?;

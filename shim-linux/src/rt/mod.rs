@@ -322,6 +322,9 @@ pub struct LoopSettings {
     pub align: StartAlign,
     /// The clock.
     pub clock: LinuxClock,
+    /// `--timerlat`: the tracefs whose `osnoise/per_cpu/cpuN/timerlat_fd`
+    /// each thread waits on, instead of [`LoopSettings::wake`].
+    pub timerlat: Option<std::path::PathBuf>,
 }
 
 /// Everything one measuring thread gets.

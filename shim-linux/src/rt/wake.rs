@@ -15,9 +15,15 @@
 
 use latscope_core::cycle::{Cycle, Sample};
 
+use std::path::Path;
+
+use rustix::fd::OwnedFd;
+use rustix::io::Errno;
+
 use crate::error::Error;
 use crate::linux::clock::{self, timespec, LinuxClock};
 use crate::linux::sys::{self, sig, sigbit, Timer};
+use crate::linux::timerlat;
 
 /// A way to wait for the next period.
 pub(super) trait Wake {
@@ -85,6 +91,40 @@ fn restart(cycle: &mut Cycle, clock: &mut LinuxClock) {
 #[inline(always)]
 fn clock_now(clock: &mut LinuxClock) -> i64 {
     latscope_core::cycle::Clock::now(clock)
+}
+
+/// `--timerlat`: a `read()` of the CPU's `timerlat_fd`, which the kernel
+/// returns after the period's timer IRQ woke the thread. The kernel's
+/// periods start at its clock in the thread's first read, and skip the
+/// periods a late thread missed: the cycle's fixed grid, started at the
+/// clock read right before that read.
+pub(super) struct Timerlat {
+    fd: OwnedFd,
+    buf: [u8; 1],
+}
+
+impl Timerlat {
+    /// `open(osnoise/per_cpu/cpuN/timerlat_fd)` under `root`, by the
+    /// calling thread, pinned to `cpu`.
+    pub(super) fn open(root: &Path, cpu: usize) -> Result<Self, Error> {
+        let fd = timerlat::open_fd(root, cpu).map_err(|e| match e {
+            Errno::BUSY => Error::Unavailable(format!(
+                "--timerlat: CPU {cpu}'s timerlat_fd is open in another process"
+            )),
+            e => Error::sys("opening timerlat_fd", e),
+        })?;
+        Ok(Timerlat { fd, buf: [0] })
+    }
+}
+
+impl Wake for Timerlat {
+    #[inline(always)]
+    fn wait(&mut self, _cycle: &mut Cycle, clock: &mut LinuxClock) -> Result<i64, Error> {
+        match rustix::io::read(&self.fd, &mut self.buf) {
+            Ok(_) => Ok(clock_now(clock)),
+            Err(e) => Err(Error::sys("read (timerlat_fd)", e)),
+        }
+    }
 }
 
 /// `-x`: a POSIX timer that signals this thread every interval.

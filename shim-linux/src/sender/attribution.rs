@@ -9,7 +9,7 @@ use latscope_core::wire::{Body, SpikeSample};
 
 use crate::config::ThreadPlan;
 use crate::linux::interrupts::ProcInterrupts;
-use crate::linux::tracefs::{self, TraceOut, Tracer};
+use crate::linux::tracefs::{self, TimerlatCpu, TraceOut, Tracer};
 
 /// Ordinary spikes explained per drain; a spike worse than any explained
 /// in its interval is explained beyond it, as far as the line's share has
@@ -35,6 +35,8 @@ pub struct Attributor {
     out: Option<TraceOut>,
     /// What `--trace-out` did, once it is closed.
     out_totals: Option<tracefs::trace_out::Totals>,
+    /// `--timerlat`: each CPU's timerlat entries, once the trace is closed.
+    timerlat: Vec<(usize, TimerlatCpu)>,
 }
 
 impl Attributor {
@@ -62,6 +64,7 @@ impl Attributor {
             totals: None,
             out,
             out_totals: None,
+            timerlat: Vec::new(),
         }
     }
 
@@ -86,7 +89,8 @@ impl Attributor {
     /// only the interval's worst may still be read, `None` if the trace
     /// cannot explain it at all.
     pub fn can_explain(&self, r: &SpikeSample) -> Option<bool> {
-        (self.tracer.is_some() && self.is_spike(r)).then_some(self.explained < EXPLAIN_PER_TICK)
+        (self.tracer.is_some() && self.explain_ns > 0 && self.is_spike(r))
+            .then_some(self.explained < EXPLAIN_PER_TICK)
     }
 
     /// Whether the trace may still hold `r`'s window, on `cpu` (see
@@ -179,6 +183,8 @@ impl Attributor {
             self.out_totals = Some(out.close());
         }
         if let Some(t) = self.tracer.take() {
+            // the threads closed their timerlat_fd: the last entries are in
+            self.timerlat = t.timerlat();
             let totals = t.totals();
             self.totals = Some(t.close().unwrap_or(totals));
         }
@@ -187,6 +193,12 @@ impl Attributor {
     /// What `--trace-out` did (after [`Attributor::close`]).
     pub fn out_totals(&mut self) -> Option<tracefs::trace_out::Totals> {
         self.out_totals.take()
+    }
+
+    /// `--timerlat`: each CPU's timerlat entries (after
+    /// [`Attributor::close`]).
+    pub fn take_timerlat(&mut self) -> Vec<(usize, TimerlatCpu)> {
+        std::mem::take(&mut self.timerlat)
     }
 
     /// What the trace did (after [`Attributor::close`]).

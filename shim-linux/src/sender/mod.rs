@@ -33,7 +33,7 @@ use crate::config::ThreadPlan;
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
 use crate::linux::localtime::LocalZone;
-use crate::linux::tracefs::{trace_out, TraceOut, Tracer};
+use crate::linux::tracefs::{trace_out, TimerlatCpu, TraceOut, Tracer};
 use crate::output::Console;
 use crate::rt::{Control, Shared, VerboseSample};
 use attribution::Attributor;
@@ -152,6 +152,8 @@ pub struct Outcome {
     pub trace: Option<TraceTotals>,
     /// What `--trace-out` wrote.
     pub evidence: Option<trace_out::Totals>,
+    /// `--timerlat`: each traced CPU's timerlat entries.
+    pub timerlat: Vec<(usize, TimerlatCpu)>,
 }
 
 struct Sender<'a> {
@@ -372,6 +374,7 @@ impl Sender<'_> {
             spikes: (self.flags_spikes && self.publish.has_stream()).then(|| self.spike_totals()),
             trace: self.attrib.totals(),
             evidence: self.attrib.out_totals(),
+            timerlat: self.attrib.take_timerlat(),
             frames_dropped: self.publish.frames_dropped(),
             loss_reason: self.publish.loss_reason(),
             frames_unacknowledged: self.publish.frames_unacknowledged(),

@@ -28,7 +28,7 @@ use crate::linux::sys::{self, sig, sigbit};
 use crate::linux::tracefs::{
     self, NoTracefs, Outputs, TraceOut, Tracefs, Tracemark, Tracer, MOUNT_POINT,
 };
-use crate::linux::{self, hold_dma_latency, procfs};
+use crate::linux::{self, hold_dma_latency, procfs, timerlat};
 use crate::output::Console;
 use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
 
@@ -190,12 +190,18 @@ impl Setup {
         let fifo = cyclictest::fifo(cfg);
         let tracefs = find_or_mount_tracefs(cfg, &mut deg);
         let tracemark = open_tracemark(cfg, tracefs.as_ref(), &mut deg);
-        let tracer = open_explain(cfg, &plans, tracefs.as_ref(), &mut deg);
+        let timerlat = open_timerlat(cfg, &plans, tracefs.as_ref(), layout, held, &mut deg)?;
+        let timerlat_root = timerlat.as_ref().map(|(root, _)| root.clone());
+        let tracer = match timerlat {
+            Some((_, t)) => Some(t),
+            None => open_explain(cfg, &plans, tracefs.as_ref(), &mut deg),
+        };
         let tracefs_mounted = tracefs.is_some_and(|t| t.is_ok_and(|t| t.mounted));
         let coarse_cpus = coarse_cpus(cfg, &plans, tracer.is_some());
         let trace_out = open_trace_out(cfg, tracer.as_ref(), plans.len(), &mut deg)?;
         let n = plans.len();
-        let settings = loop_settings(cfg, clock);
+        let mut settings = loop_settings(cfg, clock);
+        settings.timerlat = timerlat_root;
         // the filter goes on now, inherited by every thread
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
         let handoff = Handoff {
@@ -376,7 +382,7 @@ fn find_or_mount_tracefs(
     cfg: &Config,
     deg: &mut Degradations,
 ) -> Option<Result<Tracefs, NoTracefs>> {
-    if cfg.explain_us == 0 && !cfg.tracemark {
+    if cfg.explain_us == 0 && !cfg.tracemark && !cfg.timerlat {
         return None;
     }
     let t = Tracefs::find_or_mount();
@@ -408,6 +414,72 @@ fn open_tracemark(
     deg.warnings
         .push(format!("--tracemark: {why}; no trace marker written"));
     None
+}
+
+/// `--timerlat`: the global settings saved and set, and the trace instance
+/// with the timerlat tracer (and, with `--explain`, the classifier's
+/// events), read continuously; with the tracefs root the measuring
+/// threads open their `timerlat_fd` under. A kernel without the tracer or
+/// the files ends the run with one line, or with `--best-effort` the run
+/// measures with `clock_nanosleep` and says so. Another user of the
+/// osnoise or timerlat tracer always ends it.
+///
+/// # Errors
+///
+/// [`Error::Unavailable`], [`Error::Privilege`].
+fn open_timerlat(
+    cfg: &Config,
+    plans: &[ThreadPlan],
+    tracefs: Option<&Result<Tracefs, NoTracefs>>,
+    layout: Layout,
+    held: &mut Held,
+    deg: &mut Degradations,
+) -> Result<Option<(std::path::PathBuf, Tracer)>, Error> {
+    if !cfg.timerlat {
+        return Ok(None);
+    }
+    let cpus = linux::ascending(plans.iter().filter_map(|p| p.cpu));
+    let root = match tracefs {
+        Some(Ok(t)) => timerlat::check_kernel(&t.root, &cpus).map(|()| t.root.clone()),
+        Some(Err(e)) => Err(Error::Unavailable(format!("--timerlat: {e}"))),
+        None => Err(Error::Internal("--timerlat without a tracefs lookup")),
+    };
+    let root = match root {
+        Ok(root) => root,
+        Err(Error::Unavailable(why)) if cfg.best_effort => {
+            deg.warnings.push(format!(
+                "degraded: {why}; measured with clock_nanosleep instead (--best-effort), \
+                 without IRQ, thread or return-to-user latency"
+            ));
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let pid = std::process::id();
+    if let Some(other) = timerlat::running_beside(Path::new(timerlat::SAVE_DIR), pid) {
+        return Err(Error::Unavailable(format!(
+            "--timerlat: latscope {other} runs the timerlat tracer already \
+             (its settings are global: one such run at a time)"
+        )));
+    }
+    if let Some(other) = timerlat::other_user(&root, &format!("latscope-{pid}")) {
+        return Err(Error::Unavailable(format!(
+            "--timerlat: {other} runs the osnoise or timerlat tracer \
+             (their settings are global: one user at a time)"
+        )));
+    }
+    let period_us = cfg.interval_us;
+    held.timerlat = Some(timerlat::Globals::apply(
+        &root,
+        Path::new(timerlat::SAVE_DIR),
+        pid,
+        &cpus,
+        period_us,
+    )?);
+    let kb = tracefs::buffer_kb(cfg.trace_buffer_kb, procfs::mem_total_kb(), cpus.len());
+    let explain = (cfg.explain_us > 0).then_some(cfg.explain_us * 1000);
+    let tracer = Tracer::open_timerlat(&root, &cpus, explain, kb, layout)?;
+    Ok(Some((root, tracer)))
 }
 
 /// `--explain`: the trace instance, read continuously. It traces the
@@ -518,5 +590,6 @@ fn loop_settings(cfg: &Config, clock: LinuxClock) -> LoopSettings {
         wake: cfg.wake,
         align: cfg.align,
         clock,
+        timerlat: None,
     }
 }

@@ -101,9 +101,10 @@ impl Instance {
     }
 
     /// Arms the instance for `cpus`: recording off, only those CPUs, the
-    /// `mono` clock (refused: `Unsupported`), old events overwritten, the
-    /// classifier's events on. Returns the events enabled.
-    pub(super) fn arm(&mut self, cpus: &[usize]) -> io::Result<Vec<String>> {
+    /// `mono` clock (refused: `Unsupported`), old events overwritten, and
+    /// with `events` the classifier's events on (none of them:
+    /// `Unsupported`). Returns the events enabled.
+    pub(super) fn arm(&mut self, cpus: &[usize], events: bool) -> io::Result<Vec<String>> {
         self.write("tracing_on", "0")?;
         self.write("tracing_cpumask", &cpumask(cpus))?;
         let mono = self.write("trace_clock", "mono").is_ok()
@@ -116,7 +117,10 @@ impl Instance {
         }
         let _ = self.write("options/overwrite", "1");
         let mut enabled = Vec::new();
-        for e in events(&self.dir) {
+        if !events {
+            return Ok(enabled);
+        }
+        for e in self::events(&self.dir) {
             let p = format!("events/{e}/enable");
             if self.dir.join(&p).exists() && self.write(&p, "1").is_ok() {
                 enabled.push(e);

@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use latscope_core::ringbuf::{History, PageHeader};
+use latscope_core::hist::HistogramIn;
+use latscope_core::layout::Layout;
+use latscope_core::ringbuf::{History, Page, PageHeader};
+use latscope_core::timerlat::{Context, Format, Pairing};
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -52,6 +55,61 @@ pub(super) struct CpuTrace {
     pub(super) recorded_to_ns: u64,
     /// Reads that failed other than with `EAGAIN`.
     pub(super) failed_reads: u64,
+    /// `--timerlat`: the CPU's timerlat entries, as they are read.
+    pub(super) timerlat: Option<Box<TimerlatCpu>>,
+}
+
+/// One CPU's timerlat entries, taken from each page as it is read: each
+/// context's histogram, and their pairing.
+#[derive(Debug, Clone)]
+pub struct TimerlatCpu {
+    format: Format,
+    header: PageHeader,
+    /// Each context's latencies, in [`Context::ALL`]'s order.
+    pub hists: [HistogramIn<Box<[u64]>>; 3],
+    /// Sequence numbers, losses and the IRQ-below-thread check.
+    pub pairing: Pairing,
+    /// Pages whose entries did not decode to the end.
+    pub bad_pages: u64,
+}
+
+impl TimerlatCpu {
+    /// No entries yet; histograms of `layout`.
+    pub(super) fn new(format: Format, header: PageHeader, layout: Layout) -> Option<TimerlatCpu> {
+        let hist =
+            || HistogramIn::with_counts(layout, vec![0u64; layout.len()].into_boxed_slice()).ok();
+        Some(TimerlatCpu {
+            format,
+            header,
+            hists: [hist()?, hist()?, hist()?],
+            pairing: Pairing::new(),
+            bad_pages: 0,
+        })
+    }
+
+    /// Takes the timerlat entries of one page, in order.
+    fn take_page(&mut self, bytes: &[u8]) {
+        let Ok(page) = Page::new(self.header, bytes) else {
+            self.bad_pages += 1;
+            return;
+        };
+        let mut events = page.events();
+        for raw in events.by_ref() {
+            let Ok(raw) = raw else {
+                self.bad_pages += 1;
+                break;
+            };
+            if let Some(e) = self.format.entry(&raw) {
+                self.pairing.take(&e);
+                self.hists[e.context.index()].add(e.latency_ns);
+            }
+        }
+    }
+
+    /// The histogram of `context`.
+    pub fn hist(&self, context: Context) -> &HistogramIn<Box<[u64]>> {
+        &self.hists[context.index()]
+    }
 }
 
 impl CpuTrace {
@@ -82,6 +140,7 @@ impl CpuTrace {
             history,
             recorded_to_ns: 0,
             failed_reads: 0,
+            timerlat: None,
         })
     }
 
@@ -102,6 +161,9 @@ impl CpuTrace {
                     break;
                 }
                 Ok(n) => {
+                    if let Some(t) = self.timerlat.as_mut() {
+                        t.take_page(&self.history.slot()[..n]);
+                    }
                     self.history.keep(n);
                     pages += 1;
                     let newest = self.history.newest_ns().unwrap_or(0);

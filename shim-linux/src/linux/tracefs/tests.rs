@@ -90,7 +90,8 @@ fn live_instance_reads_continuously_and_explains() {
     let stale = root.join("instances/latscope-2147483646");
     let _ = fs::create_dir(&stale);
     let cpu = 0usize;
-    let mut tracer = Tracer::open_at(&root, &[cpu], 0, DEFAULT_BUFFER_KB).expect("open tracer");
+    let mut tracer =
+        Tracer::open_at(&root, &[cpu], Some(0), DEFAULT_BUFFER_KB, None).expect("open tracer");
     assert!(!stale.exists(), "stale instance removed");
     let dir = tracer.instance_dir().to_path_buf();
     assert_armed(&dir);

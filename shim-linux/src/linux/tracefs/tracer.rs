@@ -9,12 +9,14 @@ use std::thread::JoinHandle;
 
 use latscope_core::cyclictest::{TraceTotals, Wakeups};
 use latscope_core::explain::{Attribution, Classifier, Loss, Window};
+use latscope_core::layout::Layout;
 use latscope_core::ringbuf::Decoder;
+use latscope_core::timerlat::Format;
 use latscope_core::wire::EvidenceHead;
 use rustix::io::Errno;
 
 use super::instance::Instance;
-use super::reader::{self, CpuTrace, Shared};
+use super::reader::{self, CpuTrace, Shared, TimerlatCpu};
 use super::trace_out::{DatHeader, Evidence, LEAD_NS, MAX_WINDOW_BYTES};
 use super::{DEFAULT_BUFFER_KB, MIN_BUFFER_KB};
 use crate::error::Error;
@@ -79,16 +81,40 @@ impl Tracer {
         threshold_ns: u64,
         buffer_kb: u32,
     ) -> Result<Tracer, Error> {
-        Self::open_at(root, cpus, threshold_ns, buffer_kb)
+        Self::open_at(root, cpus, Some(threshold_ns), buffer_kb, None)
             .map_err(|e| Error::Unavailable(e.to_string()))
     }
 
-    /// [`Tracer::open`] with the error of the step that failed.
+    /// `--timerlat`: [`Tracer::open`] with the instance's tracer set to
+    /// `timerlat`, each CPU's timerlat entries taken into histograms of
+    /// `layout` as its pages are read ([`Tracer::timerlat`]), and the
+    /// classifier's events recorded only with `explain_ns` (`--explain`).
+    /// The global settings must be set before ([`crate::linux::timerlat`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracer::open`]; also a kernel whose timerlat format does not
+    /// read, or that refuses the tracer.
+    pub fn open_timerlat(
+        root: &Path,
+        cpus: &[usize],
+        explain_ns: Option<u64>,
+        buffer_kb: u32,
+        layout: Layout,
+    ) -> Result<Tracer, Error> {
+        Self::open_at(root, cpus, explain_ns, buffer_kb, Some(layout))
+            .map_err(|e| Error::Unavailable(format!("--timerlat: {e}")))
+    }
+
+    /// [`Tracer::open`] with the error of the step that failed: the
+    /// classifier's events with `explain_ns`, the timerlat tracer with
+    /// `timerlat`.
     pub(super) fn open_at(
         root: &Path,
         cpus: &[usize],
-        threshold_ns: u64,
+        explain_ns: Option<u64>,
         buffer_kb: u32,
+        timerlat: Option<Layout>,
     ) -> io::Result<Tracer> {
         if cpus.is_empty() {
             return Err(io::Error::new(
@@ -98,7 +124,12 @@ impl Tracer {
         }
         // On error `instance` is dropped last, which removes it.
         let mut instance = Instance::create(root)?;
-        let enabled = instance.arm(cpus)?;
+        let enabled = instance.arm(cpus, explain_ns.is_some())?;
+        if timerlat.is_some() {
+            // before any trace_pipe_raw is open: the kernel refuses to
+            // change the tracer of an instance being read (EBUSY)
+            instance.write("current_tracer", "timerlat")?;
+        }
         let set_kb = instance.size_buffers(cpus, buffer_kb)?;
         let (header, decoder) = instance.decoder(&enabled)?;
         let machine_cpus = available_cpus().into_iter().max().map_or(1, |c| c + 1);
@@ -109,8 +140,19 @@ impl Tracer {
         let buffer = usize::try_from(set_kb).unwrap_or(0) * 1024;
         let history = 2 * buffer;
         let mut traces = Vec::with_capacity(cpus.len());
+        let timerlat_format = match timerlat {
+            Some(_) => Some(
+                Format::parse(&instance.read_once("events/ftrace/timerlat/format")?)
+                    .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?,
+            ),
+            None => None,
+        };
         for &c in cpus {
-            traces.push(CpuTrace::open(instance.dir(), c, header, page, history)?);
+            let mut t = CpuTrace::open(instance.dir(), c, header, page, history)?;
+            if let (Some(format), Some(layout)) = (timerlat_format, timerlat) {
+                t.timerlat = TimerlatCpu::new(format, header, layout).map(Box::new);
+            }
+            traces.push(t);
         }
         instance.write("tracing_on", "1")?;
         let shared = Arc::new(Shared::new(traces, buffer / page));
@@ -124,13 +166,26 @@ impl Tracer {
             shared,
             instance,
             decoder: Box::new(decoder),
-            threshold_ns,
+            threshold_ns: explain_ns.unwrap_or(u64::MAX),
             asked_kb: buffer_kb,
             buffer_kb: set_kb,
             wakeups: Wakeups::All,
             dat,
             untraced: run_on,
         })
+    }
+
+    /// `--timerlat`: each traced CPU's timerlat entries so far, after one
+    /// more read of its buffer (empty without the timerlat tracer).
+    pub fn timerlat(&self) -> Vec<(usize, TimerlatCpu)> {
+        let mut out = Vec::new();
+        self.shared.each(|t| {
+            t.drain(None);
+            if let Some(tl) = &t.timerlat {
+                out.push((t.cpu, (**tl).clone()));
+            }
+        });
+        out
     }
 
     /// The instance directory.
