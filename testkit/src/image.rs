@@ -146,11 +146,22 @@ pub fn boot(
     console: Console,
     timeout: std::time::Duration,
 ) -> Result<(Board, Boot), String> {
+    boot_with(arch, args, console, timeout, None)
+}
+
+/// [`boot`], with rtla's files from `rtla` in the image (see [`rtla_root`]).
+pub fn boot_with(
+    arch: Arch,
+    args: &str,
+    console: Console,
+    timeout: std::time::Duration,
+    rtla: Option<&Path>,
+) -> Result<(Board, Boot), String> {
     let board = Board::find(arch).ok_or(format!("no {arch:?} board"))?;
     let bin = latscope_binary(arch).ok_or(format!("no {arch:?} latscope build"))?;
     let busybox = busybox(arch).ok_or("no busybox")?;
     let scratch = Scratch::try_new("image").map_err(|e| e.to_string())?;
-    let initrd = build(&busybox, &bin, None, scratch.path()).map_err(|e| e.to_string())?;
+    let initrd = build(&busybox, &bin, rtla, scratch.path()).map_err(|e| e.to_string())?;
     let boot = board
         .run(&Spec {
             initrd: &initrd,
