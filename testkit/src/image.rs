@@ -146,11 +146,22 @@ pub fn boot(
     console: Console,
     timeout: std::time::Duration,
 ) -> Result<(Board, Boot), String> {
+    boot_with(arch, args, console, timeout, None)
+}
+
+/// [`boot`], with rtla's files from `rtla` in the image (see [`rtla_root`]).
+pub fn boot_with(
+    arch: Arch,
+    args: &str,
+    console: Console,
+    timeout: std::time::Duration,
+    rtla: Option<&Path>,
+) -> Result<(Board, Boot), String> {
     let board = Board::find(arch).ok_or(format!("no {arch:?} board"))?;
     let bin = latscope_binary(arch).ok_or(format!("no {arch:?} latscope build"))?;
     let busybox = busybox(arch).ok_or("no busybox")?;
     let scratch = Scratch::try_new("image").map_err(|e| e.to_string())?;
-    let initrd = build(&busybox, &bin, None, scratch.path()).map_err(|e| e.to_string())?;
+    let initrd = build(&busybox, &bin, rtla, scratch.path()).map_err(|e| e.to_string())?;
     let boot = board
         .run(&Spec {
             initrd: &initrd,
@@ -165,21 +176,23 @@ pub fn boot(
 
 /// Debian's rtla for arm64 and the libraries it needs, unpacked by
 /// `.ci/run setup` (`$LATSCOPE_CACHE/rtla/arm64`; `LATSCOPE_RTLA_AARCH64`
-/// names another), if there.
+/// names another), if all the image needs is there.
 pub fn rtla_root() -> Option<PathBuf> {
     let p = std::env::var_os("LATSCOPE_RTLA_AARCH64")
         .map(PathBuf::from)
         .unwrap_or_else(|| cache_dir().join("rtla/arm64"));
-    p.join("usr/bin/rtla").is_file().then_some(p)
+    RTLA_FILES.iter().all(|f| p.join(f).is_file()).then_some(p)
 }
 
 /// The files of rtla the image carries: the program, libtracefs,
-/// libtraceevent, libc and the dynamic loader.
+/// libtraceevent, libc, libgcc_s (glibc loads it for `pthread_exit`, which
+/// the user-space threads of `timerlat -u` call) and the dynamic loader.
 const RTLA_FILES: &[&str] = &[
     "usr/bin/rtla",
     "usr/lib/aarch64-linux-gnu/libtracefs.so.1",
     "usr/lib/aarch64-linux-gnu/libtraceevent.so.1",
     "lib/aarch64-linux-gnu/libc.so.6",
+    "lib/aarch64-linux-gnu/libgcc_s.so.1",
     "lib/aarch64-linux-gnu/ld-linux-aarch64.so.1",
 ];
 

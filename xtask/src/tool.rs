@@ -18,6 +18,7 @@ mod forge;
 mod link_meter;
 mod metrics_siege;
 mod rtla_compare;
+mod timerlat_fixtures;
 mod trace_rates;
 
 pub use link_meter::frame_kinds;
@@ -37,6 +38,8 @@ pub enum Tool {
     MetricsSiege,
     /// rtla's timerlat beside latscope's explanations on the board.
     RtlaCompare,
+    /// Capture the kernel's timerlat tracer and rtla's `timerlat hist` on the aarch64 board.
+    TimerlatFixtures,
     /// The board's trace event rates under a console flood.
     TraceRates,
 }
@@ -61,6 +64,7 @@ pub fn run(args: Args) -> ExitCode {
         Tool::LinkMeter => link_meter::main(args.args),
         Tool::MetricsSiege => metrics_siege::main(args.args),
         Tool::RtlaCompare => rtla_compare::main(args.args),
+        Tool::TimerlatFixtures => timerlat_fixtures::main(args.args),
         Tool::TraceRates => trace_rates::main(args.args),
     }
 }

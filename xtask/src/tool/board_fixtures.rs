@@ -21,7 +21,7 @@ use latscope_testkit::image;
 use latscope_testkit::qemu::Arch;
 
 /// The files between `image: fixture NAME` and `image: fixture end`.
-fn files(console: &str) -> Vec<(String, String)> {
+pub(super) fn files(console: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut cur: Option<(String, String)> = None;
     for line in console.lines().map(|l| l.trim_end_matches('\r')) {
@@ -59,10 +59,17 @@ fn capture(arch: Arch, dir: &Path, secs: u64) -> Result<PathBuf, String> {
         Arch::Armv7 => "armv7",
     };
     let out = dir.join(format!("{name}-{}", release(&board.kernel)));
-    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
-    let found = files(&boot.console);
+    write(&boot.console, &out)?;
+    Ok(out)
+}
+
+/// Writes the files on `console` into `out` (`NAME.base64` decoded, as
+/// `NAME`); fails if there is none.
+pub(super) fn write(console: &str, out: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| e.to_string())?;
+    let found = files(console);
     if found.is_empty() {
-        return Err(format!("no fixture on the console:\n{}", boot.console));
+        return Err(format!("no fixture on the console:\n{console}"));
     }
     for (name, text) in found {
         let (name, bytes) = match name.strip_suffix(".base64") {
@@ -71,7 +78,7 @@ fn capture(arch: Arch, dir: &Path, secs: u64) -> Result<PathBuf, String> {
         };
         std::fs::write(out.join(&name), bytes).map_err(|e| e.to_string())?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// `cargo xtask tool board-fixtures ARGS`.
