@@ -307,6 +307,48 @@ mod tests {
         );
     }
 
+    /// The board's own pages of 200 periods of a pinned reader
+    /// (`ringbuf/fixtures/README.md`), against the kernel's text of them.
+    #[test]
+    fn the_boards_pages_decode_as_its_text_says() {
+        use crate::ringbuf::{Page, PageHeader};
+        const DIR: &str = "ringbuf/fixtures/aarch64-6.12-timerlat/";
+        let header = PageHeader::parse(include_str!(
+            "ringbuf/fixtures/aarch64-6.12-timerlat/header_page"
+        ))
+        .unwrap();
+        let f = Format::parse(include_str!(
+            "ringbuf/fixtures/aarch64-6.12-timerlat/timerlat.format"
+        ))
+        .unwrap();
+        let pages: &[u8] = include_bytes!("ringbuf/fixtures/aarch64-6.12-timerlat/cpu0.pages");
+        let text = include_str!("ringbuf/fixtures/aarch64-6.12-timerlat/cpu0.trace");
+        // `#1     context    irq timer_latency    345568 ns`, in order
+        let mut want = text.lines().filter_map(|l| {
+            let (_, rest) = l.split_once(": #")?;
+            let w: std::vec::Vec<&str> = rest.split_whitespace().collect();
+            Some((w[0].parse::<u32>().ok()?, w[2], w[4].parse::<u64>().ok()?))
+        });
+        let mut p = Pairing::new();
+        let mut n = 0;
+        for bytes in pages.chunks(4096) {
+            for raw in Page::new(header, bytes).unwrap().events() {
+                let e = f.entry(&raw.unwrap()).expect("only timerlat entries");
+                assert_eq!(
+                    Some((e.seqnum, e.context.label(), e.latency_ns)),
+                    want.next(),
+                    "{DIR}: entry {n}"
+                );
+                assert_eq!(p.take(&e), 0);
+                n += 1;
+            }
+        }
+        assert_eq!((n, want.next()), (599, None));
+        let counts = p.tally.map(|t| (t.samples, t.lost));
+        assert_eq!(counts, [(200, 0), (200, 0), (199, 0)]);
+        assert_eq!((p.periods(), p.paired, p.inverted), (200, 200, 0));
+    }
+
     #[test]
     fn a_format_without_its_fields_is_refused() {
         assert!(Format::parse(&FORMAT.replace("timer_latency", "latency")).is_err());
