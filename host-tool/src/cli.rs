@@ -10,6 +10,7 @@
 //! usage; 4 when the work was done but a write to standard output or
 //! standard error failed (see [`console`]).
 
+use crate::error::{EXIT_OK, EXIT_USAGE};
 use crate::{compare, console, explain, gate, record, report, simulate, synth, trend};
 
 use std::path::PathBuf;
@@ -633,18 +634,18 @@ fn usage(e: &clap::Error) -> u8 {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             console::Std::Out.write(text.as_bytes());
-            0
+            EXIT_OK
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             console::Std::Err.write(text.as_bytes());
-            2
+            EXIT_USAGE
         }
         _ => {
             console::say(format_args!(
                 "{} (see latscope-host --help)",
                 usage_line(&text)
             ));
-            2
+            EXIT_USAGE
         }
     }
 }
