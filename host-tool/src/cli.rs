@@ -8,8 +8,11 @@
 //! not be read in full (every cause of `report::completeness`, not a latscope
 //! stream, another protocol version, an I/O error); 2 for bad
 //! usage; 4 when the work was done but a write to standard output or
-//! standard error failed (see [`console`]).
+//! standard error failed (see [`console`]); 5 and 6 a failed and an
+//! inconclusive goal or gate. The statuses are named in [`crate::error`];
+//! `docs/running.md` ("Exit statuses") has them all, and their precedence.
 
+use crate::error::{EXIT_OK, EXIT_USAGE};
 use crate::{compare, console, explain, gate, record, report, simulate, synth, trend};
 
 use std::path::PathBuf;
@@ -35,10 +38,13 @@ spike records were dropped by the target's queue, or sent (by its aggregates) \
 but not received; explanations were sent but not received; its counts did not \
 fit the memory budget; or frames name unknown threads. Each such run gets a \
 line on standard error, `complete: false` and `return_code` 1 in the JSON \
-formats, and `false` in the CSV's `complete` column. 2 bad usage; 4 the work \
-was done (recordings, -o files, plots are complete) but a write to standard \
-output or standard error failed. SIGPIPE is ignored: a closed pipe is such a \
-failed write."
+formats, and `false` in the CSV's `complete` column. `record` stopped by \
+SIGINT or SIGTERM exits 0 whatever its runs. 2 bad usage; 4 the work was done \
+(recordings, -o files, plots are complete) but a write to standard output or \
+standard error failed (SIGPIPE is ignored: a closed pipe is such a failed \
+write); 5 (report --slo, compare --gate) a goal failed, or the gate found a \
+regression; 6 no goal failed but one is inconclusive, or the gate is. When \
+several apply, the first of: an error's 1 or 2; 5; 1; 6; 4."
     };
 }
 
@@ -57,9 +63,10 @@ trace that does not cover all of it is said in the spike's lines, `trace \
 partial`, and is no failure here); 1 the file could not be read: over 256 MiB, \
 of another version than 6 (trace-cmd writes version 7 by default; `trace-cmd \
 convert --file-version 6 --compression none` writes a 6), big-endian, corrupt, \
-without the CPU, or its sidecar does not read; 2 bad usage, or no window (no \
-sidecar and not all of --cpu, --from and --to); 4 the explanation was made but \
-a write to standard output or standard error failed.";
+without the sidecar's CPU, or its sidecar does not read; 2 bad usage, no \
+window (no sidecar and not all of --cpu, --from and --to), a window that ends \
+before it starts, or a --cpu the file does not have; 4 the explanation was \
+made but a write to standard output or standard error failed.";
 
 /// `latscope-host --help`'s end: the commands a newcomer runs first, then
 /// the exit statuses.
@@ -633,18 +640,18 @@ fn usage(e: &clap::Error) -> u8 {
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             console::Std::Out.write(text.as_bytes());
-            0
+            EXIT_OK
         }
         ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
             console::Std::Err.write(text.as_bytes());
-            2
+            EXIT_USAGE
         }
         _ => {
             console::say(format_args!(
                 "{} (see latscope-host --help)",
                 usage_line(&text)
             ));
-            2
+            EXIT_USAGE
         }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use crate::aggregate::Run;
 use crate::console;
-use crate::error::Result;
+use crate::error::{Result, EXIT_FAILED, EXIT_OK};
 use crate::input::Source;
 use crate::plot;
 use crate::report::{decode, say_run};
@@ -42,7 +42,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
         }
     }
     let (Some(ra), Some(rb)) = (da.session.agg.runs.last(), db.session.agg.runs.last()) else {
-        return Ok(1);
+        return Ok(EXIT_FAILED);
     };
     console::Std::Out.write(render(&plan.a, ra, &plan.b, rb).as_bytes());
     if let Some(file) = &plan.plot {
@@ -55,7 +55,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
     }
     let a_ok = say_run(&plan.a, ra, &da.session.link());
     let b_ok = say_run(&plan.b, rb, &db.session.link());
-    Ok(u8::from(!(a_ok && b_ok)))
+    Ok(if a_ok && b_ok { EXIT_OK } else { EXIT_FAILED })
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> String {

@@ -17,9 +17,7 @@ use std::io::{self, Write};
 
 use latscope_core::console::Ledger;
 
-/// Exit status of a command that did its work but could not write all of
-/// its standard output or standard error.
-pub(crate) const EXIT_OUTPUT_LOST: u8 = 4;
+use crate::error::{EXIT_OK, EXIT_OUTPUT_LOST};
 
 /// A standard stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +125,7 @@ pub fn exit_code(code: u8) -> u8 {
         say(format_args!("{}: {n} write(s) lost ({e})", Std::Out.name()));
     }
     let lost = Std::Out.lost().is_some() || Std::Err.lost().is_some();
-    if lost && code == 0 {
+    if lost && code == EXIT_OK {
         EXIT_OUTPUT_LOST
     } else {
         code

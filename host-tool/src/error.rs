@@ -1,9 +1,39 @@
 //! The crate's one error type: a message per variant, and the exit status
-//! each maps to.
+//! each maps to; and every exit status of `latscope-host`, named.
 
 use std::fmt;
 use std::io;
 use std::path::PathBuf;
+
+/// Exit status: the work was done, every run read is complete, every goal
+/// (or the gate) passed.
+pub const EXIT_OK: u8 = 0;
+/// Exit status: an error stopped the subcommand, an input could not be
+/// read, or a run is incomplete.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit status: bad usage (the parser's, or an unusable plan).
+pub const EXIT_USAGE: u8 = 2;
+/// Exit status: the work was done, but a write to standard output or
+/// standard error failed (see [`crate::console`]).
+pub const EXIT_OUTPUT_LOST: u8 = 4;
+/// Exit status: a latency goal failed, or the gate found a regression
+/// (over every other status but an error's).
+pub const EXIT_GOAL_FAILED: u8 = 5;
+/// Exit status: no goal failed, but one is inconclusive, or the gate is
+/// (under an incomplete run's [`EXIT_FAILED`]).
+pub const EXIT_GOAL_INCONCLUSIVE: u8 = 6;
+
+/// Every exit status `latscope-host` can leave with, in ascending order:
+/// the table of `docs/running.md` ("Exit statuses") has a row for each,
+/// and `tests/tests/exit_statuses.rs` holds the two to it.
+pub const EXIT_STATUSES: [u8; 6] = [
+    EXIT_OK,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    EXIT_OUTPUT_LOST,
+    EXIT_GOAL_FAILED,
+    EXIT_GOAL_INCONCLUSIVE,
+];
 
 /// Everything that can stop a subcommand.
 #[derive(Debug)]
@@ -103,11 +133,12 @@ pub enum Error {
 }
 
 impl Error {
-    /// The process exit status for this error: 2 for bad usage, 1 otherwise.
+    /// The process exit status for this error: [`EXIT_USAGE`] for bad
+    /// usage, [`EXIT_FAILED`] otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::Usage(_) => 2,
-            _ => 1,
+            Error::Usage(_) => EXIT_USAGE,
+            _ => EXIT_FAILED,
         }
     }
 }

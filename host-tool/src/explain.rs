@@ -30,7 +30,7 @@ use latscope_core::tracedat::TraceDat;
 use serde::Deserialize;
 
 use crate::console;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 
 /// Largest trace.dat read, in bytes: the file and a copy of one CPU's
 /// pages are in memory at once.
@@ -173,7 +173,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
         render(&what, &e)
     };
     console::Std::Out.write(out.as_bytes());
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// The sidecar beside `file` (`FILE.json` for `FILE.dat`), if there is

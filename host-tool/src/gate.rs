@@ -12,7 +12,7 @@ use latscope_core::stats::Ppm;
 use serde_json::json;
 
 use crate::console;
-use crate::error::Result;
+use crate::error::{Result, EXIT_FAILED, EXIT_OK};
 use crate::input::Source;
 use crate::report::{create_out, decode, goal_status, say_run};
 use crate::summary::summarize;
@@ -123,7 +123,12 @@ pub fn run(plan: &GatePlan) -> Result<u8> {
         });
         crate::report::write_text(Some((p, f)), &format!("{doc:#}\n"))?;
     }
-    Ok(goal_status(outcome, u8::from(left_a || left_b)))
+    let code = if left_a || left_b {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    };
+    Ok(goal_status(outcome, code))
 }
 
 fn finite(x: f64) -> Option<f64> {

@@ -15,7 +15,7 @@ use latscope_core::wire::{AckReader, MAX_ACK_FRAME};
 use serde_json::{json, Value};
 
 use crate::console;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_FAILED, EXIT_OK};
 use crate::synth::{Synth, SynthConfig};
 
 /// What to simulate.
@@ -146,7 +146,7 @@ pub fn run(p: &SimPlan) -> Result<u8> {
         what: p.truth.clone(),
         source,
     })?;
-    Ok(u8::from(!ok))
+    Ok(if ok { EXIT_OK } else { EXIT_FAILED })
 }
 
 /// Send one report per target per second, then the byes.

@@ -15,7 +15,7 @@ use latscope_core::wire::{
 use std::io::{self, Write};
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_OK};
 
 const SEC: i64 = 1_000_000_000;
 
@@ -50,7 +50,7 @@ pub fn run(cfg: SynthConfig, output: Option<&Path>) -> Result<u8> {
     if let Some(source) = failed.or_else(|| out.flush().err()) {
         return Err(Error::Output { what, source });
     }
-    Ok(0)
+    Ok(EXIT_OK)
 }
 
 /// How the synthetic run looks.

@@ -21,11 +21,25 @@ pub const EXIT_PRIVILEGE: i32 = 3;
 /// still worked has everything.
 pub const EXIT_OUTPUT_LOST: i32 = 4;
 /// Exit status when a `--slo` goal failed (over every other status of a
-/// run).
+/// run, but not over an error that stopped it: a measuring thread's
+/// error is [`EXIT_FAILED`] even when a goal failed).
 pub const EXIT_GOAL_FAILED: i32 = 5;
 /// Exit status when no `--slo` goal failed but one is inconclusive (over
 /// [`EXIT_OUTPUT_LOST`] and [`EXIT_OK`], under [`EXIT_FAILED`]).
 pub const EXIT_GOAL_INCONCLUSIVE: i32 = 6;
+
+/// Every exit status latscope can leave with, in ascending order: the
+/// table of `docs/running.md` ("Exit statuses") has a row for each, and
+/// `tests/tests/exit_statuses.rs` holds the two to it.
+pub const EXIT_STATUSES: [i32; 7] = [
+    EXIT_OK,
+    EXIT_FAILED,
+    EXIT_USAGE,
+    EXIT_PRIVILEGE,
+    EXIT_OUTPUT_LOST,
+    EXIT_GOAL_FAILED,
+    EXIT_GOAL_INCONCLUSIVE,
+];
 
 /// Everything that stops latscope. Each variant prints as one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,7 +77,12 @@ pub enum Error {
         /// The error text.
         msg: String,
     },
-    /// A facility the run can do without is missing (e.g. tracefs).
+    /// A facility the options ask for is missing from the kernel or the
+    /// CPU, one the run could do without were it not asked for (`--smi`
+    /// without a counter, `--deepest-idle-state` without cpuidle). Exit
+    /// status [`EXIT_FAILED`]: the status of "a required kernel feature is
+    /// missing", which the timerlat mode is to use too (a kernel without
+    /// the timerlat tracer or `timerlat_fd`).
     Unavailable(String),
     /// A thread could not be started.
     Thread {

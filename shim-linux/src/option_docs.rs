@@ -1,7 +1,8 @@
 //! The option table and the layout of `--help`, read-only: what the man
 //! page and the shell completions are generated from (by a development
 //! tool of the workspace), so that the parser, `--help` and they cannot
-//! disagree. The program itself does not use this module.
+//! disagree; and the exit statuses, which the documentation's table is
+//! checked against. The program itself does not use this module.
 
 use crate::config::{self, Arg, Help, Shown, OPTIONS};
 
@@ -111,6 +112,10 @@ pub fn intro() -> &'static str {
 pub fn outro() -> &'static str {
     config::outro()
 }
+
+/// Every exit status the program can leave with, ascending (what the
+/// outro and `docs/running.md` document).
+pub use crate::error::EXIT_STATUSES;
 
 /// The whole `--help` text, as the program prints it.
 pub fn help() -> String {

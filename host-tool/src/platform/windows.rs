@@ -42,7 +42,7 @@ fn nowait<T>(stream: &TcpStream, f: impl FnOnce(&TcpStream) -> io::Result<T>) ->
 pub(crate) fn on_stop(flag: Arc<AtomicBool>) {
     let _ = ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::AcqRel) {
-            std::process::exit(1);
+            std::process::exit(i32::from(crate::error::EXIT_FAILED));
         }
     });
 }

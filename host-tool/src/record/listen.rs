@@ -26,7 +26,7 @@ use super::fleet::{Ending, Fleet, FleetOptions};
 use super::targets::{FleetStats, TargetTable};
 use super::{spawn_display, Plan};
 use crate::console;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_FAILED, EXIT_OK};
 use crate::report::{self, Decoded, Format, Options};
 use crate::session::Session;
 
@@ -232,7 +232,11 @@ impl Tally {
             "runs: {} ended with a bye, {} timed out, {} interrupted",
             self.bye, self.timed_out, self.interrupted
         ));
-        u8::from(!signalled && self.failed > 0)
+        if !signalled && self.failed > 0 {
+            EXIT_FAILED
+        } else {
+            EXIT_OK
+        }
     }
 }
 

@@ -29,7 +29,7 @@ pub use conn::Limits;
 pub use listen::{Fleetwide, DEFAULT_MAX_CONNECTIONS};
 
 use crate::console;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_FAILED, EXIT_OK};
 use crate::input::{pump, Source};
 use crate::report::{self, Decoded, Format, Options};
 use crate::session::Session;
@@ -337,23 +337,23 @@ fn single(plan: &Plan, targets: Arc<TargetTable>, signalled: Arc<AtomicBool>) ->
     let code = finish(vec![session], plan.quiet)?;
     // Stopped by SIGINT/SIGTERM: the recording is closed and reported.
     Ok(if signalled.load(Ordering::Acquire) {
-        0
+        EXIT_OK
     } else {
         code
     })
 }
 
 fn finish(sessions: Vec<Session>, quiet: bool) -> Result<u8> {
-    let mut code = 0u8;
+    let mut code = EXIT_OK;
     let mut decoded = Vec::new();
     for s in sessions {
         if let Some(e) = s.fatal() {
             console::say(&e);
-            code = 1;
+            code = EXIT_FAILED;
             continue;
         }
         if !report::say_incomplete(&s) {
-            code = 1;
+            code = EXIT_FAILED;
         }
         decoded.push(Decoded {
             session: s,

@@ -33,8 +33,11 @@ use crate::session::Session;
 use crate::summary::{summarize, Summary};
 use latscope_core::wire::Platform;
 
+/// The goals' exit statuses, where they were named first (all of them are
+/// in [`crate::error`]).
+pub use crate::error::{EXIT_GOAL_FAILED, EXIT_GOAL_INCONCLUSIVE};
 pub(crate) use run::{create_out, decode, goal_status, write_out as write_text};
-pub use run::{run, Plan, SloPlan, EXIT_GOAL_FAILED, EXIT_GOAL_INCONCLUSIVE};
+pub use run::{run, Plan, SloPlan};
 
 /// The report formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -13,7 +13,7 @@ use latscope_core::wire::Platform;
 
 use super::{render, say_incomplete, write_json, Decoded, Format, Options};
 use crate::console;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_FAILED, EXIT_GOAL_FAILED, EXIT_GOAL_INCONCLUSIVE, EXIT_OK};
 use crate::input::{pump, Source};
 use crate::plot;
 use crate::session::Session;
@@ -209,7 +209,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
         for f in plan.plot.iter().chain(&plan.html).chain(slo) {
             let _ = std::fs::remove_file(f);
         }
-        return Ok(1);
+        return Ok(EXIT_FAILED);
     }
     let verdicts = plan.slo.as_ref().map(|s| verdicts_of(&s.goals, &decoded));
     // the verdict table ends a text report, else goes to standard error
@@ -245,7 +245,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
         .iter()
         .fold(true, |ok, d| say_incomplete(&d.session) & ok)
     {
-        code = 1;
+        code = EXIT_FAILED;
     }
     Ok(match verdicts {
         Some(v) => goal_status(worst(v.iter().map(|r| r.outcome())), code),
@@ -259,17 +259,10 @@ pub fn run(plan: &Plan) -> Result<u8> {
 pub(crate) fn goal_status(outcome: Outcome, code: u8) -> u8 {
     match outcome {
         Outcome::Fail => EXIT_GOAL_FAILED,
-        Outcome::Inconclusive if code == 0 => EXIT_GOAL_INCONCLUSIVE,
+        Outcome::Inconclusive if code == EXIT_OK => EXIT_GOAL_INCONCLUSIVE,
         _ => code,
     }
 }
-
-/// Exit status: a latency goal failed (over every other status but a
-/// usage error's).
-pub const EXIT_GOAL_FAILED: u8 = 5;
-/// Exit status: no goal failed, but one is inconclusive (under an
-/// incomplete run's 1).
-pub const EXIT_GOAL_INCONCLUSIVE: u8 = 6;
 
 /// The verdicts of every run of every input.
 fn verdicts_of(goals: &Goals, decoded: &[Decoded]) -> Vec<super::slo::RunVerdicts> {
@@ -293,20 +286,20 @@ fn decode_all(
     format: Format,
     goals: Option<&Arc<Goals>>,
 ) -> (Vec<Decoded>, u8) {
-    let mut code = 0u8;
+    let mut code = EXIT_OK;
     let mut decoded = Vec::new();
     for s in sources {
         let d = match decode_with(s, goals) {
             Ok(d) => d,
             Err(e) => {
                 console::say(&e);
-                code = 1;
+                code = EXIT_FAILED;
                 continue;
             }
         };
         if let Some(e) = d.session.fatal() {
             console::say(&e);
-            code = 1;
+            code = EXIT_FAILED;
             continue;
         }
         if format != Format::Text {

@@ -25,7 +25,7 @@ use figures::{csv_header, iso, RunFigures, HEAT_HEADER};
 pub(crate) use figures::{heat_edges_us, Board, Point, HEAT_BINS};
 
 use crate::console;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, EXIT_FAILED, EXIT_OK};
 use crate::input::Source;
 use crate::plot;
 use crate::record::sanitize;
@@ -153,7 +153,7 @@ pub fn run(plan: &Plan) -> Result<u8> {
         });
     }
     let failed = t.unreadable > 0 || t.without_hello > 0 || t.runs == 0;
-    Ok(u8::from(failed))
+    Ok(if failed { EXIT_FAILED } else { EXIT_OK })
 }
 
 /// A trend being read: its CSVs, its boards, its tally.

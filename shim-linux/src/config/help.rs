@@ -283,12 +283,15 @@ SIGPIPE is ignored: a closed pipe is a failed write. A failed standard output
 or error is not written again; the run goes on (and ends if nothing else
 takes its output).
 Exit status: 0 completed (also after -b), 1 failed run, self-check defects,
-an output that cannot be opened or a missing facility (--smi), 2 bad command
-line (also an unknown option: cyclictest prints its help and exits 0), 3
-missing privilege (the message names the flags that run without it), 4
-completed but output lost or not confirmed (stream frames never delivered,
-frames sent over TCP but not acknowledged by the end, or a write to stdout,
-stderr, --json or --histfile failed).
+an output that cannot be opened or a missing facility (--smi;
+--deepest-idle-state without cpuidle), 2 bad command line (also an unknown
+option: cyclictest prints its help and exits 0), 3 missing privilege (the
+message names the flags that run without it), 4 completed but output lost or
+not confirmed (stream frames never delivered, frames sent over TCP but not
+acknowledged by the end, --trace-out windows not written, or a write to
+stdout, stderr, --json or --histfile failed), 5 a --slo goal failed, 6 no
+--slo goal failed but one is inconclusive. When several apply, the first of:
+an error's 1, 2 or 3; 5; self-check defects' 1; 6; 4.
 When run as PID 1 (an init= binary), latscope mounts /dev, /dev/shm, /proc and
 /sys, takes its arguments from the kernel command line, and powers off at the
 end.
