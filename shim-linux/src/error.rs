@@ -81,8 +81,8 @@ pub enum Error {
     /// CPU, one the run could do without were it not asked for (`--smi`
     /// without a counter, `--deepest-idle-state` without cpuidle). Exit
     /// status [`EXIT_FAILED`]: the status of "a required kernel feature is
-    /// missing", which the timerlat mode is to use too (a kernel without
-    /// the timerlat tracer or `timerlat_fd`).
+    /// missing", which `--timerlat` uses too (a kernel without the
+    /// timerlat tracer or `timerlat_fd`).
     Unavailable(String),
     /// A thread could not be started.
     Thread {
