@@ -359,3 +359,164 @@ fn rteval_reads_every_sample_back() {
     let words: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(std::format!("{}{}", words[2], words[3]), "000:00:10");
 }
+
+/// rtla 6.12's real output (fixtures/README.md): the file, and whether
+/// it was run with `--no-summary`.
+const REAL: [(&str, &str, bool); 3] = [
+    (
+        "rtla-hist-no-summary.txt",
+        include_str!("fixtures/rtla-hist-no-summary.txt"),
+        true,
+    ),
+    (
+        "rtla-hist-summary.txt",
+        include_str!("fixtures/rtla-hist-summary.txt"),
+        false,
+    ),
+    (
+        "rtla-hist-empty-arg.txt",
+        include_str!("fixtures/rtla-hist-empty-arg.txt"),
+        true,
+    ),
+];
+
+/// The figures of rtla's text, read back: per shown column (CPU by CPU,
+/// IRQ, thread, user) its rows, `over:` and, where printed, the
+/// summary's `count:`, `min:`, `avg:`, `max:`; the `ALL:` block's
+/// `count:` and `avg:`.
+#[derive(Default)]
+struct Figures {
+    duration_s: u64,
+    cpus: Vec<u32>,
+    rows: Vec<(usize, Vec<u64>)>,
+    over: Vec<u64>,
+    summary: [Vec<u64>; 4],
+    all: [Vec<u64>; 4],
+}
+
+fn numbers(words: &[&str]) -> Vec<u64> {
+    words.iter().map(|w| w.parse().unwrap()).collect()
+}
+
+fn read_back(text: &str) -> Figures {
+    let mut f = Figures::default();
+    let mut in_all = false;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some((&first, rest)) = words.split_first() else {
+            continue;
+        };
+        match first {
+            "#" if line.starts_with("# Duration:") => {
+                let days: u64 = rest[1].parse().unwrap();
+                let clock = numbers(&rest[2].split(':').collect::<Vec<_>>());
+                f.duration_s = days * 86_400 + clock[0] * 3600 + clock[1] * 60 + clock[2];
+            }
+            "#" => {}
+            "Index" => {
+                for (k, label) in rest.iter().enumerate() {
+                    let (ctx, cpu) = label.split_once('-').unwrap();
+                    assert_eq!(ctx, ["IRQ", "Thr", "Usr"][k % 3], "{label}");
+                    if k % 3 == 0 {
+                        f.cpus.push(cpu.parse().unwrap());
+                    }
+                }
+            }
+            "over:" => f.over = numbers(rest),
+            "ALL:" => in_all = true,
+            "count:" | "min:" | "avg:" | "max:" => {
+                let k = ["count:", "min:", "avg:", "max:"]
+                    .iter()
+                    .position(|l| *l == first)
+                    .unwrap();
+                let to = if in_all { &mut f.all } else { &mut f.summary };
+                to[k] = numbers(rest);
+            }
+            index => f.rows.push((index.parse().unwrap(), numbers(rest))),
+        }
+    }
+    f
+}
+
+/// The sum of each column: one that gives the column's `avg:` and,
+/// added up per context, the `ALL:` block's `avg:` (rtla prints only the
+/// truncated quotients, so any sum in both ranges prints the same).
+fn sums(f: &Figures) -> Vec<u64> {
+    let [count, _, avg, _] = &f.summary;
+    let mut sums: Vec<u64> = count.iter().zip(avg).map(|(c, a)| c * a).collect();
+    for ctx in 0..3 {
+        let cols: Vec<usize> = (ctx..sums.len()).step_by(3).collect();
+        let total: u64 = cols.iter().map(|&k| sums[k]).sum();
+        let want = f.all[2][ctx] * f.all[0][ctx];
+        let mut short = want.saturating_sub(total);
+        for &k in &cols {
+            let slack = count[k] - 1;
+            let add = short.min(slack);
+            sums[k] += add;
+            short -= add;
+        }
+        assert_eq!(short, 0, "no sums give ALL's avg of context {ctx}");
+    }
+    sums
+}
+
+#[test]
+fn rtla_6_12s_own_text_comes_back_byte_for_byte() {
+    const ENTRIES: usize = 50;
+    for (name, real, no_summary) in REAL {
+        let f = read_back(real);
+        let ncols = f.cpus.len() * 3;
+        assert_eq!(
+            (f.cpus.as_slice(), f.over.len()),
+            (&[0, 1][..], ncols),
+            "{name}"
+        );
+        let sums = (!no_summary).then(|| sums(&f));
+        let cols: Vec<(Vec<u64>, Stats)> = (0..ncols)
+            .map(|k| {
+                let mut buckets = std::vec![0; ENTRIES];
+                for (index, values) in &f.rows {
+                    buckets[*index] = values[k];
+                }
+                let in_rows: u64 = buckets.iter().sum();
+                let over = f.over[k];
+                let stats = match &sums {
+                    Some(sums) => Stats {
+                        count: f.summary[0][k],
+                        min: f.summary[1][k],
+                        sum: sums[k],
+                        max: f.summary[3][k],
+                        over,
+                    },
+                    // not printed: any figures that agree with the rows
+                    None => Stats {
+                        count: in_rows + over,
+                        min: 0,
+                        sum: 0,
+                        max: 0,
+                        over,
+                    },
+                };
+                (buckets, stats)
+            })
+            .collect();
+        let cpus: Vec<Owned> = f
+            .cpus
+            .iter()
+            .enumerate()
+            .map(|(i, &cpu)| Owned {
+                cpu,
+                cols: [0, 1, 2].map(|c| cols[i * 3 + c].clone()),
+            })
+            .collect();
+        let o = Options {
+            user: true,
+            no_summary,
+            ..Options::DEFAULT
+        };
+        let ours = text(&cpus, ENTRIES, 1, f.duration_s, &o);
+        let expected: Vec<&str> = real.lines().collect();
+        same(&ours, &expected);
+        assert_eq!(ours, real, "{name}");
+    }
+}
