@@ -1042,6 +1042,45 @@ mod tests {
         assert!(o.user && o.no_summary && !o.no_irq && !o.no_thread);
     }
 
+    /// The command lines of rtla's own output in core's fixtures
+    /// (`core/src/rtla/fixtures/README.md`), and the one rtla refused.
+    #[test]
+    fn the_fixtures_command_lines() {
+        let rteval = [
+            "-P",
+            "f:95",
+            "-u",
+            "-c0,1",
+            "-E50",
+            "--no-summary",
+            "--no-aa",
+            "--dma-latency=0",
+            "-d",
+            "3s",
+        ];
+        for (first, period) in [("-p100", Some(100)), ("", None)] {
+            let mut args = vec![first];
+            args.extend_from_slice(&rteval);
+            let h = hist_of(&args);
+            assert_eq!((h.period_us, h.duration_s), (period, Some(3)));
+            assert_eq!((h.cpus.as_deref(), h.entries), (Some(&[0, 1][..]), 50));
+            let o = h.text_options(true);
+            assert_eq!(
+                o,
+                Options {
+                    user: true,
+                    no_summary: true,
+                    ..Options::DEFAULT
+                }
+            );
+        }
+        // rtla took `-p ""` as -1 and failed ("Failed to set timerlat
+        // period"); latscope refuses it before it starts
+        let mut args = vec!["-p", ""];
+        args.extend_from_slice(&rteval);
+        assert!(hist_error(&args).starts_with("-p '': not a whole number"));
+    }
+
     #[test]
     fn letters_mean_rtlas_things() {
         let h = hist_of(&[
