@@ -1017,12 +1017,12 @@ mod tests {
             "--no-aa",
             "--dma-latency=0",
             "-T100",
-            "-t=/var/tmp/rteval-trace.txt",
+            "-t=run1/timerlat_trace.txt",
         ]);
         assert_eq!(h.period_us, None);
         assert_eq!(h.cpus, Some(vec![1, 3]));
         assert_eq!(h.stop_total_us, Some(100));
-        assert_eq!(h.trace_output.as_deref(), Some("/var/tmp/rteval-trace.txt"));
+        assert_eq!(h.trace_output.as_deref(), Some("run1/timerlat_trace.txt"));
         assert!(!h.auto_analysis());
         assert_eq!(h.refuse_unsupported(), Ok(()));
         // rteval's dma_latency of None leaves the option out
