@@ -18,6 +18,7 @@
 //! * [`slo`]: latency goals, and their verdicts with a stated confidence
 //!   from blocks of the run;
 //! * [`cyclictest`]: cyclictest's text and JSON formats, for target and host;
+//! * [`rtla`]: rtla's `timerlat hist` text, for latscope invoked as `rtla`;
 //! * `console`: the rule both programs' standard streams follow after a
 //!   failed write (where the target has 64-bit atomics);
 //! * [`tz`]: UTC offsets from TZif data and `TZ` rules, and the calendar;
@@ -87,6 +88,7 @@ pub mod layout;
 mod proptest_cases;
 pub mod protocol;
 pub mod ringbuf;
+pub mod rtla;
 pub mod seqlock;
 pub mod slo;
 pub mod sort;

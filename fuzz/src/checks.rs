@@ -72,14 +72,33 @@ fn decode_in_pieces(data: &[u8], step: usize) -> Decoded {
 
 /// The target's command line: arbitrary words (NUL- or newline-separated,
 /// lossily UTF-8) never panic the parser; it returns an action or a usage
-/// error whose message is one line.
+/// error whose message is one line. The same words go to the `rtla`
+/// grammar, as they are and after `timerlat hist`.
 pub fn cli(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let words: Vec<&str> = text.split(['\0', '\n']).collect();
-    if let Err(e) = latscope::testing::parse_args(&words) {
+    let one_line = |e: latscope::Error| {
         let msg = e.to_string();
         assert!(!msg.contains('\n'), "multi-line error: {msg:?}");
         assert!(!msg.is_empty(), "empty error message");
+    };
+    if let Err(e) = latscope::testing::parse_args(&words) {
+        one_line(e);
+    }
+    let hist: Vec<&str> = ["timerlat", "hist"]
+        .into_iter()
+        .chain(words.iter().copied())
+        .collect();
+    for rtla in [&words, &hist] {
+        match latscope::testing::parse_rtla_args(rtla) {
+            Ok(latscope::testing::RtlaRequest::Hist(h)) => {
+                if let Err(e) = h.refuse_unsupported() {
+                    one_line(e);
+                }
+            }
+            Ok(latscope::testing::RtlaRequest::Help) => {}
+            Err(e) => one_line(e),
+        }
     }
 }
 

@@ -91,6 +91,15 @@ pub enum Error {
         /// The error text.
         msg: String,
     },
+    /// What a command latscope stands in for (`rtla`) has, but latscope
+    /// cannot do: the command or option as that command spells it, and
+    /// why (with what to do instead).
+    Unsupported {
+        /// The command or option (`rtla timerlat top`, `-C/--cgroup`).
+        what: &'static str,
+        /// Why latscope cannot honour it.
+        why: &'static str,
+    },
     /// An internal invariant does not hold (a bug).
     Internal(&'static str),
     /// The core refused a value or failed.
@@ -144,7 +153,7 @@ impl Error {
     /// The process exit status for this error.
     pub fn exit_status(&self) -> i32 {
         match self {
-            Error::Usage(_) => EXIT_USAGE,
+            Error::Usage(_) | Error::Unsupported { .. } => EXIT_USAGE,
             Error::Privilege { .. } => EXIT_PRIVILEGE,
             Error::Refused { .. }
             | Error::Sys { .. }
@@ -169,6 +178,9 @@ impl fmt::Display for Error {
             Error::Output { what, msg } => write!(f, "{what}: {msg}"),
             Error::Unavailable(m) => f.write_str(m),
             Error::Thread { what, msg } => write!(f, "starting {what}: {msg}"),
+            Error::Unsupported { what, why } => {
+                write!(f, "{what} is not supported by latscope: {why}")
+            }
             Error::Internal(m) => write!(f, "internal error: {m}"),
             Error::Core(e) => write!(f, "{e}"),
         }
@@ -190,6 +202,16 @@ mod tests {
     #[test]
     fn exit_status_follows_the_meaning() {
         assert_eq!(Error::usage("-i 0").exit_status(), EXIT_USAGE);
+        let u = Error::Unsupported {
+            what: "-C/--cgroup",
+            why: "latscope does not move its threads to another cgroup",
+        };
+        assert_eq!(u.exit_status(), EXIT_USAGE);
+        assert_eq!(
+            u.to_string(),
+            "-C/--cgroup is not supported by latscope: \
+             latscope does not move its threads to another cgroup"
+        );
         let p = Error::privilege("mlockall failed", "--no-mlock");
         assert_eq!(p.exit_status(), EXIT_PRIVILEGE);
         assert_eq!(

@@ -27,6 +27,7 @@ const LAYERS: &[&str] = &[
 /// first.
 const CONFIG_LAYERS: &[&str] = &[
     "numbers", "cpus", "name", "plan", "options", "help", "getopt", "values", "checks", "parse",
+    "rtla",
 ];
 
 fn src() -> PathBuf {

@@ -19,6 +19,17 @@ pub fn parse_args<S: AsRef<str>>(args: &[S]) -> Result<(), Error> {
     crate::config::parse(args).map(drop)
 }
 
+pub use crate::config::{
+    invoked_as_rtla, RtlaCgroup, RtlaEvent, RtlaHist, RtlaRequest, RtlaSched, RtlaThreads,
+    RtlaUnsupported,
+};
+
+/// Parse a command line of latscope invoked as `rtla` (the words after
+/// the program name), as the `rtla` drop-in does.
+pub fn parse_rtla_args<S: AsRef<str>>(args: &[S]) -> Result<RtlaRequest, Error> {
+    crate::config::parse_rtla(args)
+}
+
 /// How to run [`measuring_thread`].
 #[derive(Debug, Clone, Copy)]
 pub struct OneThread {

@@ -272,6 +272,22 @@ const FLAGS: &[&str] = &[
     "!0",
     " 12",
     "1e5",
+    // rtla's grammar (the `rtla` drop-in reads the same words)
+    "timerlat",
+    "hist",
+    "top",
+    "-P",
+    "-E",
+    "-C",
+    "-e",
+    "-T",
+    "--no-aa",
+    "--no-index",
+    "--with-zeros",
+    "--dma-latency",
+    "--trace",
+    "--filter",
+    "--dump-task",
 ];
 const VALUES: &[&str] = &[
     "0",
@@ -315,6 +331,11 @@ const VALUES: &[&str] = &[
     "/tmp/x",
     "é",
     "\u{0}",
+    "f:95",
+    "o:-5",
+    "d:100us:1ms",
+    "=grp",
+    "sched:sched_switch",
 ];
 
 #[test]

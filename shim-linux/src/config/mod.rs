@@ -18,6 +18,7 @@ mod numbers;
 mod options;
 mod parse;
 mod plan;
+mod rtla;
 mod values;
 
 use latscope_core::cyclictest::HistShape;
@@ -33,6 +34,10 @@ pub use name::default_name;
 pub(crate) use options::{Arg, Help, OPTIONS};
 pub use parse::parse;
 pub use plan::{first_pinned_cpu, mainaffinity, plan, ThreadPlan};
+pub use rtla::{
+    invoked_as_rtla, parse_rtla, RtlaCgroup, RtlaEvent, RtlaHist, RtlaRequest, RtlaSched,
+    RtlaThreads, RtlaUnsupported,
+};
 
 /// Where the binary frame stream goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
