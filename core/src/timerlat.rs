@@ -245,6 +245,96 @@ impl Pairing {
     }
 }
 
+/// The kernel's grid of one CPU's periods, as its entries show it.
+///
+/// The kernel starts a thread's periods at its clock inside the thread's
+/// first `read()`, then every period, skipping those a late thread missed:
+/// every period starts a whole number of periods from every other. An
+/// entry's time less its latency (in any context) is its period's start,
+/// give or take the moment between the kernel's clock reading and the
+/// entry's timestamp: mostly a little after it, now and then far after it
+/// (a preempted virtual CPU), and, rarely, before it (the ring buffer
+/// stamps an event that interrupted another with that one's time). So the
+/// grid is the median of the first [`Grid::SETTLED`] entries' starts,
+/// each taken modulo the period, and then fixed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Grid {
+    period_ns: u64,
+    /// The first start taken.
+    first: Option<u64>,
+    /// The others' offsets from it modulo the period, in (-p/2, p/2].
+    offsets: [i64; Grid::SETTLED],
+    seen: usize,
+    /// The newest start taken.
+    last: u64,
+    settled: Option<u64>,
+}
+
+impl Grid {
+    /// Entries whose median is the grid.
+    pub const SETTLED: usize = 63;
+
+    /// No period start seen yet, of periods of `period_ns`.
+    pub const fn new(period_ns: u64) -> Grid {
+        Grid {
+            period_ns,
+            first: None,
+            offsets: [0; Grid::SETTLED],
+            seen: 0,
+            last: 0,
+            settled: None,
+        }
+    }
+
+    /// Takes an entry's period start (its time less its latency).
+    pub fn take(&mut self, start_ns: u64) {
+        if self.settled.is_some() {
+            return;
+        }
+        let first = *self.first.get_or_insert(start_ns);
+        let p = i128::from(self.period_ns.max(1));
+        let mut d = (i128::from(start_ns) - i128::from(first)).rem_euclid(p);
+        if d > p / 2 {
+            d -= p;
+        }
+        if let Some(slot) = self.offsets.get_mut(self.seen) {
+            *slot = i64::try_from(d).unwrap_or(0);
+            self.seen += 1;
+        }
+        self.last = self.last.max(start_ns);
+        // a second's entries settle it too, at long periods
+        if self.seen == Self::SETTLED || self.last.saturating_sub(first) >= 1_000_000_000 {
+            let taken = &mut self.offsets[..self.seen];
+            crate::sort::by_key(taken, |o| *o);
+            let median = taken[taken.len() / 2];
+            self.settled = Some(first.saturating_add_signed(median));
+        }
+    }
+
+    /// The start of a period on the grid, once [`Grid::SETTLED`] entries
+    /// or a second's were taken.
+    pub const fn settled(&self) -> Option<u64> {
+        self.settled
+    }
+
+    /// The first period start at or after `t_ns` on a grid through
+    /// `start_ns` of periods of `period_ns`: where the kernel's next period
+    /// starts for a thread whose `read()` begins at `t_ns`.
+    pub const fn next_at(start_ns: u64, period_ns: u64, t_ns: u64) -> u64 {
+        if period_ns == 0 {
+            return start_ns;
+        }
+        if t_ns <= start_ns {
+            // before the grid point known: the kernel's grid runs back too
+            let back = (start_ns - t_ns) / period_ns;
+            return start_ns - back * period_ns;
+        }
+        let k = (t_ns - start_ns).div_ceil(period_ns);
+        start_ns + k * period_ns
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,6 +437,39 @@ mod tests {
         let counts = p.tally.map(|t| (t.samples, t.lost));
         assert_eq!(counts, [(200, 0), (200, 0), (199, 0)]);
         assert_eq!((p.periods(), p.paired, p.inverted), (200, 200, 0));
+    }
+
+    #[test]
+    fn the_grid_is_the_median_start_modulo_the_period() {
+        let p = 1_000_000;
+        let mut g = Grid::new(p);
+        // mostly 0.3 µs after the true start (5 ms on the grid), a few far
+        // after, one before
+        g.take(5_000_300);
+        g.take(2_000_000 - 40_000);
+        for k in 0..(Grid::SETTLED as u64 - 4) {
+            assert_eq!(g.settled(), None);
+            g.take(9_000_300 + k * p);
+        }
+        g.take(70_400_000);
+        assert_eq!(g.settled(), None);
+        g.take(71_000_250);
+        assert_eq!(g.settled(), Some(5_000_300));
+        // fixed from then on
+        g.take(72_000_000);
+        assert_eq!(g.settled(), Some(5_000_300));
+        // at long periods, a second's entries settle it
+        let mut slow = Grid::new(400_000_000);
+        slow.take(100);
+        slow.take(400_000_120);
+        assert_eq!(slow.settled(), None);
+        slow.take(1_200_000_110);
+        assert_eq!(slow.settled(), Some(110));
+        // the next start from a read at t
+        assert_eq!(Grid::next_at(5_000_050, p, 7_500_000), 8_000_050);
+        assert_eq!(Grid::next_at(5_000_050, p, 8_000_050), 8_000_050);
+        assert_eq!(Grid::next_at(5_000_050, p, 3_500_000), 4_000_050);
+        assert_eq!(Grid::next_at(5_000_050, 0, 7_000_000), 5_000_050);
     }
 
     #[test]

@@ -27,7 +27,7 @@ const LAYERS: &[&str] = &[
 /// first.
 const CONFIG_LAYERS: &[&str] = &[
     "numbers", "cpus", "name", "plan", "options", "help", "getopt", "values", "checks", "parse",
-    "rtla",
+    "rtla", "rtla_run",
 ];
 
 fn src() -> PathBuf {

@@ -1640,14 +1640,39 @@ fn image_aarch64_timerlat_counts_every_period_and_restores_the_kernel() {
                 .ok()
         })
         .collect();
-    if lines.len() != 2 || cycles.len() != 2 {
+    // reads before the trace gave the kernel's grid, per thread (T: N)
+    let unrecorded: Vec<u64> = console
+        .lines()
+        .filter_map(|l| l.trim_end_matches('\r').strip_prefix("# timerlat T: "))
+        .filter_map(|l| {
+            l.split(": ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    if lines.len() != 2 || cycles.len() != 2 || unrecorded.len() != 2 {
         bad.push(format!(
             "timerlat lines of {} CPUs, T: lines of {} threads",
             lines.len(),
             cycles.len()
         ));
     }
-    for ((cpu, t), reads) in lines.iter().zip(&cycles) {
+    // against the kernel's grid, no wake-up comes before its period
+    let early: Vec<&str> = console
+        .lines()
+        .filter(|l| l.starts_with("# T: "))
+        .filter_map(|l| l.split("early: ").nth(1)?.split_whitespace().next())
+        .collect();
+    if early.len() != 2 || early.iter().any(|e| *e != "0") {
+        bad.push(format!(
+            "early wake-ups {early:?}: latscope's grid is not the kernel's"
+        ));
+    }
+    let reads: Vec<u64> = cycles.iter().zip(&unrecorded).map(|(c, u)| c + u).collect();
+    for ((cpu, t), reads) in lines.iter().zip(&reads) {
         let ctx = |name: &str| t.contexts.iter().find(|c| c.0 == name).map(|c| (c.1, c.2));
         let (Some(irq), Some(thread), Some(uret)) = (ctx("irq"), ctx("thread"), ctx("user-ret"))
         else {
@@ -1679,5 +1704,153 @@ fn image_aarch64_timerlat_counts_every_period_and_restores_the_kernel() {
         boot.status,
         bad.join("\n  "),
     );
-    eprintln!("timerlat: {lines:?}, reads {cycles:?}");
+    for l in console
+        .lines()
+        .filter(|l| l.contains("T: ") || l.starts_with("# timerlat"))
+    {
+        eprintln!("{}", l.trim_end_matches('\r'));
+    }
+    eprintln!("timerlat: {lines:?}, recorded {cycles:?}, before the grid {unrecorded:?}");
+}
+
+/// Seconds of each `timerlat hist` run of [`image_aarch64_rtla_text_is_rtlas`].
+const RTLA_PAIR_SECS: u64 = 3;
+
+/// The output of one `image: rtla-pair WHO` run: its standard output's
+/// lines and its exit status.
+fn rtla_pair_run(console: &str, who: &str) -> Option<(Vec<String>, i32)> {
+    let start = format!("image: rtla-pair {who}");
+    let end = format!("image: rtla-pair end {who} status ");
+    let mut lines = console.lines().map(|l| l.trim_end_matches('\r'));
+    lines.find(|l| *l == start)?;
+    let mut out = Vec::new();
+    for l in lines {
+        if let Some(status) = l.strip_prefix(&end) {
+            return Some((out, status.trim().parse().ok()?));
+        }
+        if !l.starts_with("image: ") && !l.starts_with('[') {
+            out.push(l.to_string());
+        }
+    }
+    None
+}
+
+/// A line's structure: every run of digits one `0`, every run of blanks
+/// one blank (a trailing one kept: rtla's rows end with one). How wide a
+/// figure's column is depends on the figure; the formatter's own tests
+/// check the widths against rtla's text byte for byte.
+fn shape(line: &str) -> String {
+    let mut s = String::new();
+    for c in line.chars() {
+        let c = match c {
+            '0'..='9' => '0',
+            ' ' | '\t' => ' ',
+            c => c,
+        };
+        if !(matches!(c, '0' | ' ') && s.ends_with(c)) {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// Whether a line of rtla's text is a bucket row (what rteval takes as
+/// data: a line that starts with an integer).
+fn bucket_row(line: &str) -> bool {
+    line.starts_with(|c: char| c.is_ascii_digit())
+}
+
+/// latscope invoked as `rtla` (a link named `rtla`), with the arguments
+/// rteval 3.10 gives rtla, beside Debian's rtla 6.12 in the same boot on
+/// the PREEMPT_RT board: both exit 0, and their texts have the same
+/// structure line by line (the headers, then bucket rows of seven
+/// columns, then `over:`, the summary and the `ALL:` block in the same
+/// order). Ended as rteval ends it, with two SIGINTs and no duration,
+/// latscope exits 0 with the whole text (`--no-summary`: up to `over:`).
+#[test]
+fn image_aarch64_rtla_text_is_rtlas() {
+    if qemu::board_tests_disabled() {
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
+        return;
+    }
+    let arch = Arch::Aarch64;
+    let (Some(board), Some(bin), Some(busybox)) = (
+        Board::find(arch),
+        latscope_binary(arch),
+        image::busybox(arch),
+    ) else {
+        return;
+    };
+    let Some(rtla_root) = image::rtla_root().or_else(|| {
+        unavailable(
+            "no rtla for arm64 in the cache (run `.ci/run setup` or set LATSCOPE_RTLA_AARCH64)",
+        )
+    }) else {
+        return;
+    };
+    let scratch = Scratch::new("rtla-pair");
+    let initrd = image::build(&busybox, &bin, Some(&rtla_root), scratch.path())
+        .expect("build the busybox image");
+    let args = format!("rtla-pair={RTLA_PAIR_SECS}");
+    let boot = board
+        .run(&Spec {
+            initrd: &initrd,
+            args: &args,
+            console: Console::Socket { flood: false },
+            port: Port::Socket,
+            // rtla stops its user threads for a second more
+            timeout: boot_limit(&[(3, secs(RTLA_PAIR_SECS + 2))]),
+        })
+        .unwrap_or_else(|e| panic!("image {arch:?} did not complete: {e}"));
+    let console = &boot.console;
+    let mut bad = Vec::new();
+    let runs: Vec<_> = ["rtla", "latscope", "sigint"]
+        .iter()
+        .map(|who| (who, rtla_pair_run(console, who)))
+        .collect();
+    for (who, run) in &runs {
+        match run {
+            Some((out, 0)) if !out.is_empty() => {}
+            other => bad.push(format!("{who}: {other:?}")),
+        }
+    }
+    let text = |i: usize| runs[i].1.as_ref().map(|r| r.0.clone()).unwrap_or_default();
+    let (theirs, ours, sigint) = (text(0), text(1), text(2));
+    // the lines that are not bucket rows, in order, as shapes
+    let frame = |t: &[String]| -> Vec<String> {
+        t.iter()
+            .filter(|l| !bucket_row(l))
+            .map(|l| shape(l))
+            .collect()
+    };
+    if frame(&theirs) != frame(&ours) {
+        bad.push(format!(
+            "not rtla's structure:\n  rtla:     {:?}\n  latscope: {:?}",
+            frame(&theirs),
+            frame(&ours)
+        ));
+    }
+    // bucket rows: an index and six counters (IRQ, thread, user of CPUs 0
+    // and 1), as rteval reads them
+    for (who, t) in [("rtla", &theirs), ("latscope", &ours), ("sigint", &sigint)] {
+        let rows: Vec<&String> = t.iter().filter(|l| bucket_row(l)).collect();
+        if rows.is_empty() || rows.iter().any(|r| r.split_whitespace().count() != 7) {
+            bad.push(format!("{who}: bucket rows {rows:?}"));
+        }
+    }
+    let last = sigint.last().map(String::as_str).unwrap_or_default();
+    if !last.starts_with("over:") || sigint.iter().any(|l| l.starts_with("count:")) {
+        bad.push(format!("sigint: the --no-summary text ends {last:?}"));
+    }
+    assert!(
+        bad.is_empty() && boot.status.success(),
+        "rtla-pair: qemu {}:\n  {}\n--- console ---\n{console}",
+        boot.status,
+        bad.join("\n  "),
+    );
+    eprintln!(
+        "rtla:\n{}\nlatscope:\n{}",
+        theirs.join("\n"),
+        ours.join("\n")
+    );
 }

@@ -131,3 +131,83 @@ fn the_modes_refusals_name_what_to_drop() {
         );
     }
 }
+
+/// latscope under the name `rtla` (a link in a scratch directory), run
+/// with `args`.
+fn as_rtla(dir: &latscope_testkit::Scratch, args: &[&str]) -> Output {
+    let link = dir.join("rtla");
+    if !link.exists() {
+        std::os::unix::fs::symlink(bins().latscope, &link).expect("link latscope as rtla");
+    }
+    Command::new(&link)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("latscope runs as rtla")
+}
+
+#[test]
+fn as_rtla_without_the_tracer_it_fails_and_prints_no_text() {
+    if !precondition() {
+        return;
+    }
+    let dir = latscope_testkit::Scratch::new("as-rtla");
+    // rteval 3.10's list, and its form without an interval (an empty word)
+    for interval in ["-p100", ""] {
+        let o = as_rtla(
+            &dir,
+            &[
+                "timerlat",
+                "hist",
+                interval,
+                "-P",
+                "f:95",
+                "-u",
+                "-c0",
+                "-E3500",
+                "--no-summary",
+                "--no-aa",
+                "--dma-latency=0",
+            ],
+        );
+        let err = lines(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{interval:?}: {err:?}");
+        assert_eq!(
+            err,
+            ["latscope: --timerlat: this kernel has no timerlat tracer (CONFIG_TIMERLAT_TRACER)"]
+        );
+        assert!(o.stdout.is_empty(), "{:?}", lines(&o.stdout));
+    }
+}
+
+#[test]
+fn as_rtla_what_it_cannot_honour_is_refused_by_name() {
+    let dir = latscope_testkit::Scratch::new("as-rtla-refused");
+    for (args, says) in [
+        (
+            &["timerlat", "top"][..],
+            "latscope: rtla timerlat top is not supported",
+        ),
+        (
+            &["timerlat", "hist", "-k"],
+            "latscope: -k/--kernel-threads is not supported",
+        ),
+        (
+            &["timerlat", "hist", "-T", "100", "--no-aa"],
+            "latscope: -i/-T is not supported",
+        ),
+        (
+            &["timerlat", "hist", "-a", "100"],
+            "latscope: -a/--auto is not supported",
+        ),
+        (&["timerlat", "hist", "-p", ""], "latscope: -p"),
+        (&["timerlat", "hist", "--bogus"], "latscope: "),
+    ] {
+        let o = as_rtla(&dir, args);
+        let err = lines(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err:?}");
+        assert_eq!(err.len(), 1, "{args:?}: {err:?}");
+        assert!(err[0].starts_with(says), "{args:?}: {err:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -13,12 +13,13 @@ use latscope_core::cyclictest::{
     self, EndText, JsonDoc, Options, Thread, TraceTotals, Uname, WindowTotals,
 };
 use latscope_core::decimal::Fixed;
+use latscope_core::rtla;
 use latscope_core::timerlat::Context;
 use latscope_core::wire::{bounded, Body, Bye, ByeReason, Encoder, Level, LogLine};
 
 use super::setup::Setup;
 use super::start::Ended;
-use crate::config::Config;
+use crate::config::{Config, RtlaText};
 use crate::error::{Error, EXIT_FAILED, EXIT_OK, EXIT_OUTPUT_LOST};
 use crate::link::Sink;
 use crate::linux::clock::monotonic_ns;
@@ -82,8 +83,26 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
     }
     let mut summary = summary(cfg, s, ended, &threads, &opts, &mut failed);
     let timerlat = &ended.outcome.timerlat;
+    if let Some(text) = &cfg.rtla {
+        let secs = ended.outcome.ended.unix_s.saturating_sub(s.started.unix_s);
+        let out = rtla_text(text, timerlat, u64::try_from(secs).unwrap_or(0));
+        // a failed standard output is counted there
+        let _ = Std::Out.write(out.as_bytes());
+    }
     for (cpu, t) in timerlat {
         summary.push_str(&timerlat_lines(*cpu, t));
+        for (i, _) in s
+            .plans
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.cpu == Some(*cpu))
+        {
+            let n = s.shared[i].unrecorded.load(Ordering::Relaxed);
+            summary.push_str(&format!(
+                "# timerlat T: {i} CPU {cpu}: {n} read(s) before the trace gave the kernel's \
+                 grid, not recorded\n"
+            ));
+        }
     }
     summary.push_str(&goal_lines);
     // timerlat samples the trace lost are measurement lost; an IRQ latency
@@ -221,6 +240,43 @@ fn notes(cfg: &Config, s: &Setup, ended: &Ended, defects: u32) {
              the recorder's report says whether it stored them"
         ));
     }
+}
+
+/// The column of `context` of a CPU's rtla columns (empty without them).
+fn rtla_column(t: &TimerlatCpu, context: Context) -> rtla::Column<'_> {
+    t.rtla.as_ref().map_or(rtla::Column::EMPTY, |r| {
+        let (buckets, stats) = &r.cols[context.index()];
+        rtla::Column {
+            buckets,
+            stats: *stats,
+        }
+    })
+}
+
+/// Invoked as `rtla`: rtla 6.12's histogram text of the traced CPUs, in
+/// ascending order, over `secs` seconds.
+fn rtla_text(text: &RtlaText, timerlat: &[(usize, TimerlatCpu)], secs: u64) -> String {
+    let mut sorted: Vec<&(usize, TimerlatCpu)> = timerlat.iter().collect();
+    sorted.sort_by_key(|(cpu, _)| *cpu);
+    let cpus: Vec<rtla::Cpu<'_>> = sorted
+        .iter()
+        .map(|(cpu, t)| rtla::Cpu {
+            cpu: u32::try_from(*cpu).unwrap_or(u32::MAX),
+            irq: rtla_column(t, Context::Irq),
+            thread: rtla_column(t, Context::Thread),
+            user: rtla_column(t, Context::UserRet),
+        })
+        .collect();
+    let hist = rtla::Hist {
+        cpus: &cpus,
+        entries: text.shape.entries,
+        bucket_size: text.shape.bucket_size,
+        duration_s: secs,
+    };
+    let mut out = String::with_capacity(256 + text.shape.entries * (8 + 30 * cpus.len()));
+    // a String takes every write
+    let _ = rtla::histogram(&mut out, &hist, &text.options);
+    out
 }
 
 /// The summary's lines on `--timerlat` of CPU `cpu`: its periods and how

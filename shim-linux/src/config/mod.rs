@@ -19,6 +19,7 @@ mod options;
 mod parse;
 mod plan;
 mod rtla;
+mod rtla_run;
 mod values;
 
 use latscope_core::cyclictest::HistShape;
@@ -38,6 +39,7 @@ pub use rtla::{
     invoked_as_rtla, parse_rtla, RtlaCgroup, RtlaEvent, RtlaHist, RtlaRequest, RtlaSched,
     RtlaThreads, RtlaUnsupported,
 };
+pub use rtla_run::{rtla_config, RtlaText};
 
 /// Where the binary frame stream goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +156,8 @@ pub struct Config {
     pub self_check: bool,
     /// `--timerlat`: wake through the kernel's timerlat tracer.
     pub timerlat: bool,
+    /// Invoked as `rtla`: print rtla's histogram text at the end.
+    pub rtla: Option<RtlaText>,
     /// `-r`, `-s`, `-x`: how each cycle waits.
     pub wake: WakeMode,
     /// `-A`, `--secaligned`: when the threads take their first deadline.
@@ -242,6 +246,7 @@ impl Default for Config {
             trace_out_stream: false,
             self_check: false,
             timerlat: false,
+            rtla: None,
             wake: WakeMode::Absolute,
             align: StartAlign::Own,
             fifo: None,

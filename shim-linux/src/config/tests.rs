@@ -289,7 +289,7 @@ fn fields(c: &Config) -> Vec<(&'static str, String)> {
         }};
     }
     named![
-        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, hist_shape, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, deepest_idle_state, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, trace_buffer_kb, trace_out, trace_out_limits, trace_out_stream, self_check, timerlat, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, slo, cmdline;
+        affinity, threads, smp, interval_us, distance_us, priority, policy, priospread, loops, duration_ns, break_us, tracemark, hist_us, hist_all, hist_shape, histfile, json, nsecs, quiet, verbose, spike_us, clock, mainaffinity, latency_us, deepest_idle_state, default_system, mlock, best_effort, warmup_ns, report_ns, dl_runtime_us, dl_deadline_us, dl_period_us, explain_us, trace_buffer_kb, trace_out, trace_out_limits, trace_out_stream, self_check, timerlat, rtla, wake, align, fifo, refresh_on_max, oscope, resolution, smi, spike_nodes, unbuffered, laptop, debug, notes, stream, name, slo, cmdline;
         bench: ballast_mib, no_exit_demote, self_check_probe
     ]
 }

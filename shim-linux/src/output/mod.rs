@@ -98,7 +98,8 @@ pub fn note(line: &str) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Console {
     /// Standard output, or standard error when the frame stream owns
-    /// standard output (`--stream -`).
+    /// standard output (`--stream -`) or rtla's text does (invoked as
+    /// `rtla`).
     pub human: Std,
     /// Whether that is a terminal: the live view then redraws in place, and
     /// the final figures are already on screen.
@@ -108,7 +109,8 @@ pub struct Console {
 impl Console {
     /// The console of a run with `cfg`.
     pub fn of(cfg: &Config) -> Console {
-        let human = if cfg.stream == Some(Dest::Stdout) {
+        // invoked as rtla, standard output is rtla's text alone
+        let human = if cfg.stream == Some(Dest::Stdout) || cfg.rtla.is_some() {
             Std::Err
         } else {
             Std::Out

@@ -33,13 +33,23 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
             *g = f;
         }
     }
-    if let Some(root) = a.settings.timerlat.as_deref() {
+    if let Some(t) = a.settings.timerlat.as_ref() {
         let cpu = a
             .plan
             .cpu
             .ok_or(Error::Internal("--timerlat with an unpinned thread"))?;
-        let wake = Timerlat::open(root, cpu)?;
-        // the kernel's first period starts in the first read, right after
+        let start = t
+            .starts
+            .iter()
+            .find(|(c, _)| *c == cpu)
+            .map(|(_, s)| std::sync::Arc::clone(s))
+            .ok_or(Error::Internal("--timerlat on a CPU not traced"))?;
+        let mut wake = Timerlat::open(&t.root, cpu, start, cfg.interval_ns)?;
+        // reads not recorded, until the trace's reader has the kernel's
+        // grid (its first read of the buffer, within about 100 ms)
+        if !wake.find_grid(&a.control.stop, &mut clock, &a.shared.unrecorded)? {
+            return Ok(());
+        }
         let cycle = Cycle::new(cfg, clock.now())?;
         return run(a, &mut w, clock, cycle, wake);
     }

@@ -203,6 +203,9 @@ pub struct Shared {
     pub no_rt_policy: AtomicBool,
     /// Ran unpinned although a CPU was planned (`--best-effort`).
     pub no_affinity: AtomicBool,
+    /// `--timerlat`: reads not recorded while the kernel's grid was not
+    /// yet known.
+    pub unrecorded: AtomicU64,
     /// Timer slack set, in ns (0 = untouched).
     pub timer_slack_ns: AtomicU32,
     /// Why the loop ended.
@@ -232,6 +235,7 @@ impl Shared {
             no_rt_policy: AtomicBool::new(false),
             no_affinity: AtomicBool::new(false),
             timer_slack_ns: AtomicU32::new(0),
+            unrecorded: AtomicU64::new(0),
             stop: Mutex::new(None),
             error: Mutex::new(None),
         })
@@ -322,9 +326,20 @@ pub struct LoopSettings {
     pub align: StartAlign,
     /// The clock.
     pub clock: LinuxClock,
-    /// `--timerlat`: the tracefs whose `osnoise/per_cpu/cpuN/timerlat_fd`
-    /// each thread waits on, instead of [`LoopSettings::wake`].
-    pub timerlat: Option<std::path::PathBuf>,
+    /// `--timerlat`: how each thread waits instead of
+    /// [`LoopSettings::wake`].
+    pub timerlat: Option<TimerlatLoop>,
+}
+
+/// `--timerlat`: where the measuring threads' files are, and the kernel's
+/// grid of periods per CPU as the trace's reader publishes it.
+#[derive(Debug, Clone)]
+pub struct TimerlatLoop {
+    /// The tracefs whose `osnoise/per_cpu/cpuN/timerlat_fd` each thread
+    /// reads.
+    pub root: std::path::PathBuf,
+    /// Each traced CPU and a period start of its grid (0 until known).
+    pub starts: Vec<(usize, std::sync::Arc<AtomicU64>)>,
 }
 
 /// Everything one measuring thread gets.

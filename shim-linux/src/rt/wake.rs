@@ -16,6 +16,10 @@
 use latscope_core::cycle::{Cycle, Sample};
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use latscope_core::timerlat::Grid;
 
 use rustix::fd::OwnedFd;
 use rustix::io::Errno;
@@ -93,37 +97,99 @@ fn clock_now(clock: &mut LinuxClock) -> i64 {
     latscope_core::cycle::Clock::now(clock)
 }
 
+/// How long a `--timerlat` thread reads without recording while it waits
+/// for the kernel's grid from the trace.
+const GRID_WAIT_NS: i64 = 5_000_000_000;
+
 /// `--timerlat`: a `read()` of the CPU's `timerlat_fd`, which the kernel
-/// returns after the period's timer IRQ woke the thread. The kernel's
-/// periods start at its clock in the thread's first read, and skip the
-/// periods a late thread missed: the cycle's fixed grid, started at the
-/// clock read right before that read.
+/// returns after the period's timer IRQ woke the thread.
+///
+/// The deadline is the kernel's period start: the kernel starts a thread's
+/// periods at its clock in the thread's first read, then every period,
+/// and each read waits for the first start at or after the kernel's clock
+/// in that read, skipping the periods a late thread missed. The trace's
+/// reader publishes one start of that grid from the IRQ entries
+/// ([`latscope_core::timerlat::Grid`]); before each read, the deadline is
+/// the grid's first start at or after the clock read right then.
 pub(super) struct Timerlat {
     fd: OwnedFd,
     buf: [u8; 1],
+    start: Arc<AtomicU64>,
+    period_ns: u64,
 }
 
 impl Timerlat {
     /// `open(osnoise/per_cpu/cpuN/timerlat_fd)` under `root`, by the
-    /// calling thread, pinned to `cpu`.
-    pub(super) fn open(root: &Path, cpu: usize) -> Result<Self, Error> {
+    /// calling thread, pinned to `cpu`; `start` is where the reader
+    /// publishes the CPU's grid, of periods of `period_ns`.
+    pub(super) fn open(
+        root: &Path,
+        cpu: usize,
+        start: Arc<AtomicU64>,
+        period_ns: u64,
+    ) -> Result<Self, Error> {
         let fd = timerlat::open_fd(root, cpu).map_err(|e| match e {
             Errno::BUSY => Error::Unavailable(format!(
                 "--timerlat: CPU {cpu}'s timerlat_fd is open in another process"
             )),
             e => Error::sys("opening timerlat_fd", e),
         })?;
-        Ok(Timerlat { fd, buf: [0] })
+        Ok(Timerlat {
+            fd,
+            buf: [0],
+            start,
+            period_ns,
+        })
+    }
+
+    /// `read(timerlat_fd)`: waits for the next period.
+    #[inline(always)]
+    fn read(&mut self) -> Result<(), Error> {
+        rustix::io::read(&self.fd, &mut self.buf)
+            .map(drop)
+            .map_err(|e| Error::sys("read (timerlat_fd)", e))
+    }
+
+    /// Reads without recording until the reader has published the grid,
+    /// counting them in `unrecorded`: `Ok(false)` if the run stopped
+    /// first.
+    ///
+    /// # Errors
+    ///
+    /// A failed read, or no grid within [`GRID_WAIT_NS`] (no timerlat
+    /// entry in the trace).
+    pub(super) fn find_grid(
+        &mut self,
+        stop: &AtomicBool,
+        clock: &mut LinuxClock,
+        unrecorded: &AtomicU64,
+    ) -> Result<bool, Error> {
+        let until = clock_now(clock).saturating_add(GRID_WAIT_NS);
+        while self.start.load(Ordering::Acquire) == 0 {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(false);
+            }
+            if clock_now(clock) > until {
+                return Err(Error::Unavailable(
+                    "--timerlat: the trace gave no grid of the kernel's periods within 5 s".into(),
+                ));
+            }
+            self.read()?;
+            unrecorded.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(true)
     }
 }
 
 impl Wake for Timerlat {
     #[inline(always)]
-    fn wait(&mut self, _cycle: &mut Cycle, clock: &mut LinuxClock) -> Result<i64, Error> {
-        match rustix::io::read(&self.fd, &mut self.buf) {
-            Ok(_) => Ok(clock_now(clock)),
-            Err(e) => Err(Error::sys("read (timerlat_fd)", e)),
-        }
+    fn wait(&mut self, cycle: &mut Cycle, clock: &mut LinuxClock) -> Result<i64, Error> {
+        let start = self.start.load(Ordering::Relaxed);
+        let before = u64::try_from(clock_now(clock)).unwrap_or(0);
+        let next = Grid::next_at(start, self.period_ns, before);
+        cycle.set_deadline(i64::try_from(next).unwrap_or(i64::MAX));
+        self.read()?;
+        Ok(clock_now(clock))
     }
 }
 

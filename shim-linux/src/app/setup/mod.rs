@@ -30,7 +30,7 @@ use crate::linux::tracefs::{
 };
 use crate::linux::{self, hold_dma_latency, procfs, timerlat};
 use crate::output::Console;
-use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, VerboseQueue};
+use crate::rt::{self, Control, LoopSettings, Shared, SpikeQueue, TimerlatLoop, VerboseQueue};
 
 pub(super) mod cyclictest;
 
@@ -191,7 +191,7 @@ impl Setup {
         let tracefs = find_or_mount_tracefs(cfg, &mut deg);
         let tracemark = open_tracemark(cfg, tracefs.as_ref(), &mut deg);
         let timerlat = open_timerlat(cfg, &plans, tracefs.as_ref(), layout, held, &mut deg)?;
-        let timerlat_root = timerlat.as_ref().map(|(root, _)| root.clone());
+        let timerlat_loop = timerlat.as_ref().map(|(l, _)| l.clone());
         let tracer = match timerlat {
             Some((_, t)) => Some(t),
             None => open_explain(cfg, &plans, tracefs.as_ref(), &mut deg),
@@ -201,7 +201,7 @@ impl Setup {
         let trace_out = open_trace_out(cfg, tracer.as_ref(), plans.len(), &mut deg)?;
         let n = plans.len();
         let mut settings = loop_settings(cfg, clock);
-        settings.timerlat = timerlat_root;
+        settings.timerlat = timerlat_loop;
         // the filter goes on now, inherited by every thread
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
         let handoff = Handoff {
@@ -434,7 +434,7 @@ fn open_timerlat(
     layout: Layout,
     held: &mut Held,
     deg: &mut Degradations,
-) -> Result<Option<(std::path::PathBuf, Tracer)>, Error> {
+) -> Result<Option<(TimerlatLoop, Tracer)>, Error> {
     if !cfg.timerlat {
         return Ok(None);
     }
@@ -478,8 +478,11 @@ fn open_timerlat(
     )?);
     let kb = tracefs::buffer_kb(cfg.trace_buffer_kb, procfs::mem_total_kb(), cpus.len());
     let explain = (cfg.explain_us > 0).then_some(cfg.explain_us * 1000);
-    let tracer = Tracer::open_timerlat(&root, &cpus, explain, kb, layout)?;
-    Ok(Some((root, tracer)))
+    let rtla = cfg.rtla.map(|r| r.shape);
+    let period_ns = cfg.interval_us.saturating_mul(1000);
+    let tracer = Tracer::open_timerlat(&root, &cpus, explain, kb, layout, rtla, period_ns)?;
+    let starts = tracer.grid_starts();
+    Ok(Some((TimerlatLoop { root, starts }, tracer)))
 }
 
 /// `--explain`: the trace instance, read continuously. It traces the

@@ -43,7 +43,7 @@ use rustix::fs::{Mode, OFlags};
 
 pub use instance::remove_stale_instances;
 pub use mount::{NoTracefs, Tracefs, MOUNT_POINT};
-pub use reader::TimerlatCpu;
+pub use reader::{RtlaShape, TimerlatCpu};
 pub use trace_out::{Limits, Outputs, TraceOut};
 pub use tracer::{buffer_kb, Tracer};
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 use latscope_core::hist::HistogramIn;
 use latscope_core::layout::Layout;
 use latscope_core::ringbuf::{History, Page, PageHeader};
-use latscope_core::timerlat::{Context, Format, Pairing};
+use latscope_core::rtla::{Stats, Unit};
+use latscope_core::timerlat::{Context, Format, Grid, Pairing};
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -71,11 +72,64 @@ pub struct TimerlatCpu {
     pub pairing: Pairing,
     /// Pages whose entries did not decode to the end.
     pub bad_pages: u64,
+    /// Latscope invoked as `rtla`: each context's columns as rtla counts
+    /// them, in [`Context::ALL`]'s order.
+    pub rtla: Option<Box<RtlaColumns>>,
+    /// The kernel's grid of periods, from the IRQ entries.
+    grid: Grid,
+    /// A period start on that grid, `CLOCK_MONOTONIC` ns (0 until an IRQ
+    /// entry was read), for the measuring thread.
+    pub start: Arc<AtomicU64>,
+}
+
+/// rtla's shape of a histogram column: `-E` buckets of `-b` µs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtlaShape {
+    /// Buckets (`-E`).
+    pub entries: usize,
+    /// Bucket width, µs (`-b`).
+    pub bucket_size: u64,
+}
+
+/// One CPU's three columns of rtla's histogram, counted entry by entry as
+/// rtla's `timerlat_hist_update()` counts them (each latency truncated to
+/// µs first), so that the text is rtla's to the digit.
+#[derive(Debug, Clone)]
+pub(crate) struct RtlaColumns {
+    /// The shape.
+    pub shape: RtlaShape,
+    /// Each context's buckets and figures.
+    pub cols: [(Box<[u64]>, Stats); 3],
+}
+
+impl RtlaColumns {
+    fn new(shape: RtlaShape) -> RtlaColumns {
+        let col = || (vec![0u64; shape.entries].into_boxed_slice(), Stats::EMPTY);
+        RtlaColumns {
+            shape,
+            cols: [col(), col(), col()],
+        }
+    }
+
+    fn add(&mut self, context: Context, latency_ns: u64) {
+        let (buckets, stats) = &mut self.cols[context.index()];
+        stats.record(
+            buckets,
+            self.shape.bucket_size,
+            Unit::Micros.of_ns(latency_ns),
+        );
+    }
 }
 
 impl TimerlatCpu {
     /// No entries yet; histograms of `layout`.
-    pub(super) fn new(format: Format, header: PageHeader, layout: Layout) -> Option<TimerlatCpu> {
+    pub(super) fn new(
+        format: Format,
+        header: PageHeader,
+        layout: Layout,
+        rtla: Option<RtlaShape>,
+        period_ns: u64,
+    ) -> Option<TimerlatCpu> {
         let hist =
             || HistogramIn::with_counts(layout, vec![0u64; layout.len()].into_boxed_slice()).ok();
         Some(TimerlatCpu {
@@ -84,6 +138,9 @@ impl TimerlatCpu {
             hists: [hist()?, hist()?, hist()?],
             pairing: Pairing::new(),
             bad_pages: 0,
+            rtla: rtla.map(|s| Box::new(RtlaColumns::new(s))),
+            grid: Grid::new(period_ns),
+            start: Arc::new(AtomicU64::new(0)),
         })
     }
 
@@ -102,6 +159,15 @@ impl TimerlatCpu {
             if let Some(e) = self.format.entry(&raw) {
                 self.pairing.take(&e);
                 self.hists[e.context.index()].add(e.latency_ns);
+                if let Some(r) = self.rtla.as_mut() {
+                    r.add(e.context, e.latency_ns);
+                }
+                // every entry's time less its latency is its period's
+                // start, or a little after it
+                self.grid.take(e.ts_ns.saturating_sub(e.latency_ns));
+                if let Some(s) = self.grid.settled() {
+                    self.start.store(s, Ordering::Release);
+                }
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use std::io;
 use std::path::Path;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -16,7 +16,7 @@ use latscope_core::wire::EvidenceHead;
 use rustix::io::Errno;
 
 use super::instance::Instance;
-use super::reader::{self, CpuTrace, Shared, TimerlatCpu};
+use super::reader::{self, CpuTrace, RtlaShape, Shared, TimerlatCpu};
 use super::trace_out::{DatHeader, Evidence, LEAD_NS, MAX_WINDOW_BYTES};
 use super::{DEFAULT_BUFFER_KB, MIN_BUFFER_KB};
 use crate::error::Error;
@@ -87,7 +87,8 @@ impl Tracer {
 
     /// `--timerlat`: [`Tracer::open`] with the instance's tracer set to
     /// `timerlat`, each CPU's timerlat entries taken into histograms of
-    /// `layout` as its pages are read ([`Tracer::timerlat`]), and the
+    /// `layout` (and, invoked as `rtla`, into rtla's columns of `rtla`'s
+    /// shape) as its pages are read ([`Tracer::timerlat`]), and the
     /// classifier's events recorded only with `explain_ns` (`--explain`).
     /// The global settings must be set before ([`crate::linux::timerlat`]).
     ///
@@ -101,9 +102,17 @@ impl Tracer {
         explain_ns: Option<u64>,
         buffer_kb: u32,
         layout: Layout,
+        rtla: Option<RtlaShape>,
+        period_ns: u64,
     ) -> Result<Tracer, Error> {
-        Self::open_at(root, cpus, explain_ns, buffer_kb, Some(layout))
-            .map_err(|e| Error::Unavailable(format!("--timerlat: {e}")))
+        Self::open_at(
+            root,
+            cpus,
+            explain_ns,
+            buffer_kb,
+            Some((layout, rtla, period_ns)),
+        )
+        .map_err(|e| Error::Unavailable(format!("--timerlat: {e}")))
     }
 
     /// [`Tracer::open`] with the error of the step that failed: the
@@ -114,7 +123,7 @@ impl Tracer {
         cpus: &[usize],
         explain_ns: Option<u64>,
         buffer_kb: u32,
-        timerlat: Option<Layout>,
+        timerlat: Option<(Layout, Option<RtlaShape>, u64)>,
     ) -> io::Result<Tracer> {
         if cpus.is_empty() {
             return Err(io::Error::new(
@@ -149,8 +158,8 @@ impl Tracer {
         };
         for &c in cpus {
             let mut t = CpuTrace::open(instance.dir(), c, header, page, history)?;
-            if let (Some(format), Some(layout)) = (timerlat_format, timerlat) {
-                t.timerlat = TimerlatCpu::new(format, header, layout).map(Box::new);
+            if let (Some(format), Some((layout, rtla, period))) = (timerlat_format, timerlat) {
+                t.timerlat = TimerlatCpu::new(format, header, layout, rtla, period).map(Box::new);
             }
             traces.push(t);
         }
@@ -173,6 +182,18 @@ impl Tracer {
             dat,
             untraced: run_on,
         })
+    }
+
+    /// `--timerlat`: each traced CPU and where the reader publishes a
+    /// period start of the kernel's grid for it (0 until known).
+    pub fn grid_starts(&self) -> Vec<(usize, Arc<AtomicU64>)> {
+        let mut out = Vec::new();
+        self.shared.each(|t| {
+            if let Some(tl) = &t.timerlat {
+                out.push((t.cpu, Arc::clone(&tl.start)));
+            }
+        });
+        out
     }
 
     /// `--timerlat`: each traced CPU's timerlat entries so far, after one
