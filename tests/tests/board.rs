@@ -1507,11 +1507,6 @@ fn explained_late_counts_explanations_of_the_second_half() {
     assert_eq!(stream(&[]).explained_late(), 0);
 }
 
-/// Seconds of each `--timerlat` run on the board, and when the first one
-/// is SIGKILLed.
-const TIMERLAT_SECS: u64 = 4;
-const TIMERLAT_KILL_SECS: u64 = 3;
-
 /// One CPU's `# timerlat CPU N` lines of latscope's summary: periods,
 /// paired, inverted, and each context's (count, lost).
 #[derive(Debug, Default)]
@@ -1568,46 +1563,15 @@ fn osnoise_settings(console: &str, tag: &str) -> Vec<String> {
         .collect()
 }
 
-/// `--timerlat` on the PREEMPT_RT board (Debian's 6.12, which has
-/// `timerlat_fd`): a run SIGKILLed while it measures, whose global
-/// osnoise settings stay changed, then a whole run, which restores them
-/// at its start and puts them back at its end as they were before either.
-/// The whole run's timerlat histograms are exact (each context's entries
-/// and losses add up to the periods the thread read), every thread entry
-/// pairs with its period's IRQ entry, and no IRQ latency is above its
-/// thread's.
-#[test]
-fn image_aarch64_timerlat_counts_every_period_and_restores_the_kernel() {
-    if qemu::board_tests_disabled() {
-        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
-        return;
-    }
-    let arch = Arch::Aarch64;
-    let (Some(board), Some(bin), Some(busybox)) = (
-        Board::find(arch),
-        latscope_binary(arch),
-        image::busybox(arch),
-    ) else {
-        return;
-    };
-    let scratch = Scratch::new("timerlat");
-    let initrd =
-        image::build(&busybox, &bin, None, scratch.path()).expect("build the busybox image");
-    // 500 us: not the kernel's default period, so a changed one shows
-    let args = format!(
-        "timerlat-kill={TIMERLAT_KILL_SECS} -t 2 -a 0,1 -i 500 -p 80 -D {TIMERLAT_SECS}s -q --timerlat"
-    );
-    let boot = board
-        .run(&Spec {
-            initrd: &initrd,
-            args: &args,
-            console: Console::Socket { flood: false },
-            port: Port::Socket,
-            timeout: boot_limit(&[(2, secs(TIMERLAT_SECS))]),
-        })
-        .unwrap_or_else(|e| panic!("image {arch:?} did not complete: {e}"));
-    let console = &boot.console;
-    let report = Report::parse(console);
+/// The `--timerlat` half of [`image_aarch64_timerlat_on_the_rt_board`]:
+/// the SIGKILLed run's global osnoise settings stay changed, the whole
+/// run restores them at its start and puts them back at its end as they
+/// were before either; its timerlat histograms are exact (each context's
+/// entries and losses add up to the periods the thread read, recorded or
+/// not), every thread entry pairs with its period's IRQ entry, no IRQ
+/// latency is above its thread's, and against the kernel's grid no wake-up
+/// is early.
+fn timerlat_problems(console: &str) -> Vec<String> {
     let mut bad = Vec::new();
     let before = osnoise_settings(console, "before");
     let killed = osnoise_settings(console, "killed");
@@ -1697,13 +1661,6 @@ fn image_aarch64_timerlat_counts_every_period_and_restores_the_kernel() {
             bad.push(format!("CPU {cpu}: {t:?}"));
         }
     }
-    assert!(
-        report.passed() && bad.is_empty() && boot.status.success(),
-        "timerlat: verdict {:?}, qemu {}:\n  {}\n--- console ---\n{console}",
-        report.verdict,
-        boot.status,
-        bad.join("\n  "),
-    );
     for l in console
         .lines()
         .filter(|l| l.contains("T: ") || l.starts_with("# timerlat"))
@@ -1711,10 +1668,8 @@ fn image_aarch64_timerlat_counts_every_period_and_restores_the_kernel() {
         eprintln!("{}", l.trim_end_matches('\r'));
     }
     eprintln!("timerlat: {lines:?}, recorded {cycles:?}, before the grid {unrecorded:?}");
+    bad
 }
-
-/// Seconds of each `timerlat hist` run of [`image_aarch64_rtla_text_is_rtlas`].
-const RTLA_PAIR_SECS: u64 = 3;
 
 /// The output of one `image: rtla-pair WHO` run: its standard output's
 /// lines and its exit status.
@@ -1760,49 +1715,15 @@ fn bucket_row(line: &str) -> bool {
     line.starts_with(|c: char| c.is_ascii_digit())
 }
 
-/// latscope invoked as `rtla` (a link named `rtla`), with the arguments
-/// rteval 3.10 gives rtla, beside Debian's rtla 6.12 in the same boot on
-/// the PREEMPT_RT board: both exit 0, and their texts have the same
-/// structure line by line (the headers, then bucket rows of seven
-/// columns, then `over:`, the summary and the `ALL:` block in the same
-/// order). Ended as rteval ends it, with two SIGINTs and no duration,
-/// latscope exits 0 with the whole text (`--no-summary`: up to `over:`).
-#[test]
-fn image_aarch64_rtla_text_is_rtlas() {
-    if qemu::board_tests_disabled() {
-        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
-        return;
-    }
-    let arch = Arch::Aarch64;
-    let (Some(board), Some(bin), Some(busybox)) = (
-        Board::find(arch),
-        latscope_binary(arch),
-        image::busybox(arch),
-    ) else {
-        return;
-    };
-    let Some(rtla_root) = image::rtla_root().or_else(|| {
-        unavailable(
-            "no rtla for arm64 in the cache (run `.ci/run setup` or set LATSCOPE_RTLA_AARCH64)",
-        )
-    }) else {
-        return;
-    };
-    let scratch = Scratch::new("rtla-pair");
-    let initrd = image::build(&busybox, &bin, Some(&rtla_root), scratch.path())
-        .expect("build the busybox image");
-    let args = format!("rtla-pair={RTLA_PAIR_SECS}");
-    let boot = board
-        .run(&Spec {
-            initrd: &initrd,
-            args: &args,
-            console: Console::Socket { flood: false },
-            port: Port::Socket,
-            // rtla stops its user threads for a second more
-            timeout: boot_limit(&[(3, secs(RTLA_PAIR_SECS + 2))]),
-        })
-        .unwrap_or_else(|e| panic!("image {arch:?} did not complete: {e}"));
-    let console = &boot.console;
+/// The `rtla` half of [`image_aarch64_timerlat_on_the_rt_board`]: latscope
+/// invoked as `rtla` (a link named `rtla`), with the arguments rteval 3.10
+/// gives rtla, beside Debian's rtla 6.12 in the same boot: both exit 0,
+/// and their texts have the same structure line by line (the headers,
+/// then bucket rows of seven columns, then `over:`, the summary and the
+/// `ALL:` block in the same order). Ended as rteval ends it, with two
+/// SIGINTs and no duration, latscope exits 0 with the whole text
+/// (`--no-summary`: up to `over:`).
+fn rtla_pair_problems(console: &str) -> Vec<String> {
     let mut bad = Vec::new();
     let runs: Vec<_> = ["rtla", "latscope", "sigint"]
         .iter()
@@ -1842,15 +1763,76 @@ fn image_aarch64_rtla_text_is_rtlas() {
     if !last.starts_with("over:") || sigint.iter().any(|l| l.starts_with("count:")) {
         bad.push(format!("sigint: the --no-summary text ends {last:?}"));
     }
-    assert!(
-        bad.is_empty() && boot.status.success(),
-        "rtla-pair: qemu {}:\n  {}\n--- console ---\n{console}",
-        boot.status,
-        bad.join("\n  "),
-    );
     eprintln!(
         "rtla:\n{}\nlatscope:\n{}",
         theirs.join("\n"),
         ours.join("\n")
+    );
+    bad
+}
+
+/// Seconds of the whole `--timerlat` run of
+/// [`image_aarch64_timerlat_on_the_rt_board`], and when the first one is
+/// SIGKILLed.
+const TIMERLAT_SECS: u64 = 3;
+const TIMERLAT_KILL_SECS: u64 = 2;
+
+/// Seconds of each `timerlat hist` run of
+/// [`image_aarch64_timerlat_on_the_rt_board`].
+const RTLA_PAIR_SECS: u64 = 2;
+
+/// `--timerlat` and latscope as `rtla` on the PREEMPT_RT board (Debian's
+/// 6.12, which has `timerlat_fd`), in one boot: a run SIGKILLed while it
+/// measures, a whole run ([`timerlat_problems`]), then Debian's rtla and
+/// latscope as rtla ([`rtla_pair_problems`]).
+#[test]
+fn image_aarch64_timerlat_on_the_rt_board() {
+    if qemu::board_tests_disabled() {
+        latscope_testkit::switched_off("LATSCOPE_BOARD_TESTS=0");
+        return;
+    }
+    let arch = Arch::Aarch64;
+    let (Some(board), Some(bin), Some(busybox)) = (
+        Board::find(arch),
+        latscope_binary(arch),
+        image::busybox(arch),
+    ) else {
+        return;
+    };
+    let Some(rtla_root) = image::rtla_root().or_else(|| {
+        unavailable(
+            "no rtla for arm64 in the cache (run `.ci/run setup` or set LATSCOPE_RTLA_AARCH64)",
+        )
+    }) else {
+        return;
+    };
+    let scratch = Scratch::new("timerlat");
+    let initrd = image::build(&busybox, &bin, Some(&rtla_root), scratch.path())
+        .expect("build the busybox image");
+    // 500 us: not the kernel's default period, so a changed one shows
+    let args = format!(
+        "rtla-pair={RTLA_PAIR_SECS} timerlat-kill={TIMERLAT_KILL_SECS} \
+         -t 2 -a 0,1 -i 500 -p 80 -D {TIMERLAT_SECS}s -q --timerlat"
+    );
+    let boot = board
+        .run(&Spec {
+            initrd: &initrd,
+            args: &args,
+            console: Console::Socket { flood: false },
+            port: Port::Socket,
+            // the killed run and the whole one; rtla's (a second more, as
+            // it stops its threads) and latscope's two as rtla
+            timeout: boot_limit(&[(2, secs(TIMERLAT_SECS)), (3, secs(RTLA_PAIR_SECS + 1))]),
+        })
+        .unwrap_or_else(|e| panic!("image {arch:?} did not complete: {e}"));
+    let console = &boot.console;
+    let report = Report::parse(console);
+    let bad = [timerlat_problems(console), rtla_pair_problems(console)].concat();
+    assert!(
+        report.passed() && bad.is_empty() && boot.status.success(),
+        "timerlat: verdict {:?}, qemu {}:\n  {}\n--- console ---\n{console}",
+        report.verdict,
+        boot.status,
+        bad.join("\n  "),
     );
 }
