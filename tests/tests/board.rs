@@ -1563,6 +1563,23 @@ fn osnoise_settings(console: &str, tag: &str) -> Vec<String> {
         .collect()
 }
 
+/// The `"timerlat"` member of the `--json -` document in a transcript.
+fn timerlat_json(console: &str) -> Option<Vec<serde_json::Value>> {
+    let text: String = console
+        .lines()
+        .map(|l| l.trim_end_matches('\r'))
+        .skip_while(|l| *l != "{")
+        .take_while(|l| !l.starts_with("image: "))
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    let end = text.find("\n}\n")? + 3;
+    let doc: serde_json::Value = serde_json::from_str(&text[..end]).ok()?;
+    if doc["latscope"]["wake_mode"] != "timerlat" {
+        return None;
+    }
+    doc["latscope"]["timerlat"].as_array().cloned()
+}
+
 /// The `--timerlat` half of [`image_aarch64_timerlat_on_the_rt_board`]:
 /// the SIGKILLed run's global osnoise settings stay changed, the whole
 /// run restores them at its start and puts them back at its end as they
@@ -1634,6 +1651,22 @@ fn timerlat_problems(console: &str) -> Vec<String> {
         bad.push(format!(
             "early wake-ups {early:?}: latscope's grid is not the kernel's"
         ));
+    }
+    // `--json -`: the same figures in its "latscope" object
+    match timerlat_json(console) {
+        Some(tl) if tl.len() == lines.len() => {
+            for (j, (cpu, t)) in tl.iter().zip(&lines) {
+                let got = (
+                    j["cpu"].as_u64(),
+                    j["periods"].as_u64(),
+                    j["irq"]["count"].as_u64(),
+                );
+                if got != (Some(u64::from(*cpu)), Some(t.periods), Some(t.periods)) {
+                    bad.push(format!("--json's timerlat {j} against CPU {cpu}'s {t:?}"));
+                }
+            }
+        }
+        other => bad.push(format!("--json's timerlat member: {other:?}")),
     }
     let reads: Vec<u64> = cycles.iter().zip(&unrecorded).map(|(c, u)| c + u).collect();
     for ((cpu, t), reads) in lines.iter().zip(&reads) {
@@ -1812,7 +1845,7 @@ fn image_aarch64_timerlat_on_the_rt_board() {
     // 500 us: not the kernel's default period, so a changed one shows
     let args = format!(
         "rtla-pair={RTLA_PAIR_SECS} timerlat-kill={TIMERLAT_KILL_SECS} \
-         -t 2 -a 0,1 -i 500 -p 80 -D {TIMERLAT_SECS}s -q --timerlat"
+         -t 2 -a 0,1 -i 500 -p 80 -D {TIMERLAT_SECS}s -q --timerlat --json -"
     );
     let boot = board
         .run(&Spec {

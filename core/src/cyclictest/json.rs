@@ -8,6 +8,8 @@ use core::fmt::{self, Result, Write};
 
 use super::{HistShape, Options, Rfc2822, Thread};
 use crate::decimal::Fixed;
+use crate::hist::Totals;
+use crate::layout::Layout;
 use crate::stats::{quantile, Ppm};
 use crate::tz::WallTime;
 use crate::wire::WakeMode;
@@ -56,6 +58,37 @@ pub struct JsonDoc<'a> {
     /// What `--trace-out` wrote (the `"latscope"` object's
     /// `"trace_out"`), where the run asked for it.
     pub windows: Option<WindowTotals<'a>>,
+    /// `--timerlat`: each traced CPU's figures (the `"latscope"` object's
+    /// `"timerlat"`; empty in other modes).
+    pub timerlat: &'a [TimerlatCpuJson<'a>],
+}
+
+/// One context of one CPU of `--timerlat`, for `--json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerlatContextJson<'a> {
+    /// Count, sum, min and max, ns.
+    pub totals: Totals,
+    /// Entries the trace lost.
+    pub lost: u64,
+    /// The histogram's layout and counts, for its quantiles.
+    pub layout: Layout,
+    /// Its bucket counts.
+    pub counts: &'a [u64],
+}
+
+/// One traced CPU of `--timerlat`, for `--json`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerlatCpuJson<'a> {
+    /// The CPU.
+    pub cpu: u32,
+    /// Periods the IRQ context saw, read or lost.
+    pub periods: u64,
+    /// Thread entries paired with their IRQ entry.
+    pub paired: u64,
+    /// Of those, with the IRQ latency above the thread's.
+    pub inverted: u64,
+    /// IRQ, thread and return-to-user, in that order.
+    pub contexts: [TimerlatContextJson<'a>; 3],
 }
 
 /// What became of the spikes' windows `--trace-out` was to write as
@@ -363,7 +396,8 @@ pub fn json<W: Write>(
     w.write_str("  },\n  \"latscope\": {\n")?;
     field(w, "    ", "version", doc.tool_version, false)?;
     let caveat = doc.wake.caveat();
-    let last = doc.spikes.is_none() && doc.trace.is_none() && doc.windows.is_none();
+    let tl = !doc.timerlat.is_empty();
+    let last = doc.spikes.is_none() && doc.trace.is_none() && doc.windows.is_none() && !tl;
     field(
         w,
         "    ",
@@ -384,7 +418,7 @@ pub fn json<W: Write>(
             t.explained,
             t.aggregated,
             t.dropped,
-            if doc.trace.is_some() || doc.windows.is_some() {
+            if doc.trace.is_some() || doc.windows.is_some() || tl {
                 ","
             } else {
                 ""
@@ -407,17 +441,51 @@ pub fn json<W: Write>(
             t.writes_failed,
             Fixed(t.reader_cpu_ns as f64 / 1e6, 3),
             t.wakeups.name(),
-            if doc.windows.is_some() { "," } else { "" }
+            if doc.windows.is_some() || tl { "," } else { "" }
         )?;
     }
     if let Some(t) = doc.windows {
-        trace_out(w, &t)?;
+        trace_out(w, &t, tl)?;
+    }
+    if tl {
+        timerlat(w, doc.timerlat)?;
     }
     w.write_str("  }\n}\n")
 }
 
+/// The `"timerlat"` member: each CPU's periods, pairing and contexts (µs).
+fn timerlat<W: Write>(w: &mut W, cpus: &[TimerlatCpuJson<'_>]) -> Result {
+    w.write_str("    \"timerlat\": [\n")?;
+    for (i, c) in cpus.iter().enumerate() {
+        write!(
+            w,
+            "      {{\"cpu\": {}, \"periods\": {}, \"paired\": {}, \"inverted\": {}",
+            c.cpu, c.periods, c.paired, c.inverted
+        )?;
+        for (name, x) in ["irq", "thread", "user_ret"].iter().zip(&c.contexts) {
+            let t = &x.totals;
+            let us = |ns: u64| Fixed(ns as f64 / 1e3, 1);
+            let avg = t.sum.checked_div(t.count).unwrap_or(0);
+            let p99 = quantile(&x.layout, x.counts, Ppm::P99, t.max).unwrap_or(0);
+            write!(
+                w,
+                ", \"{name}\": {{\"count\": {}, \"lost\": {}, \"min_us\": {}, \"avg_us\": {}, \
+                 \"p99_us\": {}, \"max_us\": {}}}",
+                t.count,
+                x.lost,
+                us(t.min().unwrap_or(0)),
+                us(avg),
+                us(p99),
+                us(t.max)
+            )?;
+        }
+        w.write_str(if i + 1 == cpus.len() { "}\n" } else { "},\n" })?;
+    }
+    w.write_str("    ]\n")
+}
+
 /// The `"trace_out"` member: counts, then the files' names.
-fn trace_out<W: Write>(w: &mut W, t: &WindowTotals<'_>) -> Result {
+fn trace_out<W: Write>(w: &mut W, t: &WindowTotals<'_>, more: bool) -> Result {
     let c = t.counts;
     w.write_str("    \"trace_out\": {\"dir\": ")?;
     quote(w, t.dir)?;
@@ -442,5 +510,5 @@ fn trace_out<W: Write>(w: &mut W, t: &WindowTotals<'_>) -> Result {
         }
         quote(w, f)?;
     }
-    w.write_str("]}\n")
+    w.write_str(if more { "]},\n" } else { "]}\n" })
 }

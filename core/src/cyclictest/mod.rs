@@ -12,7 +12,8 @@ mod json;
 mod text;
 
 pub use json::{
-    json, JsonDoc, SpikeTotals, TraceTotals, Uname, Wakeups, WindowCounts, WindowTotals,
+    json, JsonDoc, SpikeTotals, TimerlatContextJson, TimerlatCpuJson, TraceTotals, Uname, Wakeups,
+    WindowCounts, WindowTotals,
 };
 pub use text::{
     end_text, histogram, live_header, spike_lines, status_block, status_line, verbose_line, EndText,

@@ -190,6 +190,7 @@ fn doc_of(fixture: &str) -> JsonDoc<'_> {
         spikes: None,
         trace: None,
         windows: None,
+        timerlat: &[],
     }
 }
 
@@ -621,4 +622,69 @@ fn cmdline_joins_argv_and_caps_it_as_rt_init() {
     let mut s = String::new();
     cmdline(&mut s, ["y".repeat(MAX_COMMAND_LINE - 1).as_str()]).unwrap();
     assert_eq!(s, "");
+}
+
+/// `--timerlat`'s figures close the `"latscope"` object, after the trace,
+/// one CPU a line.
+#[test]
+fn json_has_timerlat_figures_per_cpu() {
+    use crate::cyclictest::{TimerlatContextJson, TimerlatCpuJson};
+    use crate::hist::Totals;
+    use crate::layout::Layout;
+    let h = vec![vec![0; DEFAULT_BUCKETS]; 2];
+    let t = [
+        thread(0, counters(Q_JSON, 0), &h[0], &[]),
+        thread(1, counters(Q_JSON, 1), &h[1], &[]),
+    ];
+    let layout = Layout::DEFAULT;
+    let mut counts = vec![0u64; layout.len()];
+    // 98 samples at 10 us, 2 at 500 us
+    counts[layout.bucket_of(10_000)] = 98;
+    counts[layout.bucket_of(500_000)] = 2;
+    let totals = Totals {
+        count: 100,
+        sum: 98 * 10_000 + 2 * 500_000,
+        min: 10_000,
+        max: 500_400,
+    };
+    let ctx = |lost| TimerlatContextJson {
+        totals,
+        lost,
+        layout,
+        counts: &counts,
+    };
+    let cpus = [TimerlatCpuJson {
+        cpu: 1,
+        periods: 101,
+        paired: 100,
+        inverted: 0,
+        contexts: [ctx(1), ctx(1), ctx(2)],
+    }];
+    let trace = TraceTotals {
+        buffer_kb: 1024,
+        history_kb: 2048,
+        pages_read: 3,
+        pages_dropped: 0,
+        reads_failed: 0,
+        events: 301,
+        events_lost: 0,
+        writes_failed: 0,
+        reader_cpu_ns: 1_000_000,
+        wakeups: Wakeups::All,
+    };
+    let doc = JsonDoc {
+        trace: Some(trace),
+        timerlat: &cpus,
+        ..doc_of(Q_JSON)
+    };
+    let mut ours = String::new();
+    json(&mut ours, &doc, &t, &opts(0, false)).unwrap();
+    let member = "    \"timerlat\": [\n      {\"cpu\": 1, \"periods\": 101, \"paired\": 100, \
+        \"inverted\": 0, \"irq\": {\"count\": 100, \"lost\": 1, \"min_us\": 10.0, \"avg_us\": 19.8, \
+        \"p99_us\": 500.4, \"max_us\": 500.4}, \"thread\": {\"count\": 100, \"lost\": 1, \
+        \"min_us\": 10.0, \"avg_us\": 19.8, \"p99_us\": 500.4, \"max_us\": 500.4}, \"user_ret\": \
+        {\"count\": 100, \"lost\": 2, \"min_us\": 10.0, \"avg_us\": 19.8, \"p99_us\": 500.4, \
+        \"max_us\": 500.4}}\n    ]\n  }\n}\n";
+    assert!(ours.ends_with(member), "{ours}");
+    assert!(ours.contains("\"wakeups\": \"all\"},\n"), "{ours}");
 }

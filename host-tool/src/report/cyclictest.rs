@@ -237,6 +237,7 @@ pub(crate) fn json(
         // the stream does not carry the trace's totals
         trace: None,
         windows: None,
+        timerlat: &[],
     };
     let h = hists(run);
     let t = threads(run, &h);

@@ -10,7 +10,8 @@
 use std::sync::atomic::Ordering;
 
 use latscope_core::cyclictest::{
-    self, EndText, JsonDoc, Options, Thread, TraceTotals, Uname, WindowTotals,
+    self, EndText, JsonDoc, Options, Thread, TimerlatContextJson, TimerlatCpuJson, TraceTotals,
+    Uname, WindowTotals,
 };
 use latscope_core::decimal::Fixed;
 use latscope_core::rtla;
@@ -309,6 +310,26 @@ fn timerlat_lines(cpu: usize, t: &TimerlatCpu) -> String {
     s
 }
 
+/// `--json`'s figures of one CPU of `--timerlat`.
+fn timerlat_json(cpu: usize, t: &TimerlatCpu) -> TimerlatCpuJson<'_> {
+    let ctx = |c: Context| {
+        let h = t.hist(c);
+        TimerlatContextJson {
+            totals: *h.totals(),
+            lost: t.pairing.tally[c.index()].lost,
+            layout: *h.layout(),
+            counts: h.counts(),
+        }
+    };
+    TimerlatCpuJson {
+        cpu: u32::try_from(cpu).unwrap_or(u32::MAX),
+        periods: t.pairing.periods(),
+        paired: t.pairing.paired,
+        inverted: t.pairing.inverted,
+        contexts: Context::ALL.map(ctx),
+    }
+}
+
 /// The summary's line on the continuous trace of `--explain`.
 fn trace_line(t: &TraceTotals) -> String {
     format!(
@@ -389,6 +410,12 @@ fn write_json(
         let names: Vec<&str> = e.files.iter().map(|w| w.name.as_str()).collect();
         (e, names)
     });
+    let timerlat: Vec<TimerlatCpuJson<'_>> = ended
+        .outcome
+        .timerlat
+        .iter()
+        .map(|(cpu, t)| timerlat_json(*cpu, t))
+        .collect();
     let doc = JsonDoc {
         cmdline: &cfg.cmdline,
         tool_version: env!("CARGO_PKG_VERSION"),
@@ -404,6 +431,7 @@ fn write_json(
         },
         realtime: procfs::is_realtime(),
         wake: cfg.wake,
+        timerlat: &timerlat,
         spikes: ended.outcome.spikes,
         trace: ended.outcome.trace,
         windows: files.as_ref().map(|(e, names)| WindowTotals {
