@@ -218,8 +218,9 @@ fn secs(s: u64) -> Duration {
 }
 
 /// The limit of a boot of the busybox image with `args`: latscope's `-D`
-/// and, where the arguments ask for them (`rtla=N:PRIO:SECS`), rtla's N
-/// runs of SECS each ([`boot_limit`]).
+/// and, where the arguments ask for them, rtla's N runs of SECS each
+/// (`rtla=N:PRIO:SECS`) and the `--timerlat` run (`timerlat-after=SECS:PRIO`)
+/// ([`boot_limit`]).
 fn image_limit(args: &str) -> Duration {
     let latscope = arg_num(args, "-D").expect("-D Ns in the arguments");
     let mut work = vec![(1, secs(latscope))];
@@ -233,6 +234,13 @@ fn image_limit(args: &str) -> Duration {
             panic!("rtla=RUNS:PRIO:SECS, not rtla={rtla}")
         };
         work.push((u32::try_from(runs).expect("rtla runs"), secs(each)));
+    }
+    if let Some(after) = args
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("timerlat-after="))
+    {
+        let each = after.split(':').next().and_then(|v| v.parse().ok());
+        work.push((2, secs(each.expect("timerlat-after=SECS:PRIO"))));
     }
     boot_limit(&work)
 }
@@ -372,6 +380,10 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
     // priority, one after the other, after latscope and under the flood.
     let run = |prio, flood: bool, windows: bool| {
         let mut args = image_args(FLOOD_THREADS, prio, FLOOD_SECS);
+        // --timerlat before the flood and under it, below the IRQ threads
+        if prio == 40 && flood {
+            args = format!("timerlat-after={TIMERLAT_FLOOD_SECS}:{prio} {args}");
+        }
         if flood {
             args = format!("rtla={RTLA_RUNS}:{prio}:{RTLA_SECS} {args}");
         }
@@ -440,6 +452,7 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         "nothing flooded"
     );
     side_by_side_with_rtla(irq, &below, &above);
+    timerlat_under_the_flood(&below);
     // The trace is read continuously: it loses nothing (under 1 % of the
     // explained time lost or beyond the history), and each thread's
     // largest spike of every report interval is explained, at the report
@@ -503,6 +516,56 @@ fn image_aarch64_rt_attributes_a_uart_flood() {
         a.irq_thread_ns == 0 && a.irq_as_task_ns == 0,
         "flood at -p 80: irq {irq}'s thread delayed the measuring threads: {}",
         a.line(irq)
+    );
+}
+
+/// Seconds of each `--timerlat` run of the flood boot at `-p 40`.
+const TIMERLAT_FLOOD_SECS: u64 = 3;
+
+/// The p99 of `context` (`irq`, `thread`) of a boot's `--timerlat` run
+/// `when` (`before` or `after`), in µs.
+fn timerlat_p99(run: &ImageRun, when: &str, context: &str) -> Option<f64> {
+    let marker = format!("image: timerlat-{when}");
+    let start = run
+        .boot
+        .console
+        .lines()
+        .position(|l| l.trim_end_matches('\r') == marker)?;
+    let text: String = run
+        .boot
+        .console
+        .lines()
+        .skip(start + 1)
+        .flat_map(|l| [l, "\n"])
+        .collect();
+    let tl = timerlat_json(&text)?;
+    tl.first()?[context]["p99_us"].as_f64()
+}
+
+/// `--timerlat` on CPU 0 at `-p 40`, below the console IRQ's thread, in the
+/// flood boot before the flood and under it: the flood raises the thread
+/// latency's p99 at least five times (the IRQ's thread preempts the
+/// measuring thread after each of the console's hard IRQs), and the timer
+/// IRQ's own p99 at most twice (a hard IRQ waits for none of that).
+fn timerlat_under_the_flood(below: &ImageRun) {
+    let p99 = |when, ctx| {
+        timerlat_p99(below, when, ctx).unwrap_or_else(|| {
+            panic!(
+                "no --timerlat figures {when} the flood:\n{}",
+                below.boot.console
+            )
+        })
+    };
+    let (irq_c, irq_f) = (p99("before", "irq"), p99("after", "irq"));
+    let (thr_c, thr_f) = (p99("before", "thread"), p99("after", "thread"));
+    eprintln!(
+        "timerlat p99 at -p 40: irq {irq_c} us, then {irq_f} us under the flood; \
+         thread {thr_c} us, then {thr_f} us"
+    );
+    assert!(
+        thr_f >= 5.0 * thr_c && irq_f <= 2.0 * irq_c,
+        "timerlat under the flood: the thread's p99 {thr_c} -> {thr_f} us (at least 5x), \
+         the IRQ's {irq_c} -> {irq_f} us (at most 2x)"
     );
 }
 
