@@ -1,7 +1,7 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::{v1, v2, v3, v4, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
+use super::{v1, v2, v3, v4, v5, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
 use postcard::from_bytes as de;
 
 /// Why a delimited frame was rejected.
@@ -329,6 +329,9 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
             // aggregate and versions 2 and 3 no evidence
             match tag {
                 0 if current => put(slot, seq, rest, |b| Some(Body::Hello(b))),
+                0 if version == 5 => {
+                    put(slot, seq, rest, |h| Some(Body::Hello(v5::upgrade_hello(h))))
+                }
                 0 if version == 4 => {
                     put(slot, seq, rest, |h| Some(Body::Hello(v4::upgrade_hello(h))))
                 }

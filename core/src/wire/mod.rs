@@ -50,7 +50,10 @@
 //!   vector, a softirq by kind, a task by pid, comm, policy class and
 //!   priority, the late timer with the task that ran, an idle exit, a
 //!   masked section, merged lines, or untraced time by its reason, with
-//!   `Option` where the trace may not show a value.
+//!   `Option` where the trace may not show a value. Its hello's types are
+//!   frozen in `v5` (the hellos of versions 3 and 4 are the same, and
+//!   version 2's carries its configuration), so that the next version can
+//!   change them and every older key stays what its recordings carry.
 
 mod ack;
 mod cobs_fast;
@@ -62,6 +65,7 @@ mod v1;
 mod v2;
 mod v3;
 mod v4;
+mod v5;
 
 pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, Frames, LinkStats};
