@@ -40,7 +40,10 @@ pub(crate) fn downgrade(f: &now::Frame) -> Option<Frame> {
         | now::Body::Chunk(_)
         | now::Body::Aggregate(_)
         | now::Body::EvidenceHead(_)
-        | now::Body::EvidencePart(_) => return None,
+        | now::Body::EvidencePart(_)
+        | now::Body::TimerlatStats(_)
+        | now::Body::TimerlatDelta(_)
+        | now::Body::TimerlatChunk(_) => return None,
     };
     Some(Frame {
         version: 1,
@@ -305,9 +308,12 @@ pub(crate) fn downgrade_v2(b: &now::Body) -> Option<super::v2::Body> {
         now::Body::Bye(b) => v2::Body::Bye(b),
         // the same encoding, as long as no line is of version 3's Masked
         now::Body::Explain(a) => v2::Body::Explain(super::recode(&down_v4(&a))?),
-        now::Body::Aggregate(_) | now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => {
-            return None
-        }
+        now::Body::Aggregate(_)
+        | now::Body::EvidenceHead(_)
+        | now::Body::EvidencePart(_)
+        | now::Body::TimerlatStats(_)
+        | now::Body::TimerlatDelta(_)
+        | now::Body::TimerlatChunk(_) => return None,
     })
 }
 
@@ -326,16 +332,21 @@ pub(crate) fn downgrade_v3(b: &now::Body) -> Option<super::v3::Body> {
         now::Body::Bye(b) => v3::Body::Bye(b),
         now::Body::Explain(a) => v3::Body::Explain(down_v4(&a)),
         now::Body::Aggregate(a) => v3::Body::Aggregate(a),
-        now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => return None,
+        now::Body::EvidenceHead(_)
+        | now::Body::EvidencePart(_)
+        | now::Body::TimerlatStats(_)
+        | now::Body::TimerlatDelta(_)
+        | now::Body::TimerlatChunk(_) => return None,
     })
 }
 
 /// The version-4 body of a current one, as a version-4 sender sent it:
 /// the hello with version 4's schema key, the explanation in version 4's
-/// cause lines.
-pub(crate) fn downgrade_v4(b: &now::Body) -> super::v4::Body {
+/// cause lines; `None` for the timerlat histograms, which version 4 did
+/// not have.
+pub(crate) fn downgrade_v4(b: &now::Body) -> Option<super::v4::Body> {
     use super::v4;
-    match b.clone() {
+    Some(match b.clone() {
         now::Body::Hello(h) => v4::Body::Hello(down_v5_hello(h, v4::SCHEMA_KEY)),
         now::Body::Stats(s) => v4::Body::Stats(s),
         now::Body::Delta(d) => v4::Body::Delta(d),
@@ -347,7 +358,10 @@ pub(crate) fn downgrade_v4(b: &now::Body) -> super::v4::Body {
         now::Body::Aggregate(a) => v4::Body::Aggregate(a),
         now::Body::EvidenceHead(h) => v4::Body::EvidenceHead(h),
         now::Body::EvidencePart(p) => v4::Body::EvidencePart(p),
-    }
+        now::Body::TimerlatStats(_) | now::Body::TimerlatDelta(_) | now::Body::TimerlatChunk(_) => {
+            return None
+        }
+    })
 }
 
 /// The version-5 hello of a current one, as a version-5 sender (or, with
@@ -398,6 +412,7 @@ pub(crate) fn down_v5_config(c: now::RunConfig) -> super::v5::RunConfig {
             now::WakeMode::Relative => W::Relative,
             now::WakeMode::Nanosleep => W::Nanosleep,
             now::WakeMode::PosixTimer { relative } => W::PosixTimer { relative },
+            now::WakeMode::Timerlat => panic!("version 5 had no timerlat mode"),
         },
         align: c.align,
         smi: c.smi,
@@ -406,7 +421,8 @@ pub(crate) fn down_v5_config(c: now::RunConfig) -> super::v5::RunConfig {
 }
 
 /// The version-5 body of a current one, as a version-5 sender sent it:
-/// the hello in version 5's types with its key.
+/// the hello in version 5's types with its key; `None` for the timerlat
+/// histograms, which version 5 did not have.
 pub(crate) fn downgrade_v5(b: &now::Body) -> Option<super::v5::Body> {
     use super::v5;
     Some(match b.clone() {
@@ -421,5 +437,8 @@ pub(crate) fn downgrade_v5(b: &now::Body) -> Option<super::v5::Body> {
         now::Body::Aggregate(a) => v5::Body::Aggregate(a),
         now::Body::EvidenceHead(h) => v5::Body::EvidenceHead(h),
         now::Body::EvidencePart(p) => v5::Body::EvidencePart(p),
+        now::Body::TimerlatStats(_) | now::Body::TimerlatDelta(_) | now::Body::TimerlatChunk(_) => {
+            return None
+        }
     })
 }
