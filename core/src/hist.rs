@@ -157,6 +157,12 @@ impl<B: AsRef<[u64]> + AsMut<[u64]>> HistogramIn<B> {
         self.totals = t;
     }
 
+    /// The bucket counts, to be changed with the totals
+    /// ([`HistogramIn::set_totals`]).
+    pub(crate) fn counts_mut(&mut self) -> &mut [u64] {
+        self.counts.as_mut()
+    }
+
     /// Add another histogram of the same layout into this one.
     ///
     /// # Errors

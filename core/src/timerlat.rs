@@ -17,11 +17,17 @@
 //! the samples there are: a sequence number skipped in a context is a
 //! sample the ring buffer lost, and counted as such.
 
+use postcard::experimental::max_size::MaxSize;
+use postcard_schema::Schema;
+use serde::{Deserialize, Serialize};
+
 use crate::ringbuf::{find_field, read_le, Field, RawEvent};
 use crate::Error;
 
-/// Where a timerlat entry was recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a timerlat entry was recorded. On the wire since protocol
+/// version 6 (which of a thread's timerlat histograms a frame is of): a
+/// variant added here changes the frame schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Context {
     /// The timer's hard IRQ.

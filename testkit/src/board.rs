@@ -77,8 +77,13 @@ pub fn decode(stream: &[u8]) -> Summary {
                             .map_or((d, d), |(lo, hi)| (lo.min(d), hi.max(d))),
                     );
                 }
-                Body::Delta(_) | Body::Chunk(_) | Body::EvidenceHead(_) | Body::EvidencePart(_) => {
-                }
+                Body::Delta(_)
+                | Body::Chunk(_)
+                | Body::EvidenceHead(_)
+                | Body::EvidencePart(_)
+                | Body::TimerlatStats(_)
+                | Body::TimerlatDelta(_)
+                | Body::TimerlatChunk(_) => {}
             },
         }
     }

@@ -3,7 +3,7 @@
 
 use crate::error::Error;
 use crate::layout::{Layout, MAX_TARGET_BUCKETS};
-use crate::wire::{Body, HistDelta, SnapshotChunk, ThreadStats, RUN_BYTES};
+use crate::wire::{Body, HistDelta, Runs, SnapshotChunk, ThreadStats, RUN_BYTES};
 
 use super::BucketStore;
 
@@ -27,6 +27,8 @@ pub struct Assembler<S> {
     parts: [u64; MAX_PARTS / 64],
     chunked: bool,
     stats: Option<ThreadStats>,
+    /// The epoch and count of the latest statistics.
+    count: Option<(u32, u64)>,
     exact_epoch: Option<u32>,
     stale: u64,
     bad: u64,
@@ -54,6 +56,7 @@ impl<S: BucketStore> Assembler<S> {
             parts: [0; MAX_PARTS / 64],
             chunked: false,
             stats: None,
+            count: None,
             exact_epoch: None,
             stale: 0,
             bad: 0,
@@ -106,8 +109,8 @@ impl<S: BucketStore> Assembler<S> {
     /// Whether the histogram is exact as of the latest statistics: same
     /// epoch, and its total is their count.
     pub fn exact_now(&self) -> bool {
-        match (self.stats, self.epoch) {
-            (Some(s), Some(e)) => s.epoch == e && s.count == self.total,
+        match (self.count, self.epoch) {
+            (Some((epoch, count)), Some(e)) => epoch == e && count == self.total,
             _ => false,
         }
     }
@@ -145,11 +148,17 @@ impl<S: BucketStore> Assembler<S> {
     /// unless a snapshot chunk of its epoch was applied already (which
     /// holds them).
     pub fn on_delta(&mut self, d: &HistDelta) {
-        if !self.advance(d.epoch) || self.chunked {
+        self.delta(d.epoch, d.part, d.start, &d.runs);
+    }
+
+    /// A delta part of report `epoch`, number `part`, with `runs` from
+    /// bucket `start` (a [`HistDelta`]'s, or a timerlat histogram's).
+    pub(crate) fn delta(&mut self, epoch: u32, part: u16, start: u16, runs: &Runs) {
+        if !self.advance(epoch) || self.chunked {
             self.stale += 1;
             return;
         }
-        let part = usize::from(d.part);
+        let part = usize::from(part);
         let Some(word) = self.parts.get(part / 64).copied() else {
             self.bad += 1;
             return;
@@ -163,7 +172,7 @@ impl<S: BucketStore> Assembler<S> {
         // back out.
         let len = self.layout.len();
         let mut added = 0usize;
-        for p in d.runs.iter(d.start) {
+        for p in runs.iter(start) {
             match p {
                 Ok((b, n)) if usize::from(b) < len => {
                     self.store.add(usize::from(b), n);
@@ -171,7 +180,7 @@ impl<S: BucketStore> Assembler<S> {
                     added += 1;
                 }
                 _ => {
-                    self.undo(d, added);
+                    self.undo(start, runs, added);
                     self.bad += 1;
                     return;
                 }
@@ -183,9 +192,9 @@ impl<S: BucketStore> Assembler<S> {
         self.verify();
     }
 
-    /// Take the first `added` pairs of `d` back out.
-    fn undo(&mut self, d: &HistDelta, added: usize) {
-        for (b, n) in d.runs.iter(d.start).flatten().take(added) {
+    /// Take the first `added` pairs of `runs` (from `start`) back out.
+    fn undo(&mut self, start: u16, runs: &Runs, added: usize) {
+        for (b, n) in runs.iter(start).flatten().take(added) {
             let i = usize::from(b);
             let old = self.store.get(i);
             self.store.set(i, old.saturating_sub(n));
@@ -195,9 +204,19 @@ impl<S: BucketStore> Assembler<S> {
 
     /// Cumulative statistics arrived; returns whether they are the newest.
     pub fn on_stats(&mut self, s: &ThreadStats) -> bool {
-        let newer = self.stats.is_none_or(|old| s.epoch >= old.epoch);
+        let newer = self.on_count(s.epoch, s.count);
         if newer {
             self.stats = Some(*s);
+        }
+        newer
+    }
+
+    /// The count of report `epoch` arrived (of a [`ThreadStats`], or a
+    /// timerlat histogram's); returns whether it is the newest.
+    pub(crate) fn on_count(&mut self, epoch: u32, count: u64) -> bool {
+        let newer = self.count.is_none_or(|(old, _)| epoch >= old);
+        if newer {
+            self.count = Some((epoch, count));
         }
         self.verify();
         newer
@@ -210,19 +229,26 @@ impl<S: BucketStore> Assembler<S> {
     /// chunk where they start; the rest of its range stays cleared, so the
     /// histogram is still no more than the truth.
     pub fn on_chunk(&mut self, c: &SnapshotChunk) {
+        self.chunk(c.epoch, c.start, c.end, &c.runs);
+    }
+
+    /// A snapshot chunk of report `epoch` for the buckets `start..end`,
+    /// with `runs` (a [`SnapshotChunk`]'s, or a timerlat histogram's).
+    pub(crate) fn chunk(&mut self, epoch: u32, start: u16, end: u16, runs: &Runs) {
         let len = self.layout.len();
-        let (start, end) = (usize::from(c.start), usize::from(c.end).min(len));
+        let from = start;
+        let (start, end) = (usize::from(start), usize::from(end).min(len));
         if start > end {
             self.bad += 1;
             return;
         }
-        if !self.advance(c.epoch) {
+        if !self.advance(epoch) {
             self.stale += 1;
             return;
         }
         self.chunked = true;
         self.total = self.total.wrapping_sub(self.store.clear(start, end));
-        for p in c.runs.iter(c.start) {
+        for p in runs.iter(from) {
             match p {
                 Ok((b, n)) if usize::from(b) < end => {
                     // the range was cleared: adding sets

@@ -31,6 +31,14 @@
 //!   statistics are marked `last_report` and which carries a full snapshot
 //!   of every thread, then a [`Bye`].
 //!
+//! In the timerlat mode (protocol version 6) each thread's report goes on
+//! with the kernel's three timerlat histograms of its CPU on the same
+//! schedule ([`Reporter::timerlat`], [`TimerlatAssembler`]): per context
+//! its delta parts, then the figures of all three, then one chunk of a
+//! rolling snapshot that walks the three in turn; full snapshots at a new
+//! connection, after lost frames and at the end; the figures alone in a
+//! lean report.
+//!
 //! Every frame is at most [`MAX_SMALL_FRAME`] bytes except the hello, log
 //! lines, explained spikes and parts of a spike's evidence.
 //!
@@ -105,6 +113,7 @@ mod evidence;
 mod pacer;
 mod reporter;
 mod sink;
+mod timerlat;
 
 pub use assembler::Assembler;
 pub use buckets::{ArrayStore, BucketStore};
@@ -116,6 +125,7 @@ pub use reporter::{
     SPIKE_RESERVE_NS,
 };
 pub use sink::{FrameSink, SliceSink};
+pub use timerlat::{TimerlatAssembler, TimerlatLog, TimerlatLogIn};
 
 #[cfg(test)]
 mod budget_tests;

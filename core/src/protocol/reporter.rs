@@ -6,7 +6,7 @@ use crate::hist::HistogramIn;
 use crate::layout::Layout;
 use crate::seqlock::{Counters, SnapshotIn};
 use crate::wire::{
-    Body, Encoder, Hello, HistDelta, RunWriter, SnapshotChunk, ThreadStats, RUN_BYTES,
+    Body, Encoder, Hello, HistDelta, RunWriter, Runs, SnapshotChunk, ThreadStats, RUN_BYTES,
 };
 
 use super::FrameSink;
@@ -235,7 +235,7 @@ where
 
 /// What the current report sends of each thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReportKind {
+pub(super) enum ReportKind {
     /// Its delta, its statistics and the next chunk of the rolling
     /// snapshot.
     Rolling,
@@ -405,6 +405,11 @@ impl Reporter {
     /// The current report number (0 before the first report).
     pub const fn epoch(&self) -> u32 {
         self.epoch
+    }
+
+    /// What the current report sends of each thread.
+    pub(super) const fn kind(&self) -> ReportKind {
+        self.kind
     }
 
     /// The sequence number of the next frame.
@@ -693,23 +698,30 @@ impl Reporter {
         H: AsRef<[u64]> + AsMut<[u64]>,
         S: FrameSink + ?Sized,
     {
-        let mut w = RunWriter::new(from, budget);
-        let mut end = log.buckets();
-        let counts = log.hist.counts().iter().enumerate();
-        for (i, &c) in counts.skip(usize::from(from)) {
-            if c != 0 && !w.push(i as u16, c) {
-                end = i;
-                break;
-            }
-        }
+        let (runs, end) = snapshot_runs(log.hist.counts(), from, budget);
         let c = SnapshotChunk {
             thread: log.stats.thread,
             epoch: self.epoch,
             start: from,
             end: end.min(usize::from(u16::MAX)) as u16,
-            runs: w.finish(),
+            runs,
         };
         self.send(Body::Chunk(c), out);
         end
     }
+}
+
+/// The runs of a snapshot chunk of `counts` from bucket `from`, with at
+/// most `budget` bytes of runs, and the end of the range they cover (past
+/// `from`: one pair always fits; `counts.len()` when they reach the end).
+pub(super) fn snapshot_runs(counts: &[u64], from: u16, budget: usize) -> (Runs, usize) {
+    let mut w = RunWriter::new(from, budget);
+    let mut end = counts.len();
+    for (i, &c) in counts.iter().enumerate().skip(usize::from(from)) {
+        if c != 0 && !w.push(i as u16, c) {
+            end = i;
+            break;
+        }
+    }
+    (w.finish(), end)
 }

@@ -1,7 +1,7 @@
 //! A no_std streaming frame decoder: feed it arbitrary byte chunks.
 
 use super::cobs_fast::{self, find_zero};
-use super::{v1, v2, v3, v4, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
+use super::{v1, v2, v3, v4, v5, Body, Frame, OLDEST_VERSION, PROTOCOL_VERSION};
 use postcard::from_bytes as de;
 
 /// Why a delimited frame was rejected.
@@ -308,9 +308,10 @@ impl<const N: usize> Decoder<N> {
 /// then postcard decodes the body's own type by value: through `Frame`,
 /// every nested `Result` of the 2.4 KiB frame was moved, while a body of
 /// a delta or a stats frame is 250 bytes at most. A version-1 body is
-/// decoded as its frozen type and upgraded; of versions 2 to 4, only the
-/// hello and the explanation (the other bodies did not change, version 2
-/// had no aggregate, and versions 2 and 3 no evidence).
+/// decoded as its frozen type and upgraded; of versions 2 to 5, only the
+/// hello and (up to version 4) the explanation (the other bodies did not
+/// change, version 2 had no aggregate, versions 2 and 3 no evidence, and
+/// versions 2 to 5 no timerlat histograms).
 #[inline]
 pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<()> {
     let (&version, rest) = payload.split_first()?;
@@ -326,9 +327,13 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
             let current = version == PROTOCOL_VERSION;
             // the variants in `Body`'s order (postcard's tags); older
             // hellos and explanations are upgraded, version 2 had no
-            // aggregate and versions 2 and 3 no evidence
+            // aggregate, versions 2 and 3 no evidence and versions 2 to 5
+            // no timerlat histograms
             match tag {
                 0 if current => put(slot, seq, rest, |b| Some(Body::Hello(b))),
+                0 if version == 5 => {
+                    put(slot, seq, rest, |h| Some(Body::Hello(v5::upgrade_hello(h))))
+                }
                 0 if version == 4 => {
                     put(slot, seq, rest, |h| Some(Body::Hello(v4::upgrade_hello(h))))
                 }
@@ -342,13 +347,16 @@ pub(super) fn decode_frame(payload: &[u8], slot: &mut Option<Frame>) -> Option<(
                 4 => put(slot, seq, rest, |b| Some(Body::Spike(b))),
                 5 => put(slot, seq, rest, |b| Some(Body::Log(b))),
                 6 => put(slot, seq, rest, |b| Some(Body::Bye(b))),
-                7 if current => put(slot, seq, rest, |b| Some(Body::Explain(b))),
+                7 if version >= 5 => put(slot, seq, rest, |b| Some(Body::Explain(b))),
                 7 => put(slot, seq, rest, |a| {
                     Some(Body::Explain(v4::upgrade_attribution(a)))
                 }),
                 8 if version >= 3 => put(slot, seq, rest, |b| Some(Body::Aggregate(b))),
                 9 if version >= 4 => put(slot, seq, rest, |b| Some(Body::EvidenceHead(b))),
                 10 if version >= 4 => put(slot, seq, rest, |b| Some(Body::EvidencePart(b))),
+                11 if version >= 6 => put(slot, seq, rest, |b| Some(Body::TimerlatStats(b))),
+                12 if version >= 6 => put(slot, seq, rest, |b| Some(Body::TimerlatDelta(b))),
+                13 if version >= 6 => put(slot, seq, rest, |b| Some(Body::TimerlatChunk(b))),
                 _ => None,
             }
         }

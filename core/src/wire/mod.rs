@@ -13,7 +13,8 @@
 //! more parts) and a [`ThreadStats`], and snapshot chunks of the cumulative
 //! histogram ([`SnapshotChunk`]); any [`SpikeSample`]s, explained spikes
 //! ([`Body::Explain`]) and [`LogLine`]s, per report interval and thread an
-//! [`Aggregate`] of its spikes; and at the end a [`Bye`]. Which
+//! [`Aggregate`] of its spikes and, in the timerlat mode, the kernel's
+//! timerlat histograms ([`TimerlatStats`]); and at the end a [`Bye`]. Which
 //! frames go when, and how a receiver turns them back into exact
 //! histograms, is [`crate::protocol`]'s.
 //!
@@ -45,12 +46,23 @@
 //!   Still decoded: its explanations (and those of versions 2 and 3) are
 //!   upgraded from the frozen version-4 cause lines, its hello's schema
 //!   key reads as the current one (see `v4`).
-//! * **5** (this build): an explanation's cause line is typed
+//! * **5**: an explanation's cause line is typed
 //!   ([`crate::explain::Culprit`]): an IRQ by number and name, an x86
 //!   vector, a softirq by kind, a task by pid, comm, policy class and
 //!   priority, the late timer with the task that ran, an idle exit, a
 //!   masked section, merged lines, or untraced time by its reason, with
-//!   `Option` where the trace may not show a value.
+//!   `Option` where the trace may not show a value. Its hello's types are
+//!   frozen in `v5` (the hellos of versions 3 and 4 are the same, and
+//!   version 2's carries its configuration), so that the next version can
+//!   change them and every older key stays what its recordings carry.
+//!   Still decoded: every body is the same in version 6; its hello is
+//!   read through `v5` (the same fields, its key read as the current one).
+//! * **6** (this build): the timerlat wake mode ([`WakeMode::Timerlat`],
+//!   `--timerlat`) and, per thread and report, the kernel's three timerlat
+//!   histograms (IRQ, thread and return-to-user latency) as
+//!   [`TimerlatDelta`] parts, a [`TimerlatStats`] and a [`TimerlatChunk`]
+//!   of a rolling snapshot, on the schedule of the thread's own histogram
+//!   ([`crate::protocol`]).
 
 mod ack;
 mod cobs_fast;
@@ -62,6 +74,7 @@ mod v1;
 mod v2;
 mod v3;
 mod v4;
+mod v5;
 
 pub use ack::{Ack, AckReader, MAX_ACK_FRAME};
 pub use decode::{DecodeError, Decoder, Frames, LinkStats};
@@ -70,12 +83,13 @@ pub use runs::{RunWriter, Runs, RUN_BYTES};
 pub use types::{
     bounded, Aggregate, Body, Bye, ByeReason, ClockKind, Degraded, EvidenceHead, EvidencePart,
     Frame, Hello, HistDelta, Level, LogLine, Platform, Policy, RunConfig, SnapshotChunk,
-    SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime,
-    EVIDENCE_PART, MAX_THREADS, NS_CLOCK_HZ,
+    SpikeFlags, SpikeSample, StartAlign, TargetInfo, ThreadInfo, ThreadStats, TimerlatChunk,
+    TimerlatDelta, TimerlatFigures, TimerlatStats, WakeMode, WallTime, EVIDENCE_PART, MAX_THREADS,
+    NS_CLOCK_HZ,
 };
 
 /// The protocol version this build speaks (the first payload byte).
-pub const PROTOCOL_VERSION: u8 = 5;
+pub const PROTOCOL_VERSION: u8 = 6;
 
 /// The oldest protocol version this build still decodes.
 pub(crate) const OLDEST_VERSION: u8 = 1;

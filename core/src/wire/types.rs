@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::runs::Runs;
 use crate::explain::Attribution;
 use crate::layout::Layout;
+use crate::timerlat::Context;
 pub use crate::tz::WallTime;
 
 /// Most measuring threads one run can describe.
@@ -58,6 +59,14 @@ pub enum Body {
     EvidenceHead(EvidenceHead),
     /// Part of a spike's evidence (version 4).
     EvidencePart(EvidencePart),
+    /// The kernel's timerlat figures of one thread's CPU (version 6).
+    TimerlatStats(TimerlatStats),
+    /// The change of one of a thread's timerlat histograms over one report
+    /// interval (version 6).
+    TimerlatDelta(TimerlatDelta),
+    /// Part of a cumulative snapshot of one of a thread's timerlat
+    /// histograms (version 6).
+    TimerlatChunk(TimerlatChunk),
 }
 
 /// Scheduling policy of the measuring threads.
@@ -169,6 +178,12 @@ pub enum WakeMode {
         /// The first expiry is relative (`-r`).
         relative: bool,
     },
+    /// `--timerlat`: a `read()` of the CPU's `osnoise/per_cpu/cpuN/timerlat_fd`,
+    /// which the kernel's timerlat tracer returns when its timer's IRQ has
+    /// woken the thread; the kernel's own latencies of each period travel
+    /// as [`TimerlatStats`], [`TimerlatDelta`] and [`TimerlatChunk`]
+    /// (version 6).
+    Timerlat,
 }
 
 impl WakeMode {
@@ -180,6 +195,7 @@ impl WakeMode {
             WakeMode::Nanosleep => "nanosleep",
             WakeMode::PosixTimer { relative: false } => "posix_timer",
             WakeMode::PosixTimer { relative: true } => "posix_timer_relative",
+            WakeMode::Timerlat => "timerlat",
         }
     }
 
@@ -193,6 +209,9 @@ impl WakeMode {
             ),
             WakeMode::PosixTimer { .. } => Some(
                 "POSIX timer: each wake-up is a timer signal taken with rt_sigtimedwait, so every sample includes signal delivery, and a cycle more than one period late costs a second system call (timer_getoverrun)",
+            ),
+            WakeMode::Timerlat => Some(
+                "timerlat: each wake-up is the return of a read() of the kernel's timerlat_fd, its latency counted from the kernel's period start as the trace gives it; the kernel's own IRQ, thread and return-to-user latencies of every period are in the timerlat section",
             ),
         }
     }
@@ -889,4 +908,131 @@ impl core::fmt::Display for Stem<'_> {
         let h = self.0;
         write!(f, "latscope-t{}-cpu{}-c{}", h.thread, h.cpu, h.cycle)
     }
+}
+
+/// One timerlat context's figures of one thread's CPU (version 6): its
+/// histogram's exact count, sum, min and max, and the entries of the
+/// context the kernel's trace lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TimerlatFigures {
+    /// Entries read: samples in the context's histogram.
+    pub count: u64,
+    /// Sum of their latencies (ns, saturating).
+    pub sum: u64,
+    /// Smallest latency (ns; `u64::MAX` while empty).
+    pub min: u64,
+    /// Largest latency (ns), exact.
+    pub max: u64,
+    /// Entries the ring buffer lost: sequence numbers skipped.
+    pub lost: u64,
+}
+
+impl TimerlatFigures {
+    /// No entries.
+    pub const EMPTY: TimerlatFigures = TimerlatFigures {
+        count: 0,
+        sum: 0,
+        min: u64::MAX,
+        max: 0,
+        lost: 0,
+    };
+}
+
+impl Default for TimerlatFigures {
+    fn default() -> Self {
+        TimerlatFigures::EMPTY
+    }
+}
+
+/// What the kernel's timerlat tracer said of one measuring thread's CPU
+/// as of report `epoch` (version 6; `--timerlat`, see
+/// [`WakeMode::Timerlat`]): per context (the timer's IRQ, the woken
+/// thread, its return to user space) the figures of its histogram, and
+/// how the entries paired. A target sends one per thread and report,
+/// after the thread's [`ThreadStats`], with the context histograms'
+/// [`TimerlatDelta`] parts before it and a [`TimerlatChunk`] after, as
+/// [`HistDelta`], [`ThreadStats`] and [`SnapshotChunk`] go for the
+/// thread's own histogram ([`crate::protocol`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TimerlatStats {
+    /// Thread index.
+    pub thread: u16,
+    /// Report number, as in [`ThreadStats::epoch`].
+    pub epoch: u32,
+    /// Each context's figures, in [`Context::ALL`]'s order.
+    pub figures: [TimerlatFigures; 3],
+    /// Thread entries whose period's IRQ entry was read.
+    pub paired: u64,
+    /// Of those, the ones whose IRQ latency was above the thread's (never,
+    /// from a sound kernel and a sound reader: a defect).
+    pub inverted: u64,
+    /// Pages of the trace whose entries did not decode to the end: entries
+    /// lost without a count.
+    pub unreadable_pages: u64,
+    /// Set on the final report's, as [`ThreadStats::last_report`].
+    pub last_report: bool,
+}
+
+impl TimerlatStats {
+    /// The figures of `context`.
+    pub const fn figures(&self, context: Context) -> &TimerlatFigures {
+        &self.figures[context.index()]
+    }
+
+    /// Periods the IRQ context saw, read or lost.
+    pub const fn periods(&self) -> u64 {
+        let irq = self.figures(Context::Irq);
+        irq.count.saturating_add(irq.lost)
+    }
+
+    /// Entries the trace lost, in all contexts.
+    pub fn lost(&self) -> u64 {
+        self.figures
+            .iter()
+            .fold(0u64, |n, f| n.saturating_add(f.lost))
+    }
+}
+
+/// The change of one thread's timerlat histogram of `context` in report
+/// `epoch` (version 6): as a [`HistDelta`] is for the thread's own
+/// histogram, part `part` of the buckets whose count changed since the
+/// last report with deltas, with how much. A report but a lean one has at
+/// least one part per context.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TimerlatDelta {
+    /// Thread index.
+    pub thread: u16,
+    /// Report number.
+    pub epoch: u32,
+    /// Which of the thread's timerlat histograms.
+    pub context: Context,
+    /// This part (0-based).
+    pub part: u16,
+    /// Base bucket of `runs`.
+    pub start: u16,
+    /// Changed buckets and their increments.
+    pub runs: Runs,
+}
+
+/// The cumulative timerlat histogram of `context` of one thread as of
+/// report `epoch`, for the buckets `start..end` (version 6): as a
+/// [`SnapshotChunk`] is for the thread's own histogram.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, MaxSize, Schema)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct TimerlatChunk {
+    /// Thread index.
+    pub thread: u16,
+    /// Report number of the snapshot.
+    pub epoch: u32,
+    /// Which of the thread's timerlat histograms.
+    pub context: Context,
+    /// First bucket covered (and the base bucket of `runs`).
+    pub start: u16,
+    /// End of the buckets covered (exclusive).
+    pub end: u16,
+    /// Non-empty buckets of the range and their cumulative counts.
+    pub runs: Runs,
 }

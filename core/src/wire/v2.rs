@@ -7,7 +7,8 @@
 //! encodes the same in both versions (postcard numbers the variants in
 //! order), so the decoder reads a version-2 stats, delta, chunk, spike,
 //! log, bye or explain frame as the current type, and only the hello
-//! through the frozen [`Hello`] here. The types this module borrows from
+//! through the frozen [`Hello`] here, whose configuration is version 5's
+//! (`v5`). The types this module borrows from
 //! the current ones are part of [`SCHEMA_KEY`], which a test pins to the
 //! key version-2 hellos carry: if one of them changes, that pin fails, and
 //! the changed type gets a frozen copy here.
@@ -30,7 +31,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::explain::{MAX_CAUSES, NAME_LEN};
 use crate::wire as now;
-use crate::wire::{Bye, HistDelta, LogLine, RunConfig, SnapshotChunk, SpikeSample, ThreadStats};
+use crate::wire::v5::{self, RunConfig};
+use crate::wire::{Bye, HistDelta, LogLine, SnapshotChunk, SpikeSample, ThreadStats};
 
 /// The schema key version-2 hellos carry.
 pub const SCHEMA_KEY: [u8; 8] =
@@ -150,6 +152,6 @@ pub(super) fn upgrade_hello(h: Hello) -> now::Hello {
             clock_hz: now::NS_CLOCK_HZ,
             clock_resolution_ns: 0,
         },
-        config: h.config,
+        config: v5::upgrade_config(h.config),
     }
 }

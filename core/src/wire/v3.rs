@@ -9,7 +9,7 @@
 //! types they are, the rest as the current types; only its hello's schema
 //! key, the key of this enum, is upgraded to the current
 //! [`super::SCHEMA_KEY`] (any other key is kept, and the host reports the
-//! mismatch as before). The
+//! mismatch as before). Its hello is version 5's (`v5`). The
 //! types this module borrows from the current ones are part of
 //! [`SCHEMA_KEY`], which a test pins to the key version-3 hellos carry
 //! (`tests/golden/v3`): if one of them changes, that pin fails, and the
@@ -20,10 +20,9 @@ use postcard_schema::Schema;
 use serde::{Deserialize, Serialize};
 
 use super::v4::Attribution;
+use super::v5::{self, Hello};
 use crate::wire as now;
-use crate::wire::{
-    Aggregate, Bye, Hello, HistDelta, LogLine, SnapshotChunk, SpikeSample, ThreadStats,
-};
+use crate::wire::{Aggregate, Bye, HistDelta, LogLine, SnapshotChunk, SpikeSample, ThreadStats};
 
 /// The schema key version-3 hellos carry.
 pub const SCHEMA_KEY: [u8; 8] =
@@ -50,11 +49,8 @@ pub enum Body {
     Aggregate(Aggregate),
 }
 
-/// The current hello a version-3 hello says: the same, with version 3's
-/// schema key read as the current one.
-pub(super) fn upgrade_hello(mut h: Hello) -> now::Hello {
-    if h.schema == SCHEMA_KEY {
-        h.schema = now::SCHEMA_KEY;
-    }
-    h
+/// The current hello a version-3 hello says: the same (version 5's, see
+/// `v5`), with version 3's schema key read as the current one.
+pub(super) fn upgrade_hello(h: Hello) -> now::Hello {
+    v5::upgrade_hello_of(h, SCHEMA_KEY)
 }

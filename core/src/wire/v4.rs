@@ -9,8 +9,9 @@
 //! frame through the frozen [`Attribution`] here and upgrades it, and its
 //! hello's schema key, the key of this enum, reads as the current
 //! [`super::SCHEMA_KEY`] (any other key is kept, and the host reports the
-//! mismatch as before). The types this module borrows from the current
-//! ones are part of [`SCHEMA_KEY`], which a test pins to the key
+//! mismatch as before). Its hello is version 5's (`v5`, frozen when
+//! version 6 changed the wake modes). The types this module borrows from
+//! the current ones are part of [`SCHEMA_KEY`], which a test pins to the key
 //! version-4 hellos carry (`tests/golden/v4`): if one of them changes,
 //! that pin fails, and the changed type gets a frozen copy here.
 //!
@@ -37,9 +38,10 @@ use crate::explain::{
     self as now_explain, Culprit, PrioClass, Softirq, Untraced, MAX_CAUSES, NAME_LEN,
 };
 use crate::wire as now;
+use crate::wire::v5::{self, Hello};
 use crate::wire::{
-    Aggregate, Bye, EvidenceHead, EvidencePart, Hello, HistDelta, LogLine, SnapshotChunk,
-    SpikeSample, ThreadStats,
+    Aggregate, Bye, EvidenceHead, EvidencePart, HistDelta, LogLine, SnapshotChunk, SpikeSample,
+    ThreadStats,
 };
 
 /// The schema key version-4 hellos carry.
@@ -106,13 +108,10 @@ pub enum CauseKind {
     Masked,
 }
 
-/// The current hello a version-4 hello says: the same, with version 4's
-/// schema key read as the current one.
-pub(super) fn upgrade_hello(mut h: Hello) -> now::Hello {
-    if h.schema == SCHEMA_KEY {
-        h.schema = now::SCHEMA_KEY;
-    }
-    h
+/// The current hello a version-4 hello says: the same (version 5's, see
+/// `v5`), with version 4's schema key read as the current one.
+pub(super) fn upgrade_hello(h: Hello) -> now::Hello {
+    v5::upgrade_hello_of(h, SCHEMA_KEY)
 }
 
 /// The current explanation a version-4 (or 1 to 3) one says.

@@ -183,6 +183,8 @@ impl Run {
             }
             Body::EvidenceHead(h) => self.evidence.on_head(h, &self.budget),
             Body::EvidencePart(p) => self.evidence.on_part(p),
+            // version 6's timerlat histograms: not read yet
+            Body::TimerlatStats(_) | Body::TimerlatDelta(_) | Body::TimerlatChunk(_) => {}
         }
     }
 

@@ -430,7 +430,7 @@ fn write_json(
             machine: &u.machine,
         },
         realtime: procfs::is_realtime(),
-        wake: cfg.wake,
+        wake: s.settings.wake,
         timerlat: &timerlat,
         spikes: ended.outcome.spikes,
         trace: ended.outcome.trace,

@@ -50,7 +50,7 @@ pub fn hello(cfg: &Config, s: &Setup, deg: &Degradations) -> Hello {
             degraded: *degraded,
             self_check: cfg.self_check,
             threads: threads(s, degraded),
-            wake: cfg.wake,
+            wake: s.settings.wake,
             align: cfg.align,
             smi: cfg.smi,
             tracefs_mounted: s.tracefs_mounted,

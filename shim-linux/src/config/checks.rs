@@ -124,6 +124,7 @@ fn check_timerlat(cfg: &mut Config, saw: &OptionsGiven) -> Result<(), Error> {
         }
         _ => cfg.distance_us = Some(0),
     }
+    cfg.wake = WakeMode::Timerlat;
     let (lo, hi) = (timerlat::MIN_PERIOD_US, timerlat::MAX_PERIOD_US);
     if !(lo..=hi).contains(&cfg.interval_us) {
         return refuse(&format!(

@@ -4,7 +4,7 @@
 //! refuses by name what the run cannot honour.
 
 use latscope_core::rtla::{Options, Unit};
-use latscope_core::wire::Policy;
+use latscope_core::wire::{Policy, WakeMode};
 
 use super::rtla::{RtlaHist, RtlaSched, RtlaThreads};
 use super::{Config, CpuList, Threads};
@@ -84,6 +84,7 @@ pub fn rtla_config(h: &RtlaHist) -> Result<Config, Error> {
     }
     let mut cfg = Config {
         timerlat: true,
+        wake: WakeMode::Timerlat,
         affinity: Some(h.cpus.clone().map_or(CpuList::All, CpuList::Only)),
         threads: Some(Threads::PerCpu),
         interval_us: h.period_us.unwrap_or(1000),

@@ -386,7 +386,7 @@ fn effect(
         ),
         Opt::HistShape => (&["-h", "10"], Some("2.7"), &["hist_shape"]),
         Opt::SelfCheck => (&[], None, &["self_check"]),
-        Opt::Timerlat => (&["-a", "0"], None, &["timerlat", "distance_us"]),
+        Opt::Timerlat => (&["-a", "0"], None, &["timerlat", "distance_us", "wake"]),
         // the probe proves the self-check, so it turns it on
         #[cfg(feature = "proof")]
         Opt::SelfCheckProbe => (&[], None, &["self_check_probe", "self_check"]),

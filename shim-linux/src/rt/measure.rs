@@ -63,6 +63,8 @@ pub(super) fn measure(a: &mut ThreadArgs<'_>) -> Result<(), Error> {
             let timer = PosixTimer::arm(&mut clock, &mut cycle, relative)?;
             run(a, &mut w, clock, cycle, timer)
         }
+        // the timerlat mode is the tracefs above, never this wake mode alone
+        WakeMode::Timerlat => Err(Error::Internal("the timerlat wake mode without --timerlat")),
     }
 }
 

@@ -62,6 +62,9 @@ fn kind(body: &Body) -> (&'static str, Option<u32>) {
         Body::Explain(_) => ("explain", None),
         Body::Aggregate(a) => ("aggregate", Some(a.epoch)),
         Body::EvidenceHead(_) | Body::EvidencePart(_) => ("evidence", None),
+        Body::TimerlatStats(s) => ("timerlat", Some(s.epoch)),
+        Body::TimerlatDelta(d) => ("timerlat", Some(d.epoch)),
+        Body::TimerlatChunk(c) => ("timerlat", Some(c.epoch)),
     }
 }
 

@@ -40,7 +40,10 @@ pub(crate) fn downgrade(f: &now::Frame) -> Option<Frame> {
         | now::Body::Chunk(_)
         | now::Body::Aggregate(_)
         | now::Body::EvidenceHead(_)
-        | now::Body::EvidencePart(_) => return None,
+        | now::Body::EvidencePart(_)
+        | now::Body::TimerlatStats(_)
+        | now::Body::TimerlatDelta(_)
+        | now::Body::TimerlatChunk(_) => return None,
     };
     Some(Frame {
         version: 1,
@@ -294,7 +297,7 @@ pub(crate) fn downgrade_v2(b: &now::Body) -> Option<super::v2::Body> {
                     argv: t.argv,
                     name: t.name,
                 },
-                config: h.config,
+                config: down_v5_config(h.config),
             })
         }
         now::Body::Stats(s) => v2::Body::Stats(s),
@@ -305,9 +308,12 @@ pub(crate) fn downgrade_v2(b: &now::Body) -> Option<super::v2::Body> {
         now::Body::Bye(b) => v2::Body::Bye(b),
         // the same encoding, as long as no line is of version 3's Masked
         now::Body::Explain(a) => v2::Body::Explain(super::recode(&down_v4(&a))?),
-        now::Body::Aggregate(_) | now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => {
-            return None
-        }
+        now::Body::Aggregate(_)
+        | now::Body::EvidenceHead(_)
+        | now::Body::EvidencePart(_)
+        | now::Body::TimerlatStats(_)
+        | now::Body::TimerlatDelta(_)
+        | now::Body::TimerlatChunk(_) => return None,
     })
 }
 
@@ -317,12 +323,7 @@ pub(crate) fn downgrade_v2(b: &now::Body) -> Option<super::v2::Body> {
 pub(crate) fn downgrade_v3(b: &now::Body) -> Option<super::v3::Body> {
     use super::v3;
     Some(match b.clone() {
-        now::Body::Hello(mut h) => {
-            if h.schema == now::SCHEMA_KEY {
-                h.schema = v3::SCHEMA_KEY;
-            }
-            v3::Body::Hello(h)
-        }
+        now::Body::Hello(h) => v3::Body::Hello(down_v5_hello(h, v3::SCHEMA_KEY)),
         now::Body::Stats(s) => v3::Body::Stats(s),
         now::Body::Delta(d) => v3::Body::Delta(d),
         now::Body::Chunk(c) => v3::Body::Chunk(c),
@@ -331,22 +332,22 @@ pub(crate) fn downgrade_v3(b: &now::Body) -> Option<super::v3::Body> {
         now::Body::Bye(b) => v3::Body::Bye(b),
         now::Body::Explain(a) => v3::Body::Explain(down_v4(&a)),
         now::Body::Aggregate(a) => v3::Body::Aggregate(a),
-        now::Body::EvidenceHead(_) | now::Body::EvidencePart(_) => return None,
+        now::Body::EvidenceHead(_)
+        | now::Body::EvidencePart(_)
+        | now::Body::TimerlatStats(_)
+        | now::Body::TimerlatDelta(_)
+        | now::Body::TimerlatChunk(_) => return None,
     })
 }
 
 /// The version-4 body of a current one, as a version-4 sender sent it:
 /// the hello with version 4's schema key, the explanation in version 4's
-/// cause lines.
-pub(crate) fn downgrade_v4(b: &now::Body) -> super::v4::Body {
+/// cause lines; `None` for the timerlat histograms, which version 4 did
+/// not have.
+pub(crate) fn downgrade_v4(b: &now::Body) -> Option<super::v4::Body> {
     use super::v4;
-    match b.clone() {
-        now::Body::Hello(mut h) => {
-            if h.schema == now::SCHEMA_KEY {
-                h.schema = v4::SCHEMA_KEY;
-            }
-            v4::Body::Hello(h)
-        }
+    Some(match b.clone() {
+        now::Body::Hello(h) => v4::Body::Hello(down_v5_hello(h, v4::SCHEMA_KEY)),
         now::Body::Stats(s) => v4::Body::Stats(s),
         now::Body::Delta(d) => v4::Body::Delta(d),
         now::Body::Chunk(c) => v4::Body::Chunk(c),
@@ -357,5 +358,87 @@ pub(crate) fn downgrade_v4(b: &now::Body) -> super::v4::Body {
         now::Body::Aggregate(a) => v4::Body::Aggregate(a),
         now::Body::EvidenceHead(h) => v4::Body::EvidenceHead(h),
         now::Body::EvidencePart(p) => v4::Body::EvidencePart(p),
+        now::Body::TimerlatStats(_) | now::Body::TimerlatDelta(_) | now::Body::TimerlatChunk(_) => {
+            return None
+        }
+    })
+}
+
+/// The version-5 hello of a current one, as a version-5 sender (or, with
+/// its `key`, a version-3 or -4 one) sent it: the current key as `key`.
+pub(crate) fn down_v5_hello(h: now::Hello, key: [u8; 8]) -> super::v5::Hello {
+    super::v5::Hello {
+        schema: if h.schema == now::SCHEMA_KEY {
+            key
+        } else {
+            h.schema
+        },
+        tool_version: h.tool_version,
+        run_id: h.run_id,
+        target: h.target,
+        config: down_v5_config(h.config),
     }
+}
+
+/// The version-5 configuration of a current one (the same fields; a
+/// wake mode version 5 did not have panics: the tests never make one).
+pub(crate) fn down_v5_config(c: now::RunConfig) -> super::v5::RunConfig {
+    use super::v5::WakeMode as W;
+    super::v5::RunConfig {
+        policy: c.policy,
+        priority: c.priority,
+        interval_ns: c.interval_ns,
+        distance_ns: c.distance_ns,
+        clock: c.clock,
+        mlock: c.mlock,
+        dma_latency_us: c.dma_latency_us,
+        timer_slack_ns: c.timer_slack_ns,
+        duration_ns: c.duration_ns,
+        loops: c.loops,
+        warmup_cycles: c.warmup_cycles,
+        report_ns: c.report_ns,
+        spike_ns: c.spike_ns,
+        break_ns: c.break_ns,
+        hist_us: c.hist_us,
+        hist_all: c.hist_all,
+        nsecs: c.nsecs,
+        started: c.started,
+        layout: c.layout,
+        degraded: c.degraded,
+        self_check: c.self_check,
+        threads: c.threads,
+        wake: match c.wake {
+            now::WakeMode::Absolute => W::Absolute,
+            now::WakeMode::Relative => W::Relative,
+            now::WakeMode::Nanosleep => W::Nanosleep,
+            now::WakeMode::PosixTimer { relative } => W::PosixTimer { relative },
+            now::WakeMode::Timerlat => panic!("version 5 had no timerlat mode"),
+        },
+        align: c.align,
+        smi: c.smi,
+        tracefs_mounted: c.tracefs_mounted,
+    }
+}
+
+/// The version-5 body of a current one, as a version-5 sender sent it:
+/// the hello in version 5's types with its key; `None` for the timerlat
+/// histograms, which version 5 did not have.
+pub(crate) fn downgrade_v5(b: &now::Body) -> Option<super::v5::Body> {
+    use super::v5;
+    Some(match b.clone() {
+        now::Body::Hello(h) => v5::Body::Hello(down_v5_hello(h, v5::SCHEMA_KEY)),
+        now::Body::Stats(s) => v5::Body::Stats(s),
+        now::Body::Delta(d) => v5::Body::Delta(d),
+        now::Body::Chunk(c) => v5::Body::Chunk(c),
+        now::Body::Spike(s) => v5::Body::Spike(s),
+        now::Body::Log(l) => v5::Body::Log(l),
+        now::Body::Bye(b) => v5::Body::Bye(b),
+        now::Body::Explain(a) => v5::Body::Explain(a),
+        now::Body::Aggregate(a) => v5::Body::Aggregate(a),
+        now::Body::EvidenceHead(h) => v5::Body::EvidenceHead(h),
+        now::Body::EvidencePart(p) => v5::Body::EvidencePart(p),
+        now::Body::TimerlatStats(_) | now::Body::TimerlatDelta(_) | now::Body::TimerlatChunk(_) => {
+            return None
+        }
+    })
 }

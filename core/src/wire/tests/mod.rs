@@ -3,6 +3,7 @@ use std::vec::Vec;
 use postcard::experimental::max_size::MaxSize;
 
 use super::*;
+use crate::timerlat::Context;
 
 mod against_postcard;
 mod downgrade;
@@ -171,6 +172,23 @@ pub(super) fn every_body() -> Vec<Body> {
             // byte (a full part's size is checked against the frame's)
             data: heapless::Vec::from_slice(&[0x17; 40]).unwrap(),
         }),
+        Body::TimerlatStats(timerlat_stats()),
+        Body::TimerlatDelta(TimerlatDelta {
+            thread: 2,
+            epoch: 41,
+            context: Context::Thread,
+            part: 1,
+            start: 7,
+            runs: runs(7, 24, 3, u64::from(u32::MAX)),
+        }),
+        Body::TimerlatChunk(TimerlatChunk {
+            thread: 2,
+            epoch: 41,
+            context: Context::UserRet,
+            start: 3000,
+            end: u16::MAX,
+            runs: runs(3001, 16, 5, u64::MAX),
+        }),
         Body::Stats(stats(3, 42)),
         Body::Delta(delta),
         Body::Chunk(chunk),
@@ -208,6 +226,31 @@ pub(super) fn every_body() -> Vec<Body> {
             }),
         }),
     ]
+}
+
+/// A timerlat CPU's figures after days at 10 kHz: every count a
+/// multi-byte varint, some lost entries, one inverted pairing.
+pub(super) fn timerlat_stats() -> TimerlatStats {
+    let f = |count: u64, min: u64, max: u64, lost: u64| TimerlatFigures {
+        count,
+        sum: count * (min + max) / 2,
+        min,
+        max,
+        lost,
+    };
+    TimerlatStats {
+        thread: 2,
+        epoch: 41,
+        figures: [
+            f(4_000_000_123, 2_700, 15_274_000, 3),
+            f(4_000_000_120, 44_500, 38_227_000, 6),
+            f(4_000_000_119, 82_800, 38_563_500, 7),
+        ],
+        paired: 4_000_000_117,
+        inverted: 1,
+        unreadable_pages: 2,
+        last_report: false,
+    }
 }
 
 /// An aggregate of a storm: most spikes aggregated, some dropped, one
@@ -345,6 +388,9 @@ fn small_frames_fit_256_bytes_at_their_worst() {
     assert!(worst(SpikeSample::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(Aggregate::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
     assert!(worst(EvidenceHead::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(TimerlatStats::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(TimerlatDelta::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
+    assert!(worst(TimerlatChunk::POSTCARD_MAX_SIZE) <= MAX_SMALL_FRAME);
 }
 
 #[test]
@@ -606,10 +652,18 @@ fn schema_keys_are_pinned() {
         [0xa5, 0x2a, 0x08, 0xde, 0xdf, 0xb9, 0xed, 0x7b],
         "a type version 4 shares with version 5 changed: freeze a copy in v4"
     );
-    // version 5: an explanation's cause line is a typed Culprit
+    // version 5: an explanation's cause line is a typed Culprit. That was
+    // version 5 as released: every version-5 recording carries this key
+    // (`tests/golden/v5`), and the current types v5 borrows are part of it
+    assert_eq!(
+        v5::SCHEMA_KEY,
+        [0x64, 0x63, 0x58, 0x7f, 0xde, 0xc8, 0x80, 0xad],
+        "a type version 5 shares with version 6 changed: freeze a copy in v5"
+    );
+    // version 6: WakeMode::Timerlat and the timerlat histograms' bodies
     assert_eq!(
         SCHEMA_KEY,
-        [0x64, 0x63, 0x58, 0x7f, 0xde, 0xc8, 0x80, 0xad],
+        [0xe7, 0x00, 0x70, 0xe1, 0xbc, 0x9f, 0x12, 0xab],
         "the frame types changed: pin the new key (see this test's docs)"
     );
 }
@@ -772,17 +826,23 @@ fn version_2_frames_decode_as_the_current_types() {
     let mut dec = Decoder::<MAX_FRAME>::new();
     let (got, errs) = decode_all(&mut dec, &bytes);
     assert!(errs.is_empty(), "{errs:?}");
-    // everything but the aggregate and the evidence, which version 2 did
-    // not have
-    assert_eq!(got.len(), every_body().len() - 3);
-    assert!(got.iter().all(|f| f.version == PROTOCOL_VERSION));
-    assert_eq!(dec.stats().upgraded, got.len() as u64);
-    for (g, want) in got.iter().zip(every_body().iter().filter(|b| {
+    // everything but the aggregate, the evidence and the timerlat
+    // histograms, which version 2 did not have
+    let had = |b: &&Body| {
         !matches!(
             b,
-            Body::Aggregate(_) | Body::EvidenceHead(_) | Body::EvidencePart(_)
+            Body::Aggregate(_)
+                | Body::EvidenceHead(_)
+                | Body::EvidencePart(_)
+                | Body::TimerlatStats(_)
+                | Body::TimerlatDelta(_)
+                | Body::TimerlatChunk(_)
         )
-    })) {
+    };
+    assert_eq!(got.len(), every_body().iter().filter(had).count());
+    assert!(got.iter().all(|f| f.version == PROTOCOL_VERSION));
+    assert_eq!(dec.stats().upgraded, got.len() as u64);
+    for (g, want) in got.iter().zip(every_body().iter().filter(had)) {
         match (&g.body, want) {
             // the hello: version 2's fields kept, version 3's defaulted
             // as for a Linux target, version 2's key read as this one
@@ -823,6 +883,37 @@ fn a_version_2_frame_of_a_version_3_body_is_malformed() {
             .all(|f| !matches!(&f.body, Body::Hello(h) if *h == hello())),
         "{got:?}"
     );
+}
+
+/// What version 6 added does not decode under version 5: its bodies'
+/// tags, and a hello of the timerlat mode.
+#[test]
+fn a_version_5_frame_of_a_version_6_body_is_malformed() {
+    let mut timerlat = hello();
+    timerlat.config.wake = WakeMode::Timerlat;
+    for body in every_body()
+        .into_iter()
+        .filter(|b| downgrade::downgrade_v5(b).is_none())
+        .chain([Body::Hello(timerlat.clone())])
+    {
+        let p = to_payload(&Frame {
+            version: 5,
+            seq: 0,
+            body: body.clone(),
+        });
+        let mut dec = Decoder::<MAX_FRAME>::new();
+        let (got, errs) = decode_all(&mut dec, &seal(&p));
+        assert!(got.is_empty(), "{body:?} read as {got:?}");
+        assert_eq!(errs, [DecodeError::Malformed], "{body:?}");
+    }
+    // the same hello as version 6 is one
+    let p = to_payload(&Frame {
+        version: 6,
+        seq: 0,
+        body: Body::Hello(timerlat.clone()),
+    });
+    let (got, _) = decode_all(&mut Decoder::<MAX_FRAME>::new(), &seal(&p));
+    assert_eq!(got.first().map(|f| &f.body), Some(&Body::Hello(timerlat)));
 }
 
 #[test]

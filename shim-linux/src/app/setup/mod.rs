@@ -9,7 +9,7 @@ use std::path::Path;
 use latscope_core::cycle::CycleConfig;
 use latscope_core::layout::Layout;
 use latscope_core::tz::WallTime;
-use latscope_core::wire::Degraded;
+use latscope_core::wire::{Degraded, WakeMode};
 use rustix::fd::OwnedFd;
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -201,6 +201,10 @@ impl Setup {
         let trace_out = open_trace_out(cfg, tracer.as_ref(), plans.len(), &mut deg)?;
         let n = plans.len();
         let mut settings = loop_settings(cfg, clock);
+        // --best-effort without the tracer: the default mode, said so
+        if timerlat_loop.is_none() && settings.wake == WakeMode::Timerlat {
+            settings.wake = WakeMode::Absolute;
+        }
         settings.timerlat = timerlat_loop;
         // the filter goes on now, inherited by every thread
         let selfcheck = cfg.self_check.then(SelfCheck::install).transpose()?;
