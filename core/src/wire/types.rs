@@ -211,7 +211,7 @@ impl WakeMode {
                 "POSIX timer: each wake-up is a timer signal taken with rt_sigtimedwait, so every sample includes signal delivery, and a cycle more than one period late costs a second system call (timer_getoverrun)",
             ),
             WakeMode::Timerlat => Some(
-                "timerlat: each wake-up is the return of a read() of the kernel's timerlat_fd, so every sample is the user-space wake latency, above the kernel's by up to the first read()'s way into the kernel; the kernel's own IRQ, thread and return-to-user latencies of every period are in the timerlat section",
+                "the kernel's timerlat tracer: each wake-up is the return of a read() of timerlat_fd, so every sample is the user-space wake latency, above the kernel's by up to the first read()'s way into the kernel; the kernel's own IRQ, thread and return-to-user latencies of every period are in the timerlat section",
             ),
         }
     }
