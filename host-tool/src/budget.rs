@@ -43,6 +43,12 @@ pub(crate) const LIST_STEP: usize = 256;
 /// [`SPIKE_NODES`] `--spike` records.
 pub(crate) const THREAD_LISTS: usize = (MAX_LINEAR_US as usize).div_ceil(LIST_STEP) * LIST_STEP * 8
     + SPIKE_NODES.div_ceil(LIST_STEP) * LIST_STEP * std::mem::size_of::<SpikeSample>();
+/// A thread's timerlat histograms' fixed parts (protocol version 6): their
+/// assemblers and page tables. Their pages are charged as the thread's
+/// are, to the same run budget, which [`RUN_LIMIT`] does not size for
+/// them: a run of the timerlat mode whose four histograms per thread all
+/// filled the widest layout would pass it (and be reported incomplete).
+pub(crate) const TIMERLAT_FIXED: usize = 4 * 1024 + 3 * THREAD_PAGES * 8;
 /// A run's fixed parts at their fullest (the hello, log lines, explained
 /// spikes and cause totals, the thread table).
 pub(crate) const RUN_FIXED: usize = 96 * 1024;

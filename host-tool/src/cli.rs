@@ -36,7 +36,9 @@ defects; its histograms are not exact at the end; frames are missing by the \
 sequence numbers (never delivered later); the target could not send frames; \
 spike records were dropped by the target's queue, or sent (by its aggregates) \
 but not received; explanations were sent but not received; its counts did not \
-fit the memory budget; or frames name unknown threads. Each such run gets a \
+fit the memory budget; frames name unknown threads; or (--timerlat) the \
+target's trace lost timerlat entries or pages, or paired a period's IRQ \
+latency above its thread's. Each such run gets a \
 line on standard error, `complete: false` and `return_code` 1 in the JSON \
 formats, and `false` in the CSV's `complete` column. `record` stopped by \
 SIGINT or SIGTERM exits 0 whatever its runs. 2 bad usage; 4 the work was done \
@@ -440,6 +442,13 @@ struct SynthArgs {
     /// of 100 to 400 µs samples, about 1 % of the time).
     #[arg(long, value_enum, default_value = "independent")]
     model: synth::SampleModel,
+    /// The timerlat mode: each thread's CPU's kernel timerlat histograms
+    /// (IRQ, thread, return to user space) streamed beside its own.
+    #[arg(long)]
+    timerlat: bool,
+    /// With --timerlat: the trace loses one period in every N (0: none).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "timerlat")]
+    timerlat_lost_every: u32,
     /// Output file (default stdout).
     #[arg(short, long)]
     output: Option<PathBuf>,
@@ -542,6 +551,8 @@ impl SynthArgs {
             scale_pct: self.scale,
             bye: !self.no_bye,
             model: self.model,
+            timerlat: self.timerlat,
+            timerlat_lost_every: self.timerlat_lost_every,
             ..d
         }
     }

@@ -10,7 +10,7 @@ use crate::error::{Result, EXIT_FAILED, EXIT_OK};
 use crate::input::Source;
 use crate::plot;
 use crate::report::{decode, say_run};
-use crate::summary::{avg_us, or_dash, summarize, us_opt, Summary};
+use crate::summary::{avg_us, or_dash, summarize, timerlat_summaries, us_opt, Summary};
 
 /// What `compare` was asked to do.
 #[derive(Debug, Clone)]
@@ -144,8 +144,61 @@ pub(crate) fn render(name_a: &str, a: &Run, name_b: &str, b: &Run) -> String {
             y,
         );
     }
+    timerlat(&mut out, a, b);
     causes(&mut out, a, b);
     out
+}
+
+/// The timerlat figures of the threads both runs have them for (protocol
+/// version 6): per thread and context, A against B.
+fn timerlat(out: &mut String, a: &Run, b: &Run) {
+    let (ta, tb) = (timerlat_summaries(a), timerlat_summaries(b));
+    match (ta.is_empty(), tb.is_empty()) {
+        (true, true) => return,
+        (false, true) | (true, false) => {
+            let side = if ta.is_empty() { "B" } else { "A" };
+            let _ = writeln!(
+                out,
+                "\ntimerlat: only {side} has the kernel's timerlat figures"
+            );
+            return;
+        }
+        (false, false) => {}
+    }
+    for x in &ta {
+        let Some(y) = tb.iter().find(|y| y.thread == x.thread) else {
+            continue;
+        };
+        for (cx, cy) in x.contexts.iter().zip(&y.contexts) {
+            let _ = writeln!(
+                out,
+                "\n{} timerlat {} (CPU {} vs {})\n{:<10} {:>12} {:>12} {:>9}",
+                x.label,
+                cx.context,
+                or_dash(x.cpu),
+                or_dash(y.cpu),
+                "(µs)",
+                "A",
+                "B",
+                "B/A"
+            );
+            count_row(out, "count", cx.count, cy.count);
+            row(out, "min", cx.min_ns, cy.min_ns);
+            let _ = writeln!(
+                out,
+                "{:<10} {:>12} {:>12} {:>9}",
+                "avg",
+                avg_us(cx.avg_ns),
+                avg_us(cy.avg_ns),
+                ratio(cx.avg_ns, cy.avg_ns)
+            );
+            for ((n, qa), (_, qb)) in cx.quantiles.iter().zip(&cy.quantiles) {
+                row(out, n, *qa, *qb);
+            }
+            row(out, "max", cx.max_ns, cy.max_ns);
+            count_row(out, "lost", cx.lost, cy.lost);
+        }
+    }
 }
 
 /// How the causes of explained spikes changed from A to B.

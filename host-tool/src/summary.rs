@@ -3,6 +3,7 @@
 
 use latscope_core::layout::Layout;
 use latscope_core::stats::{quantile, spread, sqrt, Ppm};
+use latscope_core::timerlat::Context;
 use serde::Serialize;
 
 use crate::aggregate::{Run, ThreadAgg};
@@ -227,4 +228,110 @@ pub(crate) fn avg_us(ns: Option<f64>) -> String {
 /// An optional value (a CPU, a priority), or `-`.
 pub(crate) fn or_dash<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_else(|| "-".into())
+}
+
+/// The quantiles of the timerlat histograms the reports show.
+pub(crate) const TIMERLAT_QUANTILES: [(Ppm, &str); 3] =
+    [(Ppm::P50, "p50"), (Ppm::P99, "p99"), (Ppm::P999, "p99.9")];
+
+/// One context of a thread's timerlat histograms (protocol version 6).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct TimerlatContextSummary {
+    /// `irq`, `thread` or `user-ret`.
+    pub context: &'static str,
+    /// Entries in the histogram.
+    pub count: u64,
+    /// Their sum (ns).
+    pub sum_ns: u64,
+    /// Smallest (ns).
+    pub min_ns: Option<u64>,
+    /// Mean (ns).
+    pub avg_ns: Option<f64>,
+    /// Largest (ns), exact.
+    pub max_ns: Option<u64>,
+    /// p50, p99, p99.9 (ns, bucket upper edges capped by the max).
+    pub quantiles: Vec<(String, Option<u64>)>,
+    /// Entries the trace lost.
+    pub lost: u64,
+    /// Whether the histogram is exact as of the latest figures.
+    pub exact: bool,
+    /// Cumulative counts (not serialised here; outputs pick).
+    #[serde(skip)]
+    pub hist: Vec<u64>,
+}
+
+/// A thread's timerlat figures: its CPU's periods, how their entries
+/// paired, and each context's histogram.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct TimerlatSummary {
+    /// `"T0"`..
+    #[serde(skip)]
+    pub label: String,
+    /// Thread index.
+    pub thread: u16,
+    /// CPU it was pinned to.
+    pub cpu: Option<u16>,
+    /// Report number of the latest figures.
+    pub epoch: u32,
+    /// Whether they are the final report's.
+    pub last_report: bool,
+    /// Periods the IRQ context saw, read or lost.
+    pub periods: u64,
+    /// Thread entries whose period's IRQ entry was read.
+    pub paired: u64,
+    /// Of those, with the IRQ latency above the thread's (a defect).
+    pub inverted: u64,
+    /// Pages whose entries did not decode to the end.
+    pub unreadable_pages: u64,
+    /// Entries the trace lost, in all contexts.
+    pub lost: u64,
+    /// Each context's figures, in the kernel's order.
+    pub contexts: Vec<TimerlatContextSummary>,
+}
+
+/// The timerlat figures of every thread of `run` that has them.
+pub(crate) fn timerlat_summaries(run: &Run) -> Vec<TimerlatSummary> {
+    let mut out = Vec::new();
+    for (i, t) in run.threads.iter().enumerate() {
+        let Some(s) = t.timerlat_stats() else {
+            continue;
+        };
+        let contexts = Context::ALL
+            .iter()
+            .map(|&c| {
+                let f = s.figures(c);
+                let hist = t.timerlat_hist(c);
+                let has = f.count > 0;
+                TimerlatContextSummary {
+                    context: c.label(),
+                    count: f.count,
+                    sum_ns: f.sum,
+                    min_ns: has.then_some(f.min),
+                    avg_ns: has.then(|| f.sum as f64 / f.count as f64),
+                    max_ns: has.then_some(f.max),
+                    quantiles: TIMERLAT_QUANTILES
+                        .iter()
+                        .map(|(q, n)| (n.to_string(), quantile(&run.layout, &hist, *q, f.max)))
+                        .collect(),
+                    lost: f.lost,
+                    exact: t.timerlat_exact_now(c),
+                    hist,
+                }
+            })
+            .collect();
+        out.push(TimerlatSummary {
+            label: format!("T{i}"),
+            thread: i as u16,
+            cpu: t.info.and_then(|x| x.cpu),
+            epoch: s.epoch,
+            last_report: s.last_report,
+            periods: s.periods(),
+            paired: s.paired,
+            inverted: s.inverted,
+            unreadable_pages: s.unreadable_pages,
+            lost: s.lost(),
+            contexts,
+        });
+    }
+    out
 }

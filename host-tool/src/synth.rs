@@ -4,12 +4,14 @@
 //! and by the hidden `synth` subcommand that makes large recordings for
 //! benchmarks.
 
+use latscope_core::hist::HistogramIn;
 use latscope_core::layout::{Layout, DEFAULT_BUCKETS, DEFAULT_LINEAR_US};
-use latscope_core::protocol::{Reporter, SideCounts, ThreadLog};
+use latscope_core::protocol::{Reporter, SideCounts, ThreadLog, TimerlatLogIn};
 use latscope_core::seqlock::Snapshot;
+use latscope_core::timerlat::{Context, Entry, Pairing};
 use latscope_core::wire::{
     bounded, Body, Bye, ByeReason, Hello, Level, LogLine, Platform, Policy, RunConfig, SpikeFlags,
-    SpikeSample, TargetInfo, ThreadInfo, ThreadStats, WallTime, NS_CLOCK_HZ, SCHEMA_KEY,
+    SpikeSample, TargetInfo, ThreadInfo, ThreadStats, WakeMode, WallTime, NS_CLOCK_HZ, SCHEMA_KEY,
 };
 
 use std::io::{self, Write};
@@ -80,6 +82,15 @@ pub struct SynthConfig {
     pub bye: bool,
     /// How the samples follow one another.
     pub model: SampleModel,
+    /// The timerlat mode (`--timerlat`): each sample is the user-space
+    /// wake latency of a period whose kernel entries (IRQ, thread, return
+    /// to user space) go into each thread's timerlat histograms, streamed
+    /// as protocol version 6 has them.
+    pub timerlat: bool,
+    /// In the timerlat mode, every this many periods one is lost by the
+    /// trace (0: none): its entries and the previous period's return are
+    /// counted as lost.
+    pub timerlat_lost_every: u32,
 }
 
 /// How a synthetic run's samples follow one another.
@@ -111,6 +122,67 @@ impl Default for SynthConfig {
             scale_pct: 100,
             bye: true,
             model: SampleModel::Independent,
+            timerlat: false,
+            timerlat_lost_every: 0,
+        }
+    }
+}
+
+/// What a target's trace reader holds of one thread's CPU in the
+/// timerlat mode, and the reporter's log of it.
+#[derive(Debug, Clone)]
+pub(crate) struct SynthTimerlat {
+    /// Each context's histogram, in [`Context::ALL`]'s order.
+    pub hists: [HistogramIn<Box<[u64]>>; 3],
+    /// The entries' pairing.
+    pub pairing: Pairing,
+    log: TimerlatLogIn<Box<[u64]>>,
+    /// The next period's sequence number.
+    seq: u32,
+    /// The last period's (sequence number, return-to-user latency), taken
+    /// with the next period.
+    pending_ret: Option<(u32, u64)>,
+}
+
+impl SynthTimerlat {
+    fn new(index: u16, layout: Layout) -> Self {
+        let mem = || vec![0u64; layout.len()].into_boxed_slice();
+        let hist = || HistogramIn::with_counts(layout, mem()).expect("the layout's length");
+        SynthTimerlat {
+            hists: [hist(), hist(), hist()],
+            pairing: Pairing::new(),
+            log: TimerlatLogIn::with_memory(index, layout, [mem(), mem(), mem()])
+                .expect("the layout's length"),
+            seq: 1,
+            pending_ret: None,
+        }
+    }
+
+    fn take(&mut self, seqnum: u32, context: Context, latency_ns: u64) {
+        self.pairing.take(&Entry {
+            seqnum,
+            context,
+            latency_ns,
+            ts_ns: 0,
+        });
+        self.hists[context.index()].add(latency_ns);
+    }
+
+    /// One period whose user-space wake latency is `wake_ns`: the kernel
+    /// stamped its IRQ at a quarter of it and its thread at three
+    /// quarters, and its return to user space comes a microsecond after
+    /// the wake-up, at the next period. `lost`: the trace lost its entries.
+    fn period(&mut self, wake_ns: u64, lost: bool) {
+        let seq = self.seq;
+        self.seq = self.seq.wrapping_add(1);
+        if lost {
+            self.pending_ret = None;
+            return;
+        }
+        self.take(seq, Context::Irq, wake_ns / 4);
+        self.take(seq, Context::Thread, wake_ns / 4 * 3);
+        if let Some((s, ret)) = self.pending_ret.replace((seq, wake_ns + 1_000)) {
+            self.take(s, Context::UserRet, ret);
         }
     }
 }
@@ -125,6 +197,8 @@ pub(crate) struct SynthThread {
     /// What the thread's record would hold now.
     snap: Box<Snapshot<DEFAULT_BUCKETS>>,
     log: Box<ThreadLog<DEFAULT_BUCKETS>>,
+    /// The timerlat mode's histograms of its CPU.
+    pub timerlat: Option<SynthTimerlat>,
 }
 
 /// A synthetic run in progress.
@@ -154,6 +228,7 @@ impl Synth {
                     stats: *log.stats(),
                     snap: Box::new(Snapshot::new()),
                     log,
+                    timerlat: cfg.timerlat.then(|| SynthTimerlat::new(i, layout)),
                 }
             })
             .collect();
@@ -197,7 +272,11 @@ impl Synth {
                 cmdline: bounded("console=ttyAMA0"),
                 clocksource: bounded("arch_sys_counter"),
                 rt_runtime_us: -1,
-                argv: bounded("latscope -t 2 -p 80 --stream -"),
+                argv: bounded(if self.cfg.timerlat {
+                    "latscope --timerlat -t 2 -a 0,1 -p 80 --stream -"
+                } else {
+                    "latscope -t 2 -p 80 --stream -"
+                }),
                 name: bounded(&self.cfg.hostname),
                 platform: Platform::Linux,
                 model: heapless::String::new(),
@@ -220,6 +299,11 @@ impl Synth {
                 }),
                 layout: self.layout,
                 threads,
+                wake: if self.cfg.timerlat {
+                    WakeMode::Timerlat
+                } else {
+                    WakeMode::Absolute
+                },
                 ..RunConfig::default()
             },
         }
@@ -279,6 +363,9 @@ impl Synth {
         );
         for t in &self.threads {
             self.rep.resend(&t.log, &mut |b: &[u8]| out(b));
+            if let Some(tl) = &t.timerlat {
+                self.rep.resend_timerlat(&tl.log, &mut |b: &[u8]| out(b));
+            }
         }
     }
 
@@ -307,6 +394,14 @@ impl Synth {
                 &mut |b: &[u8]| out(b),
             );
             th.stats = *th.log.stats();
+            if let Some(tl) = &mut th.timerlat {
+                let r =
+                    self.rep
+                        .timerlat(&mut tl.log, &tl.hists, &tl.pairing, 0, &mut |b: &[u8]| {
+                            out(b)
+                        });
+                debug_assert!(r.is_ok(), "one layout");
+            }
             for r in spikes {
                 self.emit(Body::Spike(r), out);
             }
@@ -321,7 +416,12 @@ impl Synth {
             let ns = self.sample();
             let b = self.layout.bucket_of(ns);
             let (spike_ns, hist_ns) = (self.cfg.spike_ns, u64::from(self.cfg.hist_us) * 1000);
+            let every = u64::from(self.cfg.timerlat_lost_every);
             let th = &mut self.threads[t];
+            if let Some(tl) = &mut th.timerlat {
+                let lost = every > 0 && u64::from(tl.seq) % every == 0;
+                tl.period(ns, lost);
+            }
             th.hist[b] += 1;
             th.snap.buckets[b] = th.snap.buckets[b].wrapping_add(1);
             let c = &mut th.snap.counters;

@@ -316,6 +316,91 @@ fn the_classic_text_passes_promtool_check_metrics() {
     drop(host.proc.child().kill());
 }
 
+/// A timerlat run (protocol version 6, made by `latscope-host synth
+/// --timerlat`: this machine's kernel has no timerlat tracer) streamed
+/// into a listening recorder: `/metrics` has each thread's timerlat
+/// series by context, the classic text passes `promtool check metrics`,
+/// and the final counts and maxima are the recording's report's.
+#[test]
+fn timerlat_series_pass_promtool_and_match_the_report() {
+    require!(
+        have("promtool"),
+        "promtool is not installed (apt-get install prometheus)"
+    );
+    let dir = Scratch::new("promtool-timerlat");
+    let lsr = dir.join("timerlat.lsr");
+    let out = latscope_testkit::host::host(&[
+        "synth",
+        "--timerlat",
+        "--reports",
+        "4",
+        "--timerlat-lost-every",
+        "700",
+        "-o",
+        &lsr.display().to_string(),
+    ]);
+    assert!(out.status.success(), "synth: {out:?}");
+    let (mut host, listen, maddr) = recorder(&dir.join("rec"));
+    let bytes = std::fs::read(&lsr).expect("the recording");
+    let mut conn = std::net::TcpStream::connect(&listen).expect("connect");
+    std::io::Write::write_all(&mut conn, &bytes).expect("stream");
+    holds(Duration::from_secs(30), "the run's end", || {
+        http_get(&maddr, "/metrics").is_ok_and(|(_, b)| {
+            b.lines()
+                .any(|l| l.starts_with("latscope_ended{") && l.ends_with(" 1"))
+        })
+    });
+    let (_, body) = http_get(&maddr, "/metrics").expect("GET /metrics");
+    let mut p = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run promtool");
+    std::io::Write::write_all(&mut p.stdin.take().expect("stdin"), body.as_bytes())
+        .expect("to promtool");
+    let checked = p.wait_with_output().expect("promtool");
+    assert!(
+        checked.status.success(),
+        "promtool check metrics: {}{}\n{body}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    let (doc, code, err) = host_report_json(&lsr);
+    assert_eq!(code, 1, "lost entries make the run incomplete: {err}");
+    let run = &doc["runs"][0];
+    let id = run["run_id"].as_str().expect("run id");
+    let threads = run["timerlat"].as_array().expect("timerlat");
+    assert_eq!(threads.len(), 2, "{run}");
+    let series = |name: &str, thread: u64, context: &str| -> f64 {
+        let want = format!("thread=\"{thread}\",cpu=\"{thread}\",context=\"{context}\"}} ");
+        let line = body
+            .lines()
+            .find(|l| l.starts_with(name) && l.contains(id) && l.contains(&want))
+            .unwrap_or_else(|| panic!("{name} {want} in\n{body}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    for t in threads {
+        let i = t["thread"].as_u64().unwrap();
+        for c in t["contexts"].as_array().unwrap() {
+            let ctx = c["context"].as_str().unwrap();
+            let count = series("latscope_timerlat_latency_seconds_count{", i, ctx);
+            assert_eq!(count, c["count"].as_u64().unwrap() as f64, "T{i} {ctx}");
+            let max = series("latscope_timerlat_latency_max_seconds{", i, ctx);
+            assert!(close(max, seconds(&c["max_ns"])), "T{i} {ctx} max {max}");
+            let lost = series("latscope_timerlat_lost_entries_total{", i, ctx);
+            assert_eq!(lost, c["lost"].as_u64().unwrap() as f64, "T{i} {ctx}");
+        }
+    }
+    // the recorder stored them: its recording reports the same figures
+    let recs = recordings(&dir.join("rec"));
+    assert_eq!(recs.len(), 1, "{recs:?}");
+    let (stored, _, err) = host_report_json(&recs[0]);
+    assert_eq!(stored["runs"][0]["timerlat"], run["timerlat"], "{err}");
+    drop(host.proc.child().kill());
+}
+
 #[test]
 fn prometheus_sees_exact_final_figures_with_board_labels() {
     require!(

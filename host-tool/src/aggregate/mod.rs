@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 use latscope_core::layout::{Layout, MAX_LINEAR_US};
 use latscope_core::wire::{
-    Body, Bye, Frame, Hello, Level, LogLine, MAX_THREADS, PROTOCOL_VERSION, SCHEMA_KEY,
+    Body, Bye, Frame, Hello, Level, LogLine, TimerlatChunk, TimerlatDelta, TimerlatStats, WakeMode,
+    MAX_THREADS, PROTOCOL_VERSION, SCHEMA_KEY,
 };
 
 use latscope_core::slo::Goals;
@@ -183,26 +184,47 @@ impl Run {
             }
             Body::EvidenceHead(h) => self.evidence.on_head(h, &self.budget),
             Body::EvidencePart(p) => self.evidence.on_part(p),
-            // version 6's timerlat histograms: not read yet
-            Body::TimerlatStats(_) | Body::TimerlatDelta(_) | Body::TimerlatChunk(_) => {}
+            Body::TimerlatStats(TimerlatStats { thread, .. })
+            | Body::TimerlatDelta(TimerlatDelta { thread, .. })
+            | Body::TimerlatChunk(TimerlatChunk { thread, .. }) => {
+                let layout = self.layout;
+                if let Some(t) = self.thread(*thread) {
+                    t.on_timerlat(&layout, body);
+                }
+            }
         }
     }
 
-    /// Whether the bye arrived and every thread's histogram is exact as of
-    /// its final statistics.
-    pub(crate) fn exact_at_end(&self) -> bool {
-        self.bye.is_some()
-            && self
-                .threads
-                .iter()
-                .all(|t| t.exact_now() && t.stats().is_some_and(|s| s.last_report))
+    /// Whether the run is of the timerlat mode: each thread's timerlat
+    /// histograms are then part of its figures.
+    pub(crate) fn timerlat_mode(&self) -> bool {
+        self.hello.config.wake == WakeMode::Timerlat
     }
 
-    /// The earliest epoch as of which every thread's histogram is exact.
+    /// Whether the bye arrived and every thread's histogram is exact as of
+    /// its final statistics, and so are its timerlat histograms if it has
+    /// them or the run is of the timerlat mode.
+    pub(crate) fn exact_at_end(&self) -> bool {
+        let timerlat = self.timerlat_mode();
+        self.bye.is_some()
+            && self.threads.iter().all(|t| {
+                t.exact_now()
+                    && t.stats().is_some_and(|s| s.last_report)
+                    && t.timerlat_exact_at_end(timerlat)
+            })
+    }
+
+    /// The earliest epoch as of which every thread's histogram is exact,
+    /// and its timerlat histograms if it has them or the run is of the
+    /// timerlat mode.
     pub(crate) fn exact_epoch(&self) -> Option<u32> {
+        let timerlat = self.timerlat_mode();
         self.threads
             .iter()
-            .map(|t| t.exact_epoch())
+            .flat_map(|t| {
+                let tl = (timerlat || t.has_timerlat()).then(|| t.timerlat_exact_epoch());
+                core::iter::once(t.exact_epoch()).chain(tl)
+            })
             .try_fold(u32::MAX, |acc, e| e.map(|e| acc.min(e)))
             .filter(|&e| e != u32::MAX)
     }

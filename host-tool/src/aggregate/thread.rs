@@ -3,10 +3,11 @@
 //! beside it (the max over time, the spikes).
 
 use latscope_core::layout::Layout;
-use latscope_core::protocol::Assembler;
+use latscope_core::protocol::{Assembler, TimerlatAssembler};
 use latscope_core::slo::{Exceedances, Goals};
+use latscope_core::timerlat::Context;
 use latscope_core::wire::{
-    Aggregate, HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats,
+    Aggregate, Body, HistDelta, SnapshotChunk, SpikeSample, ThreadInfo, ThreadStats, TimerlatStats,
 };
 use latscope_core::Error;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use super::paged::PagedStore;
 use super::series::MaxSeries;
 use super::spikes::SpikeList;
-use crate::budget::{Budget, Charge, THREAD_FIXED};
+use crate::budget::{Budget, Charge, THREAD_FIXED, TIMERLAT_FIXED};
 
 /// Max-over-time points kept per thread.
 pub const SERIES_POINTS: usize = 4096;
@@ -41,6 +42,13 @@ pub(crate) struct ThreadAgg {
     /// Samples above each latency goal's limit, block by block (with
     /// `report --slo`).
     exceedances: Option<Box<Exceedances>>,
+    /// The kernel's timerlat histograms of the thread's CPU (protocol
+    /// version 6), from its first timerlat frame on.
+    timerlat: Option<Box<TimerlatAssembler<PagedStore>>>,
+    /// Timerlat frames not used: the budget refused their histograms.
+    refused_timerlat: u64,
+    /// Where the timerlat histograms' pages are charged.
+    budget: Arc<Budget>,
 }
 
 /// A thread's [`Aggregate`] frames (protocol version 3): the latest one's
@@ -99,6 +107,9 @@ impl ThreadAgg {
             refused_spikes: 0,
             spike_account: SpikeAccount::default(),
             exceedances: None,
+            timerlat: None,
+            refused_timerlat: 0,
+            budget: Arc::clone(budget),
         }))
     }
 
@@ -135,7 +146,13 @@ impl ThreadAgg {
     /// Counts this thread's histogram could not keep (the stream's memory
     /// budget refused their page), and spike records its lists could not.
     pub(crate) fn refused(&self) -> u64 {
-        self.asm.counts().refused() + self.refused_spikes
+        let timerlat = self.timerlat.as_deref().map_or(0, |t| {
+            Context::ALL
+                .iter()
+                .map(|&c| t.hist(c).counts().refused())
+                .sum()
+        });
+        self.asm.counts().refused() + self.refused_spikes + timerlat + self.refused_timerlat
     }
 
     /// The cumulative bucket counts as of the last report applied, one
@@ -203,5 +220,72 @@ impl ThreadAgg {
     /// Whether the histogram is exact as of the latest statistics.
     pub(crate) fn exact_now(&self) -> bool {
         self.asm.exact_now()
+    }
+
+    /// A timerlat frame arrived (its delta, statistics or chunk). The
+    /// first one makes the three histograms, charged to the budget first;
+    /// a frame the budget has no room for is counted, not used.
+    pub(crate) fn on_timerlat(&mut self, layout: &Layout, body: &Body) {
+        if self.timerlat.is_none() {
+            if !self.charge.grow(TIMERLAT_FIXED) {
+                self.refused_timerlat += 1;
+                return;
+            }
+            let store = || PagedStore::new(Arc::clone(&self.budget));
+            match TimerlatAssembler::new(*layout, [store(), store(), store()]) {
+                Ok(t) => self.timerlat = Some(Box::new(t)),
+                // cannot happen: the run's layout is legal
+                Err(_) => {
+                    self.refused_timerlat += 1;
+                    return;
+                }
+            }
+        }
+        if let Some(t) = self.timerlat.as_deref_mut() {
+            t.apply(body);
+        }
+    }
+
+    /// Whether any timerlat frame of the thread was used.
+    pub(crate) fn has_timerlat(&self) -> bool {
+        self.timerlat.is_some()
+    }
+
+    /// Whether the timerlat histogram of `context` is exact as of the
+    /// latest figures.
+    pub(crate) fn timerlat_exact_now(&self, context: Context) -> bool {
+        self.timerlat
+            .as_deref()
+            .is_some_and(|t| t.hist(context).exact_now())
+    }
+
+    /// The latest epoch as of which all three timerlat histograms were
+    /// verified exact.
+    pub(crate) fn timerlat_exact_epoch(&self) -> Option<u32> {
+        self.timerlat.as_deref().and_then(|t| t.exact_epoch())
+    }
+
+    /// The latest timerlat figures, if any came.
+    pub(crate) fn timerlat_stats(&self) -> Option<TimerlatStats> {
+        self.timerlat.as_deref().and_then(|t| t.stats().copied())
+    }
+
+    /// The cumulative counts of the timerlat histogram of `context`, one
+    /// per bucket (empty if none came).
+    pub(crate) fn timerlat_hist(&self, context: Context) -> Vec<u64> {
+        self.timerlat
+            .as_deref()
+            .map(|t| t.hist(context).counts().dense())
+            .unwrap_or_default()
+    }
+
+    /// Whether the timerlat histograms are exact as of their final
+    /// figures: `required` (a run of the timerlat mode) with none, or with
+    /// some not exact or not final, is not.
+    pub(crate) fn timerlat_exact_at_end(&self, required: bool) -> bool {
+        match self.timerlat.as_deref() {
+            Some(t) => t.exact_now() && t.stats().is_some_and(|s| s.last_report),
+            None => !required,
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use latscope_core::stats::{quantile, Ppm};
+use latscope_core::timerlat::Context;
 use latscope_core::wire::{Bye, LinkStats};
 
 use crate::report::text::{degraded, missing_devices};
@@ -48,6 +49,39 @@ pub(crate) struct ThreadView {
     pub dropped: u64,
     /// Report number.
     pub epoch: u32,
+    /// The kernel's timerlat figures of its CPU (protocol version 6), if
+    /// any came.
+    pub timerlat: Option<TimerlatView>,
+}
+
+/// A thread's timerlat figures as the metrics show them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TimerlatView {
+    /// Each context's, in the kernel's order (IRQ, thread, return to user).
+    pub contexts: [TimerlatContextView; 3],
+    /// Periods the IRQ context saw, read or lost.
+    pub periods: u64,
+    /// Thread entries whose period's IRQ entry was read.
+    pub paired: u64,
+    /// Of those, with the IRQ latency above the thread's.
+    pub inverted: u64,
+}
+
+/// One timerlat context of a thread, as the metrics show it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TimerlatContextView {
+    /// Entries.
+    pub count: u64,
+    /// Their sum (ns).
+    pub sum_ns: u64,
+    /// p99 (ns).
+    pub p99_ns: Option<u64>,
+    /// p99.9 (ns).
+    pub p999_ns: Option<u64>,
+    /// Max (ns).
+    pub max_ns: u64,
+    /// Entries the trace lost.
+    pub lost: u64,
 }
 
 /// Who a view belongs to: the labels of its metrics.
@@ -147,6 +181,22 @@ impl TargetView {
                 majflt: st.majflt,
                 dropped: st.dropped,
                 epoch: st.epoch,
+                timerlat: t.timerlat_stats().map(|s| TimerlatView {
+                    contexts: Context::ALL.map(|c| {
+                        let (f, hist) = (s.figures(c), t.timerlat_hist(c));
+                        TimerlatContextView {
+                            count: f.count,
+                            sum_ns: f.sum,
+                            p99_ns: quantile(&run.layout, &hist, Ppm::P99, f.max),
+                            p999_ns: quantile(&run.layout, &hist, Ppm::P999, f.max),
+                            max_ns: f.max,
+                            lost: f.lost,
+                        }
+                    }),
+                    periods: s.periods(),
+                    paired: s.paired,
+                    inverted: s.inverted,
+                }),
             });
         }
         if let Some(b) = run.bye {

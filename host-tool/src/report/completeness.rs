@@ -37,6 +37,12 @@ pub(crate) enum Loss {
     Budget(u64),
     /// Frames for threads beyond any target's, not used.
     UnknownThread(u64),
+    /// Timerlat entries the target's trace lost (by sequence number), and
+    /// pages of it that did not decode: `(entries, pages)`.
+    TimerlatLost(u64, u64),
+    /// Timerlat periods whose IRQ latency was above the thread's: a pairing
+    /// the kernel rules out (a defect).
+    TimerlatInverted(u64),
 }
 
 impl Loss {
@@ -69,6 +75,13 @@ impl Loss {
             }
             Loss::Budget(n) => format!("{n} count(s) or frame(s) beyond the memory budget"),
             Loss::UnknownThread(n) => format!("{n} frame(s) for unknown threads"),
+            Loss::TimerlatLost(n, 0) => format!("{n} timerlat entries lost by the target's trace"),
+            Loss::TimerlatLost(n, pages) => format!(
+                "{n} timerlat entries lost by the target's trace, and {pages} page(s) of it unreadable"
+            ),
+            Loss::TimerlatInverted(n) => format!(
+                "{n} timerlat period(s) with the IRQ latency above the thread's (a defect)"
+            ),
         }
     }
 }
@@ -130,6 +143,18 @@ pub(crate) fn losses(run: &Run, link: &LinkStats) -> Vec<Loss> {
     if run.unknown_thread > 0 {
         v.push(Loss::UnknownThread(run.unknown_thread));
     }
+    let (mut lost, mut pages, mut inverted) = (0u64, 0u64, 0u64);
+    for s in run.threads.iter().filter_map(|t| t.timerlat_stats()) {
+        lost = lost.saturating_add(s.lost());
+        pages = pages.saturating_add(s.unreadable_pages);
+        inverted = inverted.saturating_add(s.inverted);
+    }
+    if lost > 0 || pages > 0 {
+        v.push(Loss::TimerlatLost(lost, pages));
+    }
+    if inverted > 0 {
+        v.push(Loss::TimerlatInverted(inverted));
+    }
     v
 }
 
@@ -176,5 +201,66 @@ mod tests {
         for loss in l {
             assert!(!loss.message().is_empty());
         }
+    }
+
+    /// A timerlat run: complete when nothing was lost; entries the trace
+    /// lost make it incomplete, as do its timerlat histograms' missing
+    /// final figures.
+    #[test]
+    fn a_timerlat_run_is_incomplete_when_its_trace_lost_entries() {
+        let cfg = SynthConfig {
+            timerlat: true,
+            ..SynthConfig::default()
+        };
+        let (bytes, _) = Synth::bytes(cfg.clone());
+        assert_eq!(losses_of(&bytes), []);
+        let (bytes, _) = Synth::bytes(SynthConfig {
+            timerlat_lost_every: 500,
+            ..cfg.clone()
+        });
+        let l = losses_of(&bytes);
+        assert!(
+            matches!(l.as_slice(), [Loss::TimerlatLost(n, 0)] if *n > 0),
+            "{l:?}"
+        );
+        assert!(l[0].message().starts_with(&format!(
+            "{} timerlat entries lost",
+            match l[0] {
+                Loss::TimerlatLost(n, _) => n,
+                _ => 0,
+            }
+        )));
+        // the timerlat frames of the final report taken out: not exact at
+        // the end, though the threads' own histograms are
+        let mut s = Session::new("t");
+        let mut dec = Box::new(latscope_core::wire::Decoder::<
+            { latscope_core::wire::MAX_FRAME },
+        >::new());
+        let (bytes, _) = Synth::bytes(cfg);
+        let mut kept = Vec::new();
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let next = bytes[pos + 1..]
+                .iter()
+                .position(|&b| b == 0)
+                .map_or(bytes.len(), |i| pos + 2 + i);
+            let frame = &bytes[pos..next];
+            let last_timerlat = dec.frames(frame).any(|f| {
+                matches!(
+                    f.map(|f| f.body),
+                    Ok(latscope_core::wire::Body::TimerlatStats(s)) if s.last_report
+                )
+            });
+            if !last_timerlat {
+                kept.extend_from_slice(frame);
+            }
+            pos = next;
+        }
+        s.feed(&kept);
+        s.finish();
+        let run = s.agg.runs.first().expect("a run");
+        assert!(run.threads.iter().all(|t| t.exact_now()));
+        let l = losses(run, &s.link());
+        assert!(l.contains(&Loss::NotExact), "{l:?}");
     }
 }

@@ -1,8 +1,9 @@
 //! The reports of frozen recordings, a basic run and an `--explain` run of
-//! every protocol version: byte for byte what latscope-host printed when
-//! each version was current (`tests/golden/v1` to `tests/golden/v5`). A
-//! version is frozen before the next one is made, so its recordings keep
-//! reporting the same once they are upgraded.
+//! every protocol version (and from version 6 a `--timerlat` run): byte
+//! for byte what latscope-host printed when each version was current
+//! (`tests/golden/v1` to `tests/golden/v5`; `tests/golden/v6` is the
+//! current version's). A version is frozen before the next one is made, so
+//! its recordings keep reporting the same once they are upgraded.
 
 use std::time::SystemTime;
 
@@ -58,11 +59,20 @@ macro_rules! frozen {
     };
 }
 
-/// The kinds of run frozen for every version.
-const KINDS: [&str; 2] = ["basic", "explain"];
+/// The kinds of run frozen, each from the protocol version that first
+/// carried it on.
+const KINDS: [(&str, u8); 3] = [("basic", 1), ("explain", 1), ("timerlat", 6)];
+
+/// The kinds of run frozen for `version`.
+fn kinds(version: u8) -> impl Iterator<Item = &'static str> {
+    KINDS
+        .into_iter()
+        .filter(move |&(_, since)| version >= since)
+        .map(|(k, _)| k)
+}
 
 /// Every frozen recording, by protocol version.
-const FROZEN: [Frozen; 10] = [
+const FROZEN: [Frozen; 13] = [
     frozen!(1, "basic"),
     frozen!(1, "explain"),
     frozen!(2, "basic"),
@@ -73,6 +83,9 @@ const FROZEN: [Frozen; 10] = [
     frozen!(4, "explain"),
     frozen!(5, "basic"),
     frozen!(5, "explain"),
+    frozen!(6, "basic"),
+    frozen!(6, "explain"),
+    frozen!(6, "timerlat"),
 ];
 
 /// The report of `bytes`, a recording of protocol `version` throughout.
@@ -140,7 +153,7 @@ fn check(version: u8) {
     let frozen: Vec<&Frozen> = FROZEN.iter().filter(|f| f.version == version).collect();
     assert_eq!(
         frozen.len(),
-        KINDS.len(),
+        kinds(version).count(),
         "version {version}: a recording of each kind"
     );
     let differ: Vec<String> = frozen.into_iter().flat_map(differences).collect();
@@ -175,13 +188,21 @@ fn version_5_recordings_report_as_they_always_did() {
     check(5);
 }
 
+/// The current version's recordings: a basic and an `--explain` run of
+/// the target, and a `--timerlat` run made by `latscope-host synth` (see
+/// `tests/golden/v6/README.md`); frozen when the next version is made.
+#[test]
+fn version_6_recordings_report_as_they_always_did() {
+    check(6);
+}
+
 /// Each version older than the current one was frozen before the next
 /// was made, and stays frozen: its recordings are in [`FROZEN`], and a
 /// test above checks them.
 #[test]
 fn every_older_version_is_frozen() {
     for version in 1..PROTOCOL_VERSION {
-        for kind in KINDS {
+        for kind in kinds(version) {
             let name = format!("v{version}-{kind}");
             assert!(
                 FROZEN.iter().any(|f| f.name == name && f.version == version),

@@ -30,7 +30,9 @@ use crate::aggregate::Run;
 use crate::console;
 use crate::error::Result;
 use crate::session::Session;
-use crate::summary::{summarize, Summary};
+use crate::summary::{
+    summarize, timerlat_summaries, Summary, TimerlatContextSummary, TimerlatSummary,
+};
 use latscope_core::wire::Platform;
 
 /// The goals' exit statuses, where they were named first (all of them are
@@ -350,7 +352,47 @@ impl Serialize for RunJson<'_> {
             }
             "all" => Some(map.serialize_entry(k, &SummaryJson::new(&all, run))),
             "spikes" => Some(map.serialize_entry(k, &SpikesJson(run))),
+            "timerlat" => {
+                let t: Vec<TimerlatJson> = timerlat_summaries(run)
+                    .into_iter()
+                    .map(|t| TimerlatJson(t, run))
+                    .collect();
+                Some(map.serialize_entry(k, &t))
+            }
             _ => None,
+        })
+    }
+}
+
+/// A thread's timerlat figures (protocol version 6) as JSON: its own, then
+/// `contexts`, each with its figures and `buckets`, written as they are
+/// serialised.
+struct TimerlatJson<'a>(TimerlatSummary, &'a Run);
+
+/// One context of [`TimerlatJson`].
+#[derive(Serialize)]
+struct TimerlatContextJson<'a> {
+    #[serde(flatten)]
+    figures: &'a TimerlatContextSummary,
+    buckets: BucketsJson<'a>,
+}
+
+impl Serialize for TimerlatJson<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let TimerlatJson(t, run) = self;
+        let head = serde_json::to_value(t).map_err(serde::ser::Error::custom)?;
+        with_lazy(&head, s, |k, map| {
+            (k == "contexts").then(|| {
+                let c: Vec<TimerlatContextJson> = t
+                    .contexts
+                    .iter()
+                    .map(|c| TimerlatContextJson {
+                        figures: c,
+                        buckets: BucketsJson(&c.hist, run),
+                    })
+                    .collect();
+                map.serialize_entry(k, &c)
+            })
         })
     }
 }
@@ -484,6 +526,11 @@ fn json_notes(v: &mut Value, run: &Run) {
     if run.hello.config.tracefs_mounted {
         v["config"]["tracefs_mounted"] = json!(true);
     }
+    let wake = run.hello.config.wake;
+    if let Some(caveat) = wake.caveat() {
+        v["config"]["wake_mode"] = json!(wake.name());
+        v["config"]["wake_mode_caveat"] = json!(caveat);
+    }
     let t = &run.hello.target;
     if t.platform == Platform::BareMetal {
         // no kernel: its facts are not zero, they do not exist
@@ -509,5 +556,9 @@ fn json_notes(v: &mut Value, run: &Run) {
     }
     if let Some(a) = accounting::json(run) {
         v["spike_account"] = a;
+    }
+    if run.threads.iter().any(|t| t.timerlat_stats().is_some()) || run.timerlat_mode() {
+        // written by [`RunJson`], one thread at a time
+        v["timerlat"] = Value::Null;
     }
 }

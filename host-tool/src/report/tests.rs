@@ -314,3 +314,176 @@ fn runs_without_aggregates_have_no_accounting() {
     let json: Value = serde_json::from_str(&report(&bytes, Format::Json)).expect("JSON");
     assert!(json["runs"][0].get("spike_account").is_none());
 }
+
+/// A timerlat run (protocol version 6): the MODE line says what the mode
+/// gives up and gains, the text has a timerlat section per thread and
+/// context, the JSON its figures and buckets, each equal to the synthetic
+/// target's own histograms.
+#[test]
+fn a_timerlat_run_reports_each_threads_kernel_latencies() {
+    use latscope_core::stats::{quantile, Ppm};
+    use latscope_core::timerlat::Context;
+    let cfg = SynthConfig {
+        timerlat: true,
+        reports: 4,
+        ..SynthConfig::default()
+    };
+    let (bytes, synth) = Synth::bytes(cfg);
+    let text = report(&bytes, Format::Text);
+    assert!(
+        text.contains("\nMODE:     timerlat (the kernel's timerlat tracer: each wake-up is"),
+        "{text}"
+    );
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("timerlat ("))
+        .skip(2)
+        .take(6)
+        .collect();
+    let layout = synth.layout;
+    for (t, th) in synth.threads.iter().enumerate() {
+        let tl = th.timerlat.as_ref().expect("timerlat");
+        for c in Context::ALL {
+            let h = &tl.hists[c.index()];
+            let tot = h.totals();
+            let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+            let q = |p| us(quantile(&layout, h.counts(), p, tot.max).unwrap());
+            let want: Vec<String> = [
+                format!("T{t}"),
+                t.to_string(),
+                c.label().to_string(),
+                tot.count.to_string(),
+                us(tot.min),
+                format!("{:.1}", tot.sum as f64 / tot.count as f64 / 1e3),
+                q(Ppm::P50),
+                q(Ppm::P99),
+                q(Ppm::P999),
+                us(tot.max),
+                "0".into(),
+                "yes".into(),
+            ]
+            .into();
+            let row = rows[t * 3 + c.index()];
+            let got: Vec<&str> = row.split_whitespace().collect();
+            assert_eq!(got, want, "{row}\n{text}");
+        }
+    }
+    for t in 0..2 {
+        let periods = synth.threads[t].stats.cycles;
+        let line = format!(
+            "T{t}: {periods} periods; {periods} paired IRQ and thread entries, 0 with the IRQ \
+             latency above the thread's; 0 entries lost, 0 page(s) unreadable\n"
+        );
+        assert!(text.contains(&line), "{line}\n{text}");
+    }
+    assert!(
+        text.contains("data:     exact at the end (bye intact)"),
+        "{text}"
+    );
+    let json: Value = serde_json::from_str(&report(&bytes, Format::Json)).unwrap();
+    let run = &json["runs"][0];
+    assert_eq!(run["config"]["wake_mode"], "timerlat");
+    assert_eq!(run["complete"], true);
+    for (t, th) in synth.threads.iter().enumerate() {
+        let j = &run["timerlat"][t];
+        assert_eq!(j["thread"], t);
+        assert_eq!(j["last_report"], true);
+        let tl = th.timerlat.as_ref().unwrap();
+        for c in Context::ALL {
+            let jc = &j["contexts"][c.index()];
+            let h = &tl.hists[c.index()];
+            assert_eq!(jc["context"], c.label());
+            assert_eq!(jc["count"], h.totals().count);
+            assert_eq!(jc["sum_ns"], h.totals().sum);
+            assert_eq!(jc["max_ns"], h.totals().max);
+            assert_eq!(jc["exact"], true);
+            let buckets: Vec<(u64, u64)> = jc["buckets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| (b["bucket"].as_u64().unwrap(), b["count"].as_u64().unwrap()))
+                .collect();
+            let want: Vec<(u64, u64)> = h
+                .counts()
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(i, &n)| (i as u64, n))
+                .collect();
+            assert_eq!(buckets, want, "T{t} {c:?}");
+        }
+    }
+}
+
+/// A run of the timerlat mode whose timerlat frames never came is not
+/// exact, and says so; the JSON of a run of another mode has no
+/// `timerlat` key and no wake mode.
+#[test]
+fn a_timerlat_run_without_its_figures_is_not_exact() {
+    let frames = synth_frames(SynthConfig {
+        timerlat: true,
+        reports: 3,
+        ..SynthConfig::default()
+    });
+    let bytes = encode(frames.into_iter().map(|f| f.body).filter(|b| {
+        !matches!(
+            b,
+            Body::TimerlatStats(_) | Body::TimerlatDelta(_) | Body::TimerlatChunk(_)
+        )
+    }));
+    let text = report(&bytes, Format::Text);
+    assert!(
+        text.contains("\ntimerlat: no figures of the kernel's timerlat tracer arrived\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("INCOMPLETE: its histograms are not exact at the end"),
+        "{text}"
+    );
+    let (plain, _) = Synth::bytes(SynthConfig {
+        reports: 3,
+        ..SynthConfig::default()
+    });
+    let json: Value = serde_json::from_str(&report(&plain, Format::Json)).unwrap();
+    let run = json["runs"][0].as_object().unwrap();
+    assert!(!run.contains_key("timerlat"));
+    assert!(!run["config"].as_object().unwrap().contains_key("wake_mode"));
+}
+
+/// Timerlat frames lost in the middle of a run: the report is exact again
+/// at the end (the final report's full snapshots), and the lost frames
+/// are the only loss.
+#[test]
+fn lost_timerlat_frames_heal_by_the_end() {
+    let frames = synth_frames(SynthConfig {
+        timerlat: true,
+        reports: 12,
+        ..SynthConfig::default()
+    });
+    let mut enc = Encoder::new();
+    let mut bytes = Vec::new();
+    let mut dropped = 0;
+    for f in frames {
+        let seq = enc.next_seq();
+        let mid = matches!(&f.body, Body::TimerlatDelta(d) if d.epoch == 4)
+            || matches!(&f.body, Body::TimerlatChunk(c) if c.epoch == 5);
+        let frame = enc.frame(f.body).expect("encodes").to_vec();
+        assert_eq!(seq, f.seq);
+        if mid {
+            dropped += 1;
+        } else {
+            bytes.extend_from_slice(&frame);
+        }
+    }
+    assert!(dropped >= 6, "{dropped}");
+    let mut s = Session::new("lossy.lsr");
+    s.feed(&bytes);
+    s.finish();
+    let run = s.agg.runs.first().expect("a run");
+    assert!(run.exact_at_end());
+    let losses = super::completeness::losses(run, &s.link());
+    assert!(
+        matches!(losses.as_slice(), [super::completeness::Loss::FramesLost(n, _)] if *n == dropped),
+        "{losses:?}"
+    );
+}

@@ -9,7 +9,10 @@ use latscope_core::wire::{
 };
 
 use crate::aggregate::Run;
-use crate::summary::{avg_us, or_dash, summarize, us, us_opt, Summary, QUANTILES};
+use crate::summary::{
+    avg_us, or_dash, summarize, timerlat_summaries, us, us_opt, Summary, QUANTILES,
+    TIMERLAT_QUANTILES,
+};
 
 /// Spikes listed per thread.
 const SPIKES_SHOWN: usize = 10;
@@ -456,10 +459,85 @@ pub(crate) fn render(out: &mut String, name: &str, run: &Run, link: &LinkStats) 
     let mut rows: Vec<&Summary> = per.iter().collect();
     rows.push(&all);
     table(out, &rows);
+    timerlat(out, run);
     super::accounting::text(out, run);
     spikes(out, run);
     explained(out, run);
     out.push('\n');
+}
+
+/// The kernel's timerlat figures of each thread's CPU (protocol version
+/// 6), if the run has them: per context its count, latencies and lost
+/// entries, then per thread how the periods' entries paired.
+pub(crate) fn timerlat(out: &mut String, run: &Run) {
+    let rows = timerlat_summaries(run);
+    if rows.is_empty() {
+        if run.timerlat_mode() {
+            let _ = writeln!(
+                out,
+                "\ntimerlat: no figures of the kernel's timerlat tracer arrived"
+            );
+        }
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\ntimerlat (the kernel's latencies of every period: the timer's IRQ, the woken thread, its return to user space):"
+    );
+    let _ = write!(
+        out,
+        "{:<6} {:>4}  {:<9} {:>12} {:>9} {:>9}",
+        "thread", "CPU", "context", "count", "min", "avg"
+    );
+    for (_, n) in TIMERLAT_QUANTILES {
+        let _ = write!(out, " {n:>9}");
+    }
+    let _ = writeln!(out, " {:>10} {:>8} {:>6}  (µs)", "max", "lost", "exact");
+    for t in &rows {
+        for c in &t.contexts {
+            let _ = write!(
+                out,
+                "{:<6} {:>4}  {:<9} {:>12}",
+                t.label,
+                or_dash(t.cpu),
+                c.context,
+                c.count
+            );
+            if c.count == 0 {
+                let width = 20 + 10 * TIMERLAT_QUANTILES.len() + 11;
+                let _ = write!(out, " {:>width$}", "no samples");
+            } else {
+                let _ = write!(out, " {:>9} {:>9}", us_opt(c.min_ns), avg_us(c.avg_ns));
+                for (_, v) in &c.quantiles {
+                    let _ = write!(out, " {:>9}", us_opt(*v));
+                }
+                let _ = write!(out, " {:>10}", us_opt(c.max_ns));
+            }
+            let _ = writeln!(
+                out,
+                " {:>8} {:>6}",
+                c.lost,
+                if c.exact { "yes" } else { "no" }
+            );
+        }
+    }
+    for t in &rows {
+        let _ = writeln!(
+            out,
+            "{}: {} periods; {} paired IRQ and thread entries, {} with the IRQ latency above the thread's; {} entries lost, {} page(s) unreadable{}",
+            t.label,
+            t.periods,
+            t.paired,
+            t.inverted,
+            t.lost,
+            t.unreadable_pages,
+            if t.last_report {
+                String::new()
+            } else {
+                format!(" (as of report {}, not the final one)", t.epoch)
+            }
+        );
+    }
 }
 
 /// The largest spike records of every thread, largest first.

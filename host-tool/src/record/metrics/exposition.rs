@@ -11,7 +11,9 @@ use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::super::http::Refusal;
-use super::super::targets::{FleetStats, TargetView, ThreadView};
+use latscope_core::timerlat::Context;
+
+use super::super::targets::{FleetStats, TargetView, ThreadView, TimerlatView};
 
 /// The two text formats `/metrics` is served in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,6 +171,10 @@ fn labels(v: &TargetView) -> String {
 enum Family {
     /// Series of one measuring thread.
     Thread(ThreadFamily),
+    /// Series of one measuring thread's timerlat figures (protocol
+    /// version 6): only for threads that have them, and the family only
+    /// when one has.
+    Timerlat(TimerlatFamily),
     /// Series of the run as a whole.
     Run(RunFamily),
     /// The listening recorder's own series.
@@ -208,6 +214,17 @@ enum ThreadFamily {
     DroppedRecords,
 }
 
+/// The families of a thread's timerlat figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TimerlatFamily {
+    Latency,
+    LatencyMax,
+    LostEntries,
+    Periods,
+    Paired,
+    Inverted,
+}
+
 /// The families with one series (or several) per run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RunFamily {
@@ -240,6 +257,22 @@ const fn thread(
 ) -> FamilySpec {
     FamilySpec {
         family: Family::Thread(f),
+        name,
+        kind,
+        unit,
+        help,
+    }
+}
+
+const fn timerlat(
+    f: TimerlatFamily,
+    name: &'static str,
+    kind: Kind,
+    unit: Option<&'static str>,
+    help: &'static str,
+) -> FamilySpec {
+    FamilySpec {
+        family: Family::Timerlat(f),
         name,
         kind,
         unit,
@@ -284,7 +317,7 @@ const fn server(f: ServerFamily, name: &'static str, kind: Kind, help: &'static 
 
 /// Every family, in the order of the exposition: the targets', then the
 /// recorder's (when it listens), then the server's (when it serves).
-const FAMILIES: [FamilySpec; 23] = [
+const FAMILIES: [FamilySpec; 29] = [
     thread(
         ThreadFamily::Cycles,
         "latscope_cycles",
@@ -326,6 +359,48 @@ const FAMILIES: [FamilySpec; 23] = [
         Kind::Counter,
         None,
         "Spike records the target could not queue.",
+    ),
+    timerlat(
+        TimerlatFamily::Latency,
+        "latscope_timerlat_latency_seconds",
+        Kind::Summary,
+        Some("seconds"),
+        "The kernel's timerlat latency of every period on the thread's CPU, by context (irq: the timer's IRQ, thread: the woken thread, user-ret: its return to user space): count, sum and quantiles (bucket upper edges).",
+    ),
+    timerlat(
+        TimerlatFamily::LatencyMax,
+        "latscope_timerlat_latency_max_seconds",
+        Kind::Gauge,
+        Some("seconds"),
+        "Largest timerlat latency by context, exact.",
+    ),
+    timerlat(
+        TimerlatFamily::LostEntries,
+        "latscope_timerlat_lost_entries",
+        Kind::Counter,
+        None,
+        "Timerlat entries the target's trace lost, by context.",
+    ),
+    timerlat(
+        TimerlatFamily::Periods,
+        "latscope_timerlat_periods",
+        Kind::Counter,
+        None,
+        "Timerlat periods of the thread's CPU, read or lost.",
+    ),
+    timerlat(
+        TimerlatFamily::Paired,
+        "latscope_timerlat_paired",
+        Kind::Counter,
+        None,
+        "Timerlat periods whose IRQ and thread entries were both read.",
+    ),
+    timerlat(
+        TimerlatFamily::Inverted,
+        "latscope_timerlat_inverted",
+        Kind::Counter,
+        None,
+        "Paired timerlat periods with the IRQ latency above the thread's: a defect.",
     ),
     run(
         RunFamily::LinkFrames,
@@ -472,6 +547,21 @@ pub(crate) fn exposition(
                     }
                 }
             }
+            Family::Timerlat(f) => {
+                let any = views
+                    .iter()
+                    .any(|v| v.threads.iter().any(|t| t.timerlat.is_some()));
+                if any {
+                    meta(o, x, name, spec.kind, spec.unit, spec.help);
+                }
+                for (v, tls) in views.iter().zip(&thread_labels) {
+                    for (t, l) in v.threads.iter().zip(tls) {
+                        if let Some(tv) = &t.timerlat {
+                            timerlat_family(o, f, name, l, tv);
+                        }
+                    }
+                }
+            }
             Family::Recorder(f) => {
                 if let Some(st) = fleet {
                     meta(o, x, name, spec.kind, spec.unit, spec.help);
@@ -540,6 +630,52 @@ fn thread_family(o: &mut String, f: ThreadFamily, name: &str, l: &str, t: &Threa
     };
 }
 
+/// The series of timerlat family `f` (named `name`) of one thread's
+/// timerlat figures, labelled `l` (and by context where they have one).
+fn timerlat_family(o: &mut String, f: TimerlatFamily, name: &str, l: &str, tv: &TimerlatView) {
+    let contexts = Context::ALL.iter().zip(&tv.contexts);
+    let _ = match f {
+        TimerlatFamily::Latency => {
+            for (c, cv) in contexts {
+                let cl = format!("{l},context=\"{}\"", c.label());
+                for (q, val) in [("0.99", cv.p99_ns), ("0.999", cv.p999_ns)] {
+                    if let Some(val) = val {
+                        let _ = writeln!(o, "{name}{{{cl},quantile=\"{q}\"}} {}", secs(val));
+                    }
+                }
+                let _ = writeln!(o, "{name}_sum{{{cl}}} {}", secs(cv.sum_ns));
+                let _ = writeln!(o, "{name}_count{{{cl}}} {}", cv.count);
+            }
+            Ok(())
+        }
+        TimerlatFamily::LatencyMax => {
+            for (c, cv) in contexts {
+                let _ = writeln!(
+                    o,
+                    "{name}{{{l},context=\"{}\"}} {}",
+                    c.label(),
+                    secs(cv.max_ns)
+                );
+            }
+            Ok(())
+        }
+        TimerlatFamily::LostEntries => {
+            for (c, cv) in contexts {
+                let _ = writeln!(
+                    o,
+                    "{name}_total{{{l},context=\"{}\"}} {}",
+                    c.label(),
+                    cv.lost
+                );
+            }
+            Ok(())
+        }
+        TimerlatFamily::Periods => writeln!(o, "{name}_total{{{l}}} {}", tv.periods),
+        TimerlatFamily::Paired => writeln!(o, "{name}_total{{{l}}} {}", tv.paired),
+        TimerlatFamily::Inverted => writeln!(o, "{name}_total{{{l}}} {}", tv.inverted),
+    };
+}
+
 /// The series of the listening recorder's family `f` (named `name`).
 fn recorder_family(o: &mut String, f: RecorderFamily, name: &str, st: &FleetStats) {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -605,7 +741,7 @@ fn server_family(o: &mut String, f: ServerFamily, name: &str, st: &ServerStats) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::targets::{Identity, ThreadView};
+    use crate::record::targets::{Identity, ThreadView, TimerlatContextView};
     use latscope_core::wire::LinkStats;
 
     fn view(board: &str, run: &str) -> TargetView {
@@ -662,6 +798,19 @@ mod tests {
                 minflt: 28 + k,
                 majflt: 29 + k,
                 dropped: 30 + k,
+                timerlat: Some(TimerlatView {
+                    contexts: [31, 32, 33].map(|n| TimerlatContextView {
+                        count: n + k,
+                        sum_ns: 1_000 * (n + k),
+                        p99_ns: Some(900 + k),
+                        p999_ns: Some(950 + k),
+                        max_ns: 990 + k,
+                        lost: n,
+                    }),
+                    periods: 34 + k,
+                    paired: 35 + k,
+                    inverted: 36 + k,
+                }),
                 ..ThreadView::default()
             };
             v.threads.push(second);
@@ -713,6 +862,8 @@ mod tests {
                 .collect();
             let per = match spec.family {
                 Family::Thread(_) => views.iter().map(|v| v.threads.len()).sum(),
+                // only the second thread of each has timerlat figures
+                Family::Timerlat(_) => views.len(),
                 Family::Run(_) => views.len(),
                 Family::Recorder(
                     RecorderFamily::ConnectionsRefused | RecorderFamily::RunsEnded,
@@ -725,6 +876,7 @@ mod tests {
                 .iter()
                 .map(|l| l.split_once('}').map_or(*l, |(k, _)| k))
                 .map(|k| k.split(",kind=").next().unwrap_or(k))
+                .map(|k| k.split(",context=").next().unwrap_or(k))
                 .map(|k| k.split(",quantile=").next().unwrap_or(k))
                 .map(|k| k.split_once('{').map_or(k, |(_, labels)| labels))
                 .collect();
@@ -767,6 +919,32 @@ mod tests {
         // Without a listening recorder there are no fleet counters.
         exposition(&mut o, Exposition::OpenMetrics, &[&a], None, None);
         assert!(!o.contains("latscope_connections"), "{o}");
+    }
+
+    /// Runs without timerlat figures have no timerlat families at all
+    /// (their exposition is as before version 6); a thread with them has
+    /// its series by context.
+    #[test]
+    fn timerlat_families_only_where_a_thread_has_them() {
+        let plain = view("a", "0a");
+        let mut o = String::new();
+        exposition(&mut o, Exposition::OpenMetrics, &[&plain], None, None);
+        assert!(!o.contains("timerlat"), "{o}");
+        let (views, _) = populated();
+        exposition(&mut o, Exposition::Text, &[&views[0]], None, None);
+        for want in [
+            "# TYPE latscope_timerlat_lost_entries_total counter\n",
+            "latscope_timerlat_latency_seconds_count{board=\"a\",run=\"0a\",peer=\"10.0.0.7\",\
+             host=\"vm\",thread=\"1\",cpu=\"\",context=\"user-ret\"} 33\n",
+            "latscope_timerlat_latency_seconds{board=\"a\",run=\"0a\",peer=\"10.0.0.7\",\
+             host=\"vm\",thread=\"1\",cpu=\"\",context=\"irq\",quantile=\"0.999\"} 9.5e-7\n",
+            "latscope_timerlat_inverted_total{board=\"a\",run=\"0a\",peer=\"10.0.0.7\",\
+             host=\"vm\",thread=\"1\",cpu=\"\"} 36\n",
+        ] {
+            assert!(o.contains(want), "{want} in\n{o}");
+        }
+        // thread 0 has none
+        assert!(!o.contains("timerlat_periods_total{board=\"a\",run=\"0a\",peer=\"10.0.0.7\",host=\"vm\",thread=\"0\""));
     }
 
     #[test]
