@@ -10,7 +10,7 @@
 //! samples, all in the printed unit ([`Unit`]). rtla divides each sample
 //! by the unit first (µs: `ns / 1000`, truncated) and only then buckets
 //! and sums it, so its averages are averages of truncated samples:
-//! [`Stats::record`] does the same, and [`Unit::of_ns`] is the division.
+//! [`Stats::add`] does the same, and [`Unit::of_ns`] is the division.
 //!
 //! # References
 //!
@@ -93,7 +93,7 @@ impl Stats {
     /// `buckets` (one per entry, `-E`), or into [`Stats::over`] past the
     /// last; the sum wraps as rtla's `unsigned long long` does. A
     /// `bucket_size` of 0 counts everything as over.
-    pub fn record(&mut self, buckets: &mut [u64], bucket_size: u64, value: u64) {
+    pub fn add(&mut self, buckets: &mut [u64], bucket_size: u64, value: u64) {
         self.count += 1;
         self.min = self.min.min(value);
         self.sum = self.sum.wrapping_add(value);

@@ -102,13 +102,13 @@ const NO_SAMPLES: &[&str] = &[
     "max:          -         - ",
 ];
 
-/// One column's buckets and figures, from samples in ns recorded as rtla
-/// records them.
+/// One column's buckets and figures, from samples in ns counted as rtla
+/// counts them.
 fn column(samples_ns: &[u64], entries: usize, bucket_size: u64, unit: Unit) -> (Vec<u64>, Stats) {
     let mut buckets = std::vec![0; entries];
     let mut stats = Stats::EMPTY;
     for &ns in samples_ns {
-        stats.record(&mut buckets, bucket_size, unit.of_ns(ns));
+        stats.add(&mut buckets, bucket_size, unit.of_ns(ns));
     }
     (buckets, stats)
 }

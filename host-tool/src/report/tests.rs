@@ -331,7 +331,7 @@ fn a_timerlat_run_reports_each_threads_kernel_latencies() {
     let (bytes, synth) = Synth::bytes(cfg);
     let text = report(&bytes, Format::Text);
     assert!(
-        text.contains("\nMODE:     timerlat (the kernel's timerlat tracer: each wake-up is"),
+        text.contains("\nMODE:     timerlat (timerlat: each wake-up is the return of a read()"),
         "{text}"
     );
     let rows: Vec<&str> = text

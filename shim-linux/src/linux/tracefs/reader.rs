@@ -113,7 +113,7 @@ impl RtlaColumns {
 
     fn add(&mut self, context: Context, latency_ns: u64) {
         let (buckets, stats) = &mut self.cols[context.index()];
-        stats.record(
+        stats.add(
             buckets,
             self.shape.bucket_size,
             Unit::Micros.of_ns(latency_ns),
