@@ -83,40 +83,8 @@ pub fn finish(cfg: &Config, s: &Setup, ended: &Ended) -> Result<i32, Error> {
         }
     }
     let mut summary = summary(cfg, s, ended, &threads, &opts, &mut failed);
-    let timerlat = &ended.outcome.timerlat;
-    if let Some(text) = &cfg.rtla {
-        let secs = ended.outcome.ended.unix_s.saturating_sub(s.started.unix_s);
-        let out = rtla_text(text, timerlat, u64::try_from(secs).unwrap_or(0));
-        // a failed standard output is counted there
-        let _ = Std::Out.write(out.as_bytes());
-    }
-    for (cpu, t) in timerlat {
-        summary.push_str(&timerlat_lines(*cpu, t));
-        for (i, _) in s
-            .plans
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.cpu == Some(*cpu))
-        {
-            let n = s.shared[i].unrecorded.load(Ordering::Relaxed);
-            summary.push_str(&format!(
-                "# timerlat T: {i} CPU {cpu}: {n} read(s) before the trace gave the kernel's \
-                 grid, not recorded\n"
-            ));
-        }
-    }
+    status = timerlat_end(cfg, s, ended, &mut summary, status);
     summary.push_str(&goal_lines);
-    // timerlat samples the trace lost are measurement lost; an IRQ latency
-    // above its thread's is a pairing the kernel rules out
-    if timerlat.iter().any(|(_, t)| t.pairing.inverted > 0) {
-        status = EXIT_FAILED;
-    } else if status == EXIT_OK
-        && timerlat
-            .iter()
-            .any(|(_, t)| t.pairing.tally.iter().any(|c| c.lost > 0) || t.bad_pages > 0)
-    {
-        status = EXIT_OUTPUT_LOST;
-    }
     let _ = s.console.human.write(summary.as_bytes());
     notes(cfg, s, ended, defects);
     for e in &failed {
@@ -252,6 +220,51 @@ fn rtla_column(t: &TimerlatCpu, context: Context) -> rtla::Column<'_> {
             stats: *stats,
         }
     })
+}
+
+/// `--timerlat`'s end of a run: invoked as `rtla`, rtla's text on standard
+/// output; each CPU's lines in `summary`; and the run's `status` with the
+/// timerlat entries' verdict: entries the trace lost are measurement lost,
+/// an IRQ latency above its thread's is a pairing the kernel rules out.
+fn timerlat_end(
+    cfg: &Config,
+    s: &Setup,
+    ended: &Ended,
+    summary: &mut String,
+    mut status: i32,
+) -> i32 {
+    let timerlat = &ended.outcome.timerlat;
+    if let Some(text) = &cfg.rtla {
+        let secs = ended.outcome.ended.unix_s.saturating_sub(s.started.unix_s);
+        let out = rtla_text(text, timerlat, u64::try_from(secs).unwrap_or(0));
+        // a failed standard output is counted there
+        let _ = Std::Out.write(out.as_bytes());
+    }
+    for (cpu, t) in timerlat {
+        summary.push_str(&timerlat_lines(*cpu, t));
+        for (i, _) in s
+            .plans
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.cpu == Some(*cpu))
+        {
+            let n = s.shared[i].unrecorded.load(Ordering::Relaxed);
+            summary.push_str(&format!(
+                "# timerlat T: {i} CPU {cpu}: {n} read(s) before the trace gave the kernel's \
+                 grid, not recorded\n"
+            ));
+        }
+    }
+    if timerlat.iter().any(|(_, t)| t.pairing.inverted > 0) {
+        status = EXIT_FAILED;
+    } else if status == EXIT_OK
+        && timerlat
+            .iter()
+            .any(|(_, t)| t.pairing.tally.iter().any(|c| c.lost > 0) || t.bad_pages > 0)
+    {
+        status = EXIT_OUTPUT_LOST;
+    }
+    status
 }
 
 /// Invoked as `rtla`: rtla 6.12's histogram text of the traced CPUs, in
